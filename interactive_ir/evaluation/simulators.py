@@ -253,11 +253,16 @@ class LLMAnswerer:
             log.warning("answerer LLM failed (%s); answering from the captions", e)
             text, unc = rule_answer(query.knowledge, question, cfg.allow_uncertain)
             return SimReply(text, "fallback", uncertain=unc, error=str(e))
-        text, unc = parse_answer(raw, question, cfg.max_words)
-        if text is None or (unc and not cfg.allow_uncertain):
-            text, unc = rule_answer(query.knowledge, question, cfg.allow_uncertain)
-            return SimReply(text, "fallback", raw=raw, uncertain=unc)
-        return SimReply(text, "llm", raw=raw, uncertain=unc)
+        return _settle(raw, query, question, cfg, "llm")
+
+
+def _settle(raw: str, query, question: str, cfg: SimConfig, source: str) -> SimReply:
+    """The parsed model answer, or the caption rule's answer when the reply is junk or a forbidden "uncertain"."""
+    text, unc = parse_answer(raw, question, cfg.max_words)
+    if text is None or (unc and not cfg.allow_uncertain):
+        text, unc = rule_answer(query.knowledge, question, cfg.allow_uncertain)
+        return SimReply(text, "fallback", raw=raw, uncertain=unc)
+    return SimReply(text, source, raw=raw, uncertain=unc)
 
 
 def _open(index, image_id: str):
@@ -291,11 +296,7 @@ class VLMAnswerer:
             log.warning("answerer VLM failed (%s); answering from the captions", e)
             text, unc = rule_answer(query.knowledge, question, cfg.allow_uncertain)
             return SimReply(text, "fallback", uncertain=unc, error=str(e))
-        text, unc = parse_answer(raw, question, cfg.max_words)
-        if text is None or (unc and not cfg.allow_uncertain):
-            text, unc = rule_answer(query.knowledge, question, cfg.allow_uncertain)
-            return SimReply(text, "fallback", raw=raw, uncertain=unc)
-        return SimReply(text, "vlm", raw=raw, uncertain=unc)
+        return _settle(raw, query, question, cfg, "vlm")
 
 
 # --- relevance actor -----------------------------------------------------------------------------------
