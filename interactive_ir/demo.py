@@ -40,12 +40,19 @@ def _slug(spec: str) -> str:
 
 
 def _try_embedder(spec: str):
+    """The embedder `spec`; with the hub unreachable, from the local Hugging Face cache only (weights cached on
+    an earlier, online start still load), failing fast when they are not there."""
+    from interactive_ir import hub
     from interactive_ir.backends import make_embedder
-    from interactive_ir.hub import hub_reachable, needs_hub
 
-    if needs_hub(spec) and not hub_reachable():
-        raise BackendError(f"{spec} needs weights from the model hub, which cannot be reached")
-    return make_embedder(spec)
+    if not hub.needs_hub(spec) or hub.hub_reachable():
+        return make_embedder(spec)
+    hub.go_offline()
+    try:
+        return make_embedder(spec)
+    except (IIRError, OSError) as e:
+        raise BackendError(f"{spec} needs weights from the model hub, which cannot be reached, "
+                           "and they are not in the local cache") from e
 
 
 def demo_index(embedder, progress: Callable[[int, int, str], None] | None = None) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import socket
+import sys
 from urllib.parse import urlparse
 
 
@@ -37,3 +38,15 @@ def needs_hub(spec: str) -> bool:
         return pretrained.lower() not in {"", "none", "random"} and not Path(pretrained).expanduser().exists()
     target = args.split("#")[0].split("@")[0]
     return not Path(target).expanduser().exists()
+
+
+def go_offline() -> None:
+    """Make Hugging Face loaders read only their local cache (they fail fast instead of retrying the network).
+
+    Sets HF_HUB_OFFLINE for libraries imported later and, when huggingface_hub is already imported, its
+    module-level constant too (the library reads the variable once, at import).
+    """
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is not None:
+        constants.HF_HUB_OFFLINE = True

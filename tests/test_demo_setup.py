@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from interactive_ir import demo
@@ -36,16 +38,50 @@ def test_unreachable_hub_falls_back_to_offline_caption_index(small_gallery, monk
     from interactive_ir import hub
     from interactive_ir.backends import embedders
     from interactive_ir.backends.embedders import FakeEmbedder
+    from interactive_ir.errors import BackendUnavailable
 
     class OfflineText(FakeEmbedder):
         has_vision = False
 
+    def not_cached(args, spec, **o):
+        assert os.environ["HF_HUB_OFFLINE"] == "1"  # the cache is tried offline, not the network
+        raise BackendUnavailable("cannot find the requested files in the local cache")
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # restored after the test
     monkeypatch.setattr(hub, "hub_reachable", lambda timeout=3.0: False)
+    monkeypatch.setattr(embedders, "_open_clip", not_cached)
     monkeypatch.setattr(embedders, "_text", lambda args, spec, **o: OfflineText(16, spec=spec))
     s = demo.prepare(embedder_spec="open_clip:ViT-B-32:laion2b_s34b_b79k")
     assert s.retriever.embedder.spec == "text:all-MiniLM-L6-v2" and s.retriever.index.caption_only
     assert any("cannot be reached" in n and "falling back" in n for n in s.notes)
+    assert any("not in the local cache" in n for n in s.notes)
     assert s.retriever.search_text("a red dog", k=3)
+
+
+def test_unreachable_hub_still_uses_weights_cached_earlier(small_gallery, monkeypatch):
+    from interactive_ir import hub
+    from interactive_ir.backends import embedders
+    from interactive_ir.backends.embedders import FakeEmbedder
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(hub, "hub_reachable", lambda timeout=3.0: False)
+    monkeypatch.setattr(embedders, "_open_clip", lambda args, spec, **o: FakeEmbedder(16, spec=spec))
+    s = demo.prepare(embedder_spec="open_clip:ViT-B-32:laion2b_s34b_b79k")
+    assert s.retriever.embedder.spec == "open_clip:ViT-B-32:laion2b_s34b_b79k"
+    assert not any("falling back" in n for n in s.notes)
+
+
+def test_go_offline_reaches_an_already_imported_huggingface_hub(monkeypatch):
+    constants = pytest.importorskip("huggingface_hub.constants")
+    from interactive_ir import hub
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    hub.go_offline()
+    assert os.environ["HF_HUB_OFFLINE"] == "1" and constants.HF_HUB_OFFLINE is True
+    from huggingface_hub import is_offline_mode
+
+    assert is_offline_mode()
 
 
 def test_given_index_is_loaded_with_its_embedder(tiny_index):
