@@ -151,8 +151,15 @@ class Retriever:
         return img
 
     def all_scores(self, qrow: np.ndarray) -> np.ndarray:
-        """Scores of every row for a composed query row (float32, length N)."""
-        return self._matrix @ np.asarray(qrow, np.float32)
+        """Scores of every row for a composed query row (float32, length N), from the search's own matrix."""
+        q = np.asarray(qrow, np.float32)
+        if self._use_torch:
+            import torch
+
+            m = self._torch_matrix
+            with torch.no_grad():
+                return (m @ torch.from_numpy(q).to(m.device, m.dtype)).float().cpu().numpy()
+        return self._matrix @ q
 
     def rank_of(self, qrow: np.ndarray, image_id: str, exclude: Iterable[str] = ()) -> int:
         """1-based rank of `image_id` among the non-excluded rows (ties count in its favour)."""
@@ -186,7 +193,9 @@ class Retriever:
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
         dtype = torch.float16 if device == "cuda" else torch.float32  # CPU half matmul is slow
-        return torch.from_numpy(np.ascontiguousarray(self._matrix)).to(device=device, dtype=dtype)
+        # built from the fp16 vectors part by part: no float32 copy of the collection stays on the host
+        parts = [self.index.image_vectors] + ([self.index.caption_vectors] if self.index.has_captions else [])
+        return torch.cat([torch.tensor(np.asarray(p), device=device, dtype=dtype) for p in parts], dim=1)
 
     def _torch_search(self, q: np.ndarray, k: int, ex: np.ndarray):
         import torch

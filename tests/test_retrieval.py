@@ -89,6 +89,19 @@ def test_torch_search_matches_faiss(tiny_index, monkeypatch):
     assert [h.id for h in t.search_text("black car on the street", k=8, exclude=ids[:2])] == faiss_hits
 
 
+def test_torch_path_ranks_without_a_host_float32_copy(tiny_index, monkeypatch):
+    pytest.importorskip("torch")
+    r, ids, _ = tiny_index
+    monkeypatch.setenv("IIR_SEARCH_DEVICE", "torch")
+    t = Retriever(r.index, r.embedder, SearchConfig())
+    row = t.text_query_row(t.encode_text("white bird in the snow"))
+    exact = np.concatenate([np.asarray(r.index.image_vectors, np.float32),
+                            np.asarray(r.index.caption_vectors, np.float32)], axis=1) @ row
+    np.testing.assert_allclose(t.all_scores(row), exact, rtol=1e-5, atol=1e-6)
+    assert [t.rank_of(row, h.id) for h in t.search_row(row, k=5)] == [1, 2, 3, 4, 5]
+    assert "_matrix" not in vars(t)  # the GPU path keeps only its device matrix
+
+
 @pytest.mark.parametrize("text,msg", [("", "empty"), ("   ", "empty"), ("x" * 10_000, "10,000 characters")])
 def test_bad_text_queries(tiny_index, text, msg):
     r, _, _ = tiny_index
