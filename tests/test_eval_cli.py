@@ -159,6 +159,33 @@ def test_a_larger_limit_resumes_and_changed_settings_are_refused(bench, tmp_path
     assert len((out / "feedback-expand" / "checkpoint.jsonl").read_text().splitlines()) == 1 + 6
 
 
+def test_retry_failed_reruns_only_the_queries_an_error_ended(bench, tmp_path, monkeypatch):
+    from interactive_ir.evaluation import runner
+
+    full, out = tmp_path / "full", tmp_path / "run"
+    assert main(eval_args(bench, full, "feedback:expand", 6)) == 0
+    real, calls = runner.run_query, []
+
+    def flaky(engine, protocol, q, *a, **kw):  # the endpoint is down for the 2nd query
+        calls.append(q.qid)
+        res = real(engine, protocol, q, *a, **kw)
+        if len(calls) == 2:
+            res.ranks, res.stop = res.ranks[:1], "error: the LLM endpoint timed out"
+        return res
+
+    monkeypatch.setattr(runner, "run_query", flaky)
+    assert main(eval_args(bench, out, "feedback:expand", 6)) == 0
+    failed = calls[1]
+    ranks = lambda d: json.loads((d / "feedback-expand" / "ranks.json").read_text())  # noqa: E731
+    assert len(ranks(out)[failed]) == 1
+    calls.clear()
+    assert main(eval_args(bench, out, "feedback:expand", 6)) == 0  # a plain resume keeps the error
+    assert calls == [] and len(ranks(out)[failed]) == 1
+    assert main(eval_args(bench, out, "feedback:expand", 6, "--retry-failed")) == 0
+    assert calls == [failed]  # only the failed query ran again
+    assert ranks(out) == ranks(full) and list(ranks(out)) == list(ranks(full))
+
+
 # --- eval: bad input ---------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("protocol, llm, message", [
@@ -207,6 +234,10 @@ def test_summarise_adds_shown_share_accumulated_recall_and_counts():
     # relevant sets: q1 {t1, r1, r9}: round 0 none, round 1 t1, round 2 t1+r1 -> 0, 1/3, 2/3
     #                q2 {t2, r2}: round 0 r2 -> 1/2, carried forward -> 1/2, 1/2, 1/2
     assert m["accumulated_recall"] == pytest.approx([0.25, (1 / 3 + 0.5) / 2, (2 / 3 + 0.5) / 2])
+    from interactive_ir.evaluation.report import by_round_rows
+
+    rows = by_round_rows(m, (1, 5, 10))  # the CSV by round carries it too
+    assert [r["accumulated_recall"] for r in rows] == pytest.approx(m["accumulated_recall"])
     # hits@10 (q2 padded to [5, 5, 5]): round 0 q2 only -> 0.5, then both
     assert m["hits@10"] == [0.5, 1.0, 1.0]
     assert m["user_reply_sources"] == {"llm": 5} and m["engine_llm_calls_per_query"] == pytest.approx(5 / 3, abs=1e-3)

@@ -46,6 +46,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="relevance actor: caption word overlap with the target that counts as relevant (0.5; 0 = target only)")
     p.add_argument("--embedder", default=None, help="embedder spec (default: the index manifest's)")
     p.add_argument("--fresh", action="store_true", help="discard checkpoints in --out and start over")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="run again the queries an error ended in an earlier run (e.g. an LLM endpoint that was down)")
     p.add_argument("--keep-sessions", action="store_true", help="also write full sessions (prompts, replies) per protocol")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--torch-threads", type=int, default=0,
@@ -134,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     for p in protocols:
         folder = args.out / p.name.replace(":", "-")
         run_ = run_protocol(p, queries, retriever, user, folder, cfg, llm=llm, vlm=vlm, backends=backends,
-                            fresh=args.fresh)
+                            fresh=args.fresh, retry_failed=args.retry_failed)
         ranks, metrics = summarise(run_.results, n_images, ks, relevant)
         metrics = {"protocol": p.name, **metrics}
         if ranks:

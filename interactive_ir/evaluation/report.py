@@ -109,6 +109,8 @@ def by_round_rows(metrics: Mapping, ks: Sequence[int]) -> list[dict]:
             row["rank_percentile"] = metrics["rank_percentile"][t]
         if metrics.get("shown"):
             row["shown"] = metrics["shown"][t]
+        if t < len(metrics.get("accumulated_recall") or ()):
+            row["accumulated_recall"] = metrics["accumulated_recall"][t]
         rows.append(row)
     return rows
 

@@ -235,6 +235,10 @@ def _read_checkpoint(path: Path, header: dict) -> dict[str, dict]:
     return {rec["qid"]: rec for rec in records}
 
 
+def _failed(rec: dict) -> bool:
+    return str(rec.get("stop") or "").startswith("error:")
+
+
 @dataclass
 class ProtocolRun:
     """What `run_protocol` returns."""
@@ -258,8 +262,12 @@ def index_fingerprint(retriever) -> dict:
 
 def run_protocol(protocol: Protocol, queries: Sequence[Query], retriever, user: SimulatedUser, out: Path,
                  cfg: RunConfig = RunConfig(), llm=None, vlm=None, backends: dict | None = None,
-                 fresh: bool = False) -> ProtocolRun:
-    """Run every query (skipping those already in `out/checkpoint.jsonl`) and return all records."""
+                 fresh: bool = False, retry_failed: bool = False) -> ProtocolRun:
+    """Run every query (skipping those already in `out/checkpoint.jsonl`) and return all records.
+
+    `retry_failed` runs again the queries a backend error ended (stop "error: ..."); the new record is appended
+    to the checkpoint and, being the last one for its query, replaces the old one on every later read.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if protocol.needs_dialogues:
@@ -281,7 +289,7 @@ def run_protocol(protocol: Protocol, queries: Sequence[Query], retriever, user: 
                                 f"file now says {q.target!r}: pass --fresh, or choose another --out")
     engine = probed_engine(retriever, llm=llm, vlm=vlm,
                            config=EngineConfig(k=cfg.k, exclude_shown=cfg.exclude_shown), **protocol.mode_configs())
-    todo = [q for q in queries if q.qid not in done]
+    todo = [q for q in queries if q.qid not in done or (retry_failed and _failed(done[q.qid]))]
     t0 = time.perf_counter()
     from tqdm import tqdm
 
