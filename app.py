@@ -36,7 +36,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     from interactive_ir.errors import IIRError
     from interactive_ir.ui import build_demo, launch_options
-    from interactive_ir.ui.startup import app_config, load_app
+    from interactive_ir.ui.startup import app_config, load_app, with_study_index
 
     try:
         cfg = app_config(**{k: v for k, v in vars(args).items()})
@@ -47,6 +47,7 @@ def main(argv=None) -> int:
         print("app.py: error: study mode is not available (interactive_ir.study.ui is missing)", file=sys.stderr)
         return 2
     try:
+        cfg = with_study_index(cfg)
         parts = load_app(cfg)
     except IIRError as e:
         print(f"app.py: error: {e}", file=sys.stderr)

@@ -199,6 +199,8 @@ class ComposedMixin:
             hits = self._rerank(turn, caption, ref, hits, m, errors)
         turn.error = "; ".join(errors)
         session.composed_history.append([float(x) for x in row])
+        self.note_row(turn, qrow)
+        session.carry_row = [float(x) for x in qrow]  # later answers and skips keep this round's effect
         return self.record(session, turn, hits[:want], t_start)
 
     # --- building blocks -----------------------------------------------------------------------------

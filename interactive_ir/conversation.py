@@ -14,11 +14,14 @@ from __future__ import annotations
 import logging
 import time
 
+import numpy as np
+
+from interactive_ir.engine import QUERY_ROW_ATTR
 from interactive_ir.errors import BackendError, IIRError, SessionError
 from interactive_ir.llm_log import LoggedLLM
 from interactive_ir.plugir import reformulate as cr
 from interactive_ir.plugir.config import METHODS, PlugIRConfig, plugir_config
-from interactive_ir.plugir.pipeline import QuestionState, next_question
+from interactive_ir.plugir.pipeline import QuestionState, carry_mix, next_question
 from interactive_ir.plugir.prompts import concat_dialogue
 from interactive_ir.plugir.rce import default_n_candidates
 from interactive_ir.session import Session, Turn
@@ -163,8 +166,10 @@ class ConversationMixin:
                 query=query,
                 asked=[t.question for t in session.turns if t.question],
                 candidates=cands,
+                carry=self._carry(session),
+                carry_weight=cfg.carry_weight,
             )
-            res = next_question(llm, self.retriever, self.caption_of, cfg, state, self.config.max_text_chars)
+            res = next_question(llm, self.retriever, self.captions_of, cfg, state, self.config.max_text_chars)
         except IIRError as e:
             log.warning("question step failed: %s", e)
             turn.error = "; ".join(x for x in (turn.error, f"could not prepare a question ({e})") if x)
@@ -191,7 +196,9 @@ class ConversationMixin:
         k = self.config.k
         n = self.n_candidates(cfg) if cfg.uses_candidates and self._asks(session) else 0
         qrow = self.retriever.text_query_row(self.retriever.encode_text(turn.query))
+        qrow = carry_mix(qrow, self._carry(session), cfg.carry_weight)
         hits = self.retrieve_row(session, qrow, max(k, n))
+        self.note_row(turn, qrow)
         turn.__dict__[_CANDIDATES_ATTR] = hits[:n] if n else hits[:k]
         turn.timings["retrieve"] = round(time.perf_counter() - t, 6)
         return hits[:k]
@@ -202,10 +209,25 @@ class ConversationMixin:
             return self.hits_of(turn)
         t = time.perf_counter()
         earlier = {i for t_ in session.turns if t_ is not turn for i in t_.shown} if self.config.exclude_shown else set()
-        qrow = self.retriever.text_query_row(self.retriever.encode_text(query))
+        qrow = turn.__dict__.get(QUERY_ROW_ATTR)  # the row the turn ranked with (feedback, relative caption)
+        if qrow is None:
+            qrow = self.retriever.text_query_row(self.retriever.encode_text(query))
         hits = self.retriever.search_row(qrow, self.n_candidates(cfg), exclude=earlier)
         turn.timings["candidates"] = round(time.perf_counter() - t, 6)
         return hits
+
+    @staticmethod
+    def _carry(session: Session):
+        """The row of the session's latest feedback or relative round (None when there is none).
+
+        Feedback and relative-caption rounds rank with rows a typed text cannot express (caption expansion,
+        Rocchio, composed references). An answer or skip after them mixes that row into its text row
+        (`PlugIRConfig.carry_weight`), so a mixed session does not lose what the clicks or the reference did;
+        the question step ranks its KL candidates the same way. A typed search clears it.
+        """
+        if not session.carry_row:
+            return None
+        return np.asarray(session.carry_row, np.float32)
 
     @staticmethod
     def _add_llm_log(turn: Turn, llm: _TurnLLM | None) -> None:

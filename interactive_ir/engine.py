@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
 import time
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from interactive_ir.errors import BadInputError, SessionError
+import numpy as np
+
+from interactive_ir.errors import BackendError, BadInputError, SessionError
 from interactive_ir.retrieval import Retriever, check_query_text
 from interactive_ir.session import Session, Turn
 from interactive_ir.types import Hit
@@ -28,6 +32,16 @@ class EngineConfig:
     k: int = 10  # results shown per round
     exclude_shown: bool = True  # each round shows only images not shown before in the session
     max_text_chars: int = 2000  # longest description, answer or relative caption accepted
+    caption_cache_size: int = 10_000  # captioner captions kept per engine (by image id); 0 turns the cache off
+
+
+QUERY_ROW_ATTR = "_query_row"  # transient Turn attribute: the row the turn ranked with (never serialised)
+
+# what to do when a text field is empty, by field
+_EMPTY_HINTS = {
+    "answer": "type an answer, or skip the question",
+    "relative caption": "say how your image differs from the reference",
+}
 
 
 def _mixins() -> tuple[type, ...]:
@@ -53,6 +67,8 @@ class EngineBase:
         self.vlm = vlm  # a VLM or None (no re-ranking)
         self.config = config
         self.mode_configs = mode_configs  # per-mode config dataclasses, by name ("plugir", "feedback", ...)
+        self._captions: OrderedDict[str, str] = OrderedDict()  # captioner captions by image id, oldest first
+        self._captions_lock = threading.Lock()  # the engine is shared by every user's thread
 
     @property
     def index(self):
@@ -60,6 +76,8 @@ class EngineBase:
 
     # --- building blocks ---------------------------------------------------------------------
     def check_text(self, text: str, what: str = "text") -> str:
+        if what in _EMPTY_HINTS and not (text or "").strip():
+            raise BadInputError(f"the {what} is empty: {_EMPTY_HINTS[what]}")
         try:
             return check_query_text(text, self.config.max_text_chars)
         except BadInputError as e:
@@ -70,15 +88,66 @@ class EngineBase:
 
     def caption_of(self, image_id: str) -> str:
         """Stored caption, else one from the captioner, else ''."""
-        row = self.index.row_of.get(image_id)
-        if row is None:
-            raise SessionError(f"no image {image_id!r} in this index")
-        cap = self.index.records[row].caption
-        if cap or self.captioner is None:
-            return cap
+        return self.captions_of([image_id])[0]
+
+    def captions_of(self, image_ids: Sequence[str]) -> list[str]:
+        """Each image's stored caption, else the captioner's, else ''.
+
+        The images with neither a stored nor a cached caption go to the captioner in one call; its
+        captions are kept in a per-engine LRU cache (`EngineConfig.caption_cache_size` entries). Raises
+        SessionError for an id not in the index and BackendError when the captioner fails; an image file
+        that cannot be opened gets '' (and a warning in the log).
+        """
+        rows = []
+        for image_id in image_ids:
+            row = self.index.row_of.get(image_id)
+            if row is None:
+                raise SessionError(f"no image {image_id!r} in this index")
+            rows.append(row)
+        out = [self.index.records[row].caption for row in rows]
+        if self.captioner is None:
+            return out
+        todo: dict[str, int] = {}  # id -> row, for the captions still missing
+        with self._captions_lock:
+            for i, (image_id, row) in enumerate(zip(image_ids, rows)):
+                if out[i]:
+                    continue
+                if image_id in self._captions:
+                    self._captions.move_to_end(image_id)
+                    out[i] = self._captions[image_id]
+                else:
+                    todo[image_id] = row
+        if todo:
+            made = self._caption_rows(todo)
+            out = [made.get(image_id, c) if not c else c for image_id, c in zip(image_ids, out)]
+        return out
+
+    def _caption_rows(self, todo: dict[str, int]) -> dict[str, str]:
+        """One captioner call for the images `todo` (id -> row); caches and returns {id: caption}."""
         from interactive_ir.imageio import open_image
 
-        return self.captioner.caption([open_image(self.index.image_path(row))])[0]
+        ids, images = [], []
+        for image_id, row in todo.items():
+            try:
+                images.append(open_image(self.index.image_path(row)))
+                ids.append(image_id)
+            except BadInputError as e:
+                log.warning("cannot caption %s: %s", image_id, e)
+        if not images:
+            return {}
+        caps = self.captioner.caption(images)
+        if len(caps) != len(images):
+            raise BackendError(f"the captioner returned {len(caps)} captions for {len(images)} images")
+        made = {i: " ".join((c or "").split()) for i, c in zip(ids, caps)}
+        size = max(0, int(self.config.caption_cache_size))
+        if size:
+            with self._captions_lock:
+                for image_id, cap in made.items():
+                    self._captions[image_id] = cap
+                    self._captions.move_to_end(image_id)
+                while len(self._captions) > size:
+                    self._captions.popitem(last=False)
+        return made
 
     def hits_of(self, turn: Turn) -> list[Hit]:
         """The hits a turn showed, rebuilt from the index (for the UI and CLI)."""
@@ -86,6 +155,11 @@ class EngineBase:
 
     def retrieve_row(self, session: Session, qrow, k: int | None = None) -> list[Hit]:
         return self.retriever.search_row(qrow, k or self.config.k, exclude=self.exclude_for(session))
+
+    @staticmethod
+    def note_row(turn: Turn, qrow) -> None:
+        """Remember the query row `turn` ranked with (transient: the next question's candidates use it)."""
+        turn.__dict__[QUERY_ROW_ATTR] = np.asarray(qrow, np.float32)
 
     def record(self, session: Session, turn: Turn, hits: Iterable[Hit], t_start: float) -> Turn:
         """Attach hits and timings, append the turn to the session, and return it.
@@ -121,8 +195,11 @@ class EngineBase:
         turn = Turn(round=len(session.turns), kind=kind, query=text, user_text=text, method="text",
                     started_at=time.time())
         t = time.perf_counter()
-        hits = self.retrieve_row(session, self.retriever.text_query_row(self.retriever.encode_text(text)))
+        qrow = self.retriever.text_query_row(self.retriever.encode_text(text))
+        hits = self.retrieve_row(session, qrow)
         turn.timings["retrieve"] = round(time.perf_counter() - t, 6)
+        self.note_row(turn, qrow)
+        session.carry_row = []  # a typed query replaces what feedback and relative captions built up
         return self.record(session, turn, hits, t_start)
 
     def found(self, session: Session, image_id: str) -> dict:

@@ -122,11 +122,13 @@ class FeedbackMixin:
                 new_rocchio = self._rocchio_vector(session, rel, irr, turn)
                 qvec = new_rocchio
         t = time.perf_counter()
-        hits = self.retriever.search_row(self.retriever.text_query_row(qvec, cfg.tau), self.config.k,
-                                         exclude=session.shown_ids())
+        qrow = self.retriever.text_query_row(qvec, cfg.tau)
+        hits = self.retriever.search_row(qrow, self.config.k, exclude=session.shown_ids())
         turn.timings["retrieve"] = round(time.perf_counter() - t, 6)
         if new_rocchio is not None:
             session.feedback_query = [float(x) for x in new_rocchio]
+        self.note_row(turn, qrow)
+        session.carry_row = [float(x) for x in qrow]  # later answers and skips keep this round's effect
         return self.record(session, turn, hits, t_start)
 
     # --- vector space --------------------------------------------------------------------------------
@@ -157,16 +159,14 @@ class FeedbackMixin:
         return [session.current_query or session.description]
 
     def _relevant_captions(self, rel: list[str], turn: Turn) -> list[str]:
-        caps = []
-        for image_id in rel[: max(0, self.feedback_config.max_relevant_captions)]:
-            try:
-                cap = self.caption_of(image_id)
-            except BackendError as e:
-                turn.extra.setdefault("caption_errors", []).append(f"{image_id}: {e}")
-                cap = ""
-            if cap and cap.strip():
-                caps.append(" ".join(cap.split()))
-        return caps
+        """Captions of the first relevant images (one captioner call for those without a stored one)."""
+        ids = rel[: max(0, self.feedback_config.max_relevant_captions)]
+        try:
+            caps = self.captions_of(ids)
+        except BackendError as e:  # the stored captions still count
+            caps = [self.index.records[self.index.row_of[i]].caption for i in ids]
+            turn.extra.setdefault("caption_errors", []).extend(f"{i}: {e}" for i, c in zip(ids, caps) if not c)
+        return [" ".join(c.split()) for c in caps if c and c.strip()]
 
     def _text_feedback(self, session: Session, rel: list[str], turn: Turn, method: str) -> np.ndarray | None:
         """Expand (and rewrite) the query; None when there is no caption to add."""

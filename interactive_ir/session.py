@@ -54,6 +54,8 @@ class Session:
     pending_question: str = ""  # the question waiting for an answer
     composed_history: list[list[float]] = field(default_factory=list)  # composed query rows of earlier rounds
     feedback_query: list[float] = field(default_factory=list)  # Rocchio query vector, when that method runs
+    carry_row: list[float] = field(default_factory=list)  # query row of the latest feedback or relative round:
+    #                                                     later answers and skips keep its effect (conversation.py)
     found: dict[str, Any] = field(default_factory=dict)  # {"id", "round", "rank"} once the user found it
     meta: dict[str, Any] = field(default_factory=dict)  # participant, task, condition, target, ...
     created_at: float = field(default_factory=time.time)

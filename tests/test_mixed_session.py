@@ -86,3 +86,48 @@ def test_mixed_session_without_any_model(tiny_index):
         r.encode_text("on the snow") + 0.75 * r.row_vector(r.index.row_of[t2.shown[0]])
         - 0.15 * r.row_vector(r.index.row_of[t2.shown[3]]), atol=1e-5)
     assert not any(t.llm_calls for t in s.turns) and not any(t.error for t in s.turns)
+
+
+def test_carry_mix_keeps_length_and_weights():
+    from interactive_ir.plugir.pipeline import carry_mix
+
+    r = np.array([3.0, 4.0, 0.0], np.float32)  # |r| = 5
+    c = np.array([0.0, 0.0, 2.0], np.float32)  # direction z
+    np.testing.assert_allclose(carry_mix(r, c, 0.5), [1.5, 2.0, 2.5], atol=1e-6)  # 0.5 r + 0.5 * 5 * z
+    np.testing.assert_allclose(carry_mix(r, c, 0.0), r)
+    np.testing.assert_allclose(carry_mix(r, None, 0.5), r)
+    np.testing.assert_allclose(carry_mix(r, np.zeros(3, np.float32), 0.5), r)  # a zero carry is ignored
+    rows = np.stack([r, 2 * r])
+    np.testing.assert_allclose(carry_mix(rows, c, 1.0), [[0, 0, 5], [0, 0, 10]], atol=1e-6)
+
+
+def test_answer_after_feedback_keeps_the_feedback_effect(tiny_index):
+    """The answer's row mixes the feedback round's row (carry_weight); a typed search drops it."""
+    from interactive_ir.engine import QUERY_ROW_ATTR
+    from interactive_ir.plugir.config import plugir_config
+    from interactive_ir.plugir.pipeline import carry_mix
+
+    r, ids, caps = tiny_index
+    for weight in (0.0, 0.5):
+        eng = build_engine(r, llm=FakeLLM(responder=responder), config=EngineConfig(k=3),
+                           plugir=plugir_config(method="zs", carry_weight=weight))
+        s = eng.new_session()
+        t0 = eng.start(s, "a red dog on the beach")
+        t1 = eng.feedback(s, [t0.shown[0]], method="rocchio")
+        feedback_row = t1.__dict__[QUERY_ROW_ATTR]
+        np.testing.assert_allclose(s.carry_row, feedback_row)
+        t2 = eng.answer(s, "it is running")
+        text_row = r.text_query_row(r.encode_text(t2.query))
+        want = carry_mix(text_row, feedback_row, weight)
+        np.testing.assert_allclose(t2.__dict__[QUERY_ROW_ATTR], want, atol=1e-6)
+        shown_before = [i for t in s.turns[:2] for i in t.shown]
+        exact = [h.id for h in r.search_row(want, len(r.index)) if h.id not in shown_before][:3]
+        assert t2.shown == exact
+        if weight == 0.0:
+            np.testing.assert_allclose(want, text_row)
+        else:
+            assert not np.allclose(want, text_row)
+        eng.search_text(s, "a blue car", kind="search")
+        assert s.carry_row == []
+        t4 = eng.skip(s)
+        np.testing.assert_allclose(t4.__dict__[QUERY_ROW_ATTR], r.text_query_row(r.encode_text(t4.query)), atol=1e-6)

@@ -176,7 +176,7 @@ def test_warnings():
 def test_example_study_file_is_valid_on_the_demo_gallery():
     from iir_testutils import ROOT
 
-    from interactive_ir.commands.study_cmd import study_index_ids
+    from interactive_ir.study.index_choice import study_index_ids
 
     s = load_study(ROOT / "assets" / "study" / "example_study.yaml")
     ids, caps = study_index_ids(s)

@@ -311,7 +311,11 @@ def test_concurrent_participants(tiny, tmp_path):
 
 
 def test_probed_rows_match_the_rebuilt_rows(tiny, tmp_path):
-    """The rank uses the row the engine searched with; the rebuild from the turn (the fallback) agrees."""
+    """The rank uses the row the engine searched with; the rebuild from the turn (the fallback) agrees,
+    the answer after a relative round included (it carries that round's row)."""
+    import numpy as np
+
+    from interactive_ir.engine import QUERY_ROW_ATTR
     from interactive_ir.study.ranks import PROBE_ATTR, query_row, target_rank
 
     runner, log, caps = make_runner(tiny, tmp_path, rounds=3, conditions={"M": "mixed", "D": "text"},
@@ -331,7 +335,9 @@ def test_probed_rows_match_the_rebuilt_rows(tiny, tmp_path):
     for turn, logged in zip(turns, ranks):
         probed = turn.__dict__[PROBE_ATTR]
         assert probed is not None and logged == engine.retriever.rank_of(probed, target)
-        del turn.__dict__[PROBE_ATTR]  # now rebuilt from the turn (one relative round: its history is its row)
+        del turn.__dict__[PROBE_ATTR]  # now the row the engine noted
+        assert np.array_equal(query_row(engine, session, turn), probed)
+        del turn.__dict__[QUERY_ROW_ATTR]  # now rebuilt from the turn (one relative round: its history is its row)
         assert query_row(engine, session, turn) is not None
         assert target_rank(engine, session, turn, target) == logged
 

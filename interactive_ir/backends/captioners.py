@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import base64
 import io
-import os
 
 import numpy as np
 
 from interactive_ir.backends._torch import pick_device, require
 from interactive_ir.backends.registry import BackendInfo, register
-from interactive_ir.errors import BackendError, BackendUnavailable, BadInputError
+from interactive_ir.errors import BackendUnavailable, BadInputError
 
 _COLOURS = {
     "red": (200, 40, 40), "green": (40, 160, 60), "blue": (40, 70, 200), "yellow": (220, 210, 40),
@@ -63,39 +62,54 @@ def image_data_url(im, max_side: int = 512) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def split_model_url(args: str, kind: str) -> tuple[str, str | None]:
-    """`MODEL[@BASE_URL]` -> (model, base_url or env IIR_LLM_BASE_URL / OPENAI_BASE_URL)."""
-    model, _, url = args.partition("@")
-    if not model:
-        raise BadInputError(f"{kind} spec needs a model name: {kind}:MODEL[@BASE_URL]")
-    return model, url or os.environ.get("IIR_LLM_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+def openai_chat_client(args: str, spec: str, config=None, **options):
+    """The `openai` LLM backend for an `openai-vision:MODEL[@BASE_URL]` spec.
+
+    The spec is read as `openai:` reads it (a bare host URL gets `/v1`; IIR_LLM_BASE_URL /
+    OPENAI_BASE_URL when none is given) and the client shares its key handling and its timeouts,
+    retries and backoff (`LLMConfig`, env `IIR_LLM_*`; option names such as `timeout_s` override).
+    """
+    from interactive_ir.backends.llm_openai import OpenAILLM
+    from interactive_ir.backends.llms import llm_config, parse_openai_args
+
+    model, url = parse_openai_args(args, kind="openai-vision")
+    return OpenAILLM(model, url, spec=spec, config=llm_config(config, **options))
+
+
+def first_line(text: str | None) -> str:
+    """The first non-empty line of a reply, stripped ("" for an empty reply)."""
+    return next((line.strip() for line in (text or "").splitlines() if line.strip()), "")
 
 
 class OpenAIVisionCaptioner:
-    """Any OpenAI-compatible chat endpoint that accepts images: `openai-vision:MODEL[@BASE_URL]`."""
+    """Any OpenAI-compatible chat endpoint that accepts images: `openai-vision:MODEL[@BASE_URL]`.
+
+    `llm` is an `OpenAILLM` (see `openai_chat_client`): a batch of images is captioned concurrently,
+    and an empty reply gives an empty caption (the image then has none).
+    """
 
     PROMPT = "Describe this image in one short sentence (at most 25 words). Reply with the sentence only."
 
-    def __init__(self, model: str, base_url: str | None, spec: str, timeout: float = 60.0, **_):
+    def __init__(self, llm, spec: str, max_side: int = 512, max_tokens: int = 60):
         self.spec = spec
-        openai = require("openai", "llm")
-        key = os.environ.get("IIR_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or "not-needed"
-        self.client = openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=3)
-        self.model = model
+        self.llm = llm
+        self.max_side = max_side
+        self.max_tokens = max_tokens
+
+    @property
+    def client(self):
+        return self.llm.client
+
+    @property
+    def model(self) -> str:
+        return self.llm.model
 
     def caption(self, images) -> list[str]:
-        out = []
-        for im in images:
-            try:
-                r = self.client.chat.completions.create(
-                    model=self.model, temperature=0, max_tokens=60,
-                    messages=[{"role": "user", "content": [
-                        {"type": "text", "text": self.PROMPT},
-                        {"type": "image_url", "image_url": {"url": image_data_url(im)}}]}])
-            except Exception as e:  # noqa: BLE001 - the client raises many kinds
-                raise BackendError(f"captioner {self.spec} failed: {e}") from e
-            out.append((r.choices[0].message.content or "").strip().splitlines()[0] if r.choices else "")
-        return out
+        chats = [[{"role": "user", "content": [
+            {"type": "text", "text": self.PROMPT},
+            {"type": "image_url", "image_url": {"url": image_data_url(im, self.max_side)}}]}] for im in images]
+        replies = self.llm.chat(chats, temperature=0.0, max_tokens=self.max_tokens) if chats else []
+        return [first_line(r) for r in replies]
 
 
 def _fake(args: str, spec: str, **_) -> FakeCaptioner:
@@ -108,9 +122,8 @@ def _hf(args: str, spec: str, **options) -> HFCaptioner:
     return HFCaptioner(args, spec=spec, **options)
 
 
-def _openai_vision(args: str, spec: str, **options) -> OpenAIVisionCaptioner:
-    model, url = split_model_url(args, "openai-vision")
-    return OpenAIVisionCaptioner(model, url, spec=spec, **options)
+def _openai_vision(args: str, spec: str, max_side: int = 512, **options) -> OpenAIVisionCaptioner:
+    return OpenAIVisionCaptioner(openai_chat_client(args, spec, **options), spec=spec, max_side=max_side)
 
 
 register(BackendInfo("captioner", "hf", f"{__name__}:_hf", "hf:REPO_OR_DIR",

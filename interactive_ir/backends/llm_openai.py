@@ -2,6 +2,8 @@
 
 Several prompts are sent concurrently (a bounded thread pool), so one `generate` call costs one
 round trip of wall time. Timeouts, connection errors, 5xx and 429 are retried with exponential backoff.
+`chat` sends ready-made message lists (content with images included): the `openai-vision` captioner
+and VLM use it, so they share this client's key handling, timeouts and retries.
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ class OpenAILLM:
     def __init__(self, model: str, base_url: str | None, spec: str, config: LLMConfig = LLMConfig()):
         self._openai = openai = require("openai", "llm")
         key = (os.environ.get("IIR_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or "").strip()
+        self.kind = spec.partition(":")[0] if ":" in spec else "openai"  # the spec prefix, for messages
         if not key and not base_url:
             raise BackendUnavailable(
                 f"{spec} needs an API key: set OPENAI_API_KEY (or IIR_LLM_API_KEY), or point at a local "
-                f"OpenAI-compatible server, e.g. openai:{model}@http://localhost:8000/v1"
+                f"OpenAI-compatible server, e.g. {self.kind}:{model}@http://localhost:8000/v1"
             )
         self.spec = spec
         self.model = model
@@ -42,7 +45,11 @@ class OpenAILLM:
                                     timeout=config.timeout_s, max_retries=0)
 
     def generate(self, prompts: Sequence[Prompt], *, temperature: float = 0.0, max_tokens: int = 256) -> list[str]:
-        messages = [as_messages(p) for p in prompts]
+        return self.chat([as_messages(p) for p in prompts], temperature=temperature, max_tokens=max_tokens)
+
+    def chat(self, messages: Sequence[list[dict]], *, temperature: float = 0.0, max_tokens: int = 256) -> list[str]:
+        """One reply per chat (a list of messages, sent as given), in order; sent concurrently."""
+        messages = list(messages)
         if len(messages) <= 1:
             return [self._complete(m, temperature, max_tokens) for m in messages]
         workers = max(1, min(self.config.concurrency, len(messages)))
@@ -85,4 +92,4 @@ class OpenAILLM:
         if isinstance(e, self._openai.APIStatusError):
             return f"{self.spec}: the server answered HTTP {e.status_code} ({tries}): {e.message}"
         return (f"{self.spec}: cannot reach {self.base_url} ({tries}): {e}. "
-                "Start the server or fix the URL (openai:MODEL@URL or IIR_LLM_BASE_URL)")
+                f"Start the server or fix the URL ({self.kind}:MODEL@URL or IIR_LLM_BASE_URL)")

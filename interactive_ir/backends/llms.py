@@ -219,18 +219,19 @@ class FakeLLM:
 # --- factories -----------------------------------------------------------------------------------
 
 
-def parse_openai_args(args: str, environ: Mapping[str, str] = os.environ) -> tuple[str, str | None]:
+def parse_openai_args(args: str, environ: Mapping[str, str] = os.environ, kind: str = "openai") -> tuple[str, str | None]:
     """`MODEL[@BASE_URL]` -> (model, base URL or IIR_LLM_BASE_URL / OPENAI_BASE_URL or None).
 
-    A URL with no path gets `/v1` (what vLLM, Ollama, TGI and llama.cpp's server serve).
+    A URL with no path gets `/v1` (what vLLM, Ollama, TGI and llama.cpp's server serve). `kind` names
+    the spec prefix in messages (`openai`, `openai-vision`).
     """
     model, _, url = args.partition("@")
     model, url = model.strip(), url.strip()
     if not model:
-        raise BadInputError("openai LLM spec needs a model name: openai:MODEL[@BASE_URL], e.g. openai:gpt-4o-mini")
+        raise BadInputError(f"{kind} spec needs a model name: {kind}:MODEL[@BASE_URL], e.g. {kind}:gpt-4o-mini")
     url = url or environ.get("IIR_LLM_BASE_URL", "").strip() or environ.get("OPENAI_BASE_URL", "").strip()
     if url and not re.match(r"^https?://", url):
-        raise BadInputError(f"LLM base URL must start with http:// or https://, got {url!r}")
+        raise BadInputError(f"{kind} base URL must start with http:// or https://, got {url!r}")
     if url and re.fullmatch(r"https?://[^/]+/?", url):
         url = url.rstrip("/") + "/v1"
     return model, url or None

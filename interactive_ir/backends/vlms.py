@@ -9,12 +9,10 @@ This module is cheap to import; heavy libraries load when a backend is built.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 from interactive_ir.backends._torch import pick_device, require
-from interactive_ir.backends.captioners import _COLOURS, FakeCaptioner, image_data_url, split_model_url
+from interactive_ir.backends.captioners import _COLOURS, FakeCaptioner, image_data_url, openai_chat_client
 from interactive_ir.backends.registry import BackendInfo, register
 from interactive_ir.errors import BackendError, BackendUnavailable, BadInputError
 
@@ -105,37 +103,29 @@ class FakeVLM:
 
 
 class OpenAIVisionVLM:
-    """Any OpenAI-compatible chat endpoint that accepts images (several questions in flight at once)."""
+    """Any OpenAI-compatible chat endpoint that accepts images: `openai-vision:MODEL[@BASE_URL]`.
 
-    def __init__(self, model: str, base_url: str | None, spec: str, timeout: float = 60.0, concurrency: int = 8,
-                 max_side: int = 512, **_):
-        openai = require("openai", "llm")
-        key = os.environ.get("IIR_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or ""
-        if not key and not base_url:
-            raise BackendUnavailable(f"{spec} needs an API key (OPENAI_API_KEY or IIR_LLM_API_KEY) or a local "
-                                     f"server: openai-vision:{model}@http://localhost:8000/v1")
+    `llm` is an `OpenAILLM` (see `captioners.openai_chat_client`): it brings the key handling, the
+    timeouts, retries with backoff and the concurrency of the `openai` LLM backend (`IIR_LLM_*`).
+    """
+
+    def __init__(self, llm, spec: str, max_side: int = 512):
         self.spec = spec
-        self.model = model
-        self.concurrency = max(1, int(concurrency))
+        self.llm = llm
         self.max_side = max_side
-        self.client = openai.OpenAI(api_key=key or "not-needed", base_url=base_url, timeout=timeout, max_retries=3)
 
-    def _one(self, group, question: str, max_tokens: int) -> str:
-        content = [{"type": "image_url", "image_url": {"url": image_data_url(im, self.max_side)}} for im in group]
-        content.append({"type": "text", "text": question})
-        try:
-            r = self.client.chat.completions.create(model=self.model, temperature=0, max_tokens=max_tokens,
-                                                    messages=[{"role": "user", "content": content}])
-        except Exception as e:  # noqa: BLE001 - the client raises many kinds
-            raise BackendError(f"VLM {self.spec} failed: {e}") from e
-        return ((r.choices[0].message.content if r.choices else None) or "").strip()
+    @property
+    def client(self):
+        return self.llm.client
 
     def ask(self, images, questions, *, max_tokens: int = 64) -> list[str]:
         images, questions = _check(images, questions)
-        if len(questions) <= 1:
-            return [self._one(g, q, max_tokens) for g, q in zip(images, questions)]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(questions)), thread_name_prefix="iir-vlm") as pool:
-            return list(pool.map(lambda gq: self._one(gq[0], gq[1], max_tokens), zip(images, questions)))
+        chats = []
+        for group, question in zip(images, questions):
+            content = [{"type": "image_url", "image_url": {"url": image_data_url(im, self.max_side)}} for im in group]
+            content.append({"type": "text", "text": question})
+            chats.append([{"role": "user", "content": content}])
+        return self.llm.chat(chats, temperature=0.0, max_tokens=max_tokens)
 
 
 # --- transformers -----------------------------------------------------------------------------------
@@ -209,9 +199,8 @@ def _fake(args: str, spec: str, **options) -> FakeVLM:
     return FakeVLM(spec=spec, **{k: v for k, v in options.items() if k in ("responder", "script")})
 
 
-def _openai_vision(args: str, spec: str, **options) -> OpenAIVisionVLM:
-    model, url = split_model_url(args, "openai-vision")
-    return OpenAIVisionVLM(model, url, spec=spec, **options)
+def _openai_vision(args: str, spec: str, max_side: int = 512, **options) -> OpenAIVisionVLM:
+    return OpenAIVisionVLM(openai_chat_client(args, spec, **options), spec=spec, max_side=max_side)
 
 
 def _hf(args: str, spec: str, **options) -> HFVLM:

@@ -40,29 +40,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots (no matplotlib needed)")
 
 
-def study_index_ids(study, index: Path | None = None) -> tuple[list[str], dict[str, str]]:
-    """(image ids, {id: first caption}) of the index a study runs on, without loading any model."""
-    from interactive_ir.demo import DEMO_CAPTIONS, DEMO_IMAGES
-
-    if index is None and study.index != "demo":
-        index = Path(study.index)
-        if not index.is_absolute() and study.source:
-            rel = Path(study.source).parent / index
-            index = rel if rel.exists() else index
-    if index is not None:
-        from interactive_ir.index import load_index
-
-        idx = load_index(index, verify=False)
-        return list(idx.ids), {r.id: r.caption for r in idx.records}
-    from interactive_ir.captions_io import read_captions
-
-    caps = read_captions(DEMO_CAPTIONS)
-    ids = sorted(p.relative_to(DEMO_IMAGES).as_posix() for p in DEMO_IMAGES.rglob("*.png"))
-    return ids, {i: (caps.get(i) or [""])[0] for i in ids}
-
-
 def _validate(args) -> int:
     from interactive_ir.study.config import load_study, resolve_tasks, study_warnings
+    from interactive_ir.study.index_choice import study_index_ids
 
     study = load_study(args.study_file)
     ids, caps = study_index_ids(study, args.index)
@@ -79,6 +59,7 @@ def _validate(args) -> int:
 def _plan(args) -> int:
     from interactive_ir.study.assign import assign
     from interactive_ir.study.config import load_study, resolve_tasks
+    from interactive_ir.study.index_choice import study_index_ids
 
     if args.participants < 1:
         raise BadInputError("--participants must be at least 1")

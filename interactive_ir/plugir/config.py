@@ -35,6 +35,8 @@ class PlugIRConfig:
     sim_scale: float = 1.0  # similarities are multiplied by this inside the softmaxes of RCE and KL (paper: 1)
     kmeans_seed: int = 0  # KMeans random_state (results are reproducible)
     kmeans_n_init: int = 1  # KMeans restarts (1 keeps a turn fast at 100k images)
+    carry_weight: float = 0.5  # weight of the latest feedback/relative round's query row in the query rows of
+    #                            later answers and skips (0: they search the dialogue alone; see conversation.py)
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -45,6 +47,8 @@ class PlugIRConfig:
                      "reformulate_max_tokens", "kmeans_n_init"):
             if getattr(self, name) < 1:
                 raise BadInputError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if not 0.0 <= self.carry_weight <= 1.0:
+            raise BadInputError(f"carry_weight must be between 0 and 1, got {self.carry_weight}")
         if self.n_candidates < 0:
             raise BadInputError(f"n_candidates must be 0 (auto) or positive, got {self.n_candidates}")
 

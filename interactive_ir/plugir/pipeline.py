@@ -2,7 +2,8 @@
 
 At most two LLM round trips: all questioner prompts in one `generate()` call, all filter prompts in
 another. (The reformulation of the answer, the third, runs before retrieval, in the engine.) Backend
-errors never escape: they become `QuestionResult.error`, and a fallback question is asked instead.
+errors never escape: they become `QuestionResult.error`. A failing captioner leaves the questioner
+without the candidates' captions (the Table 17 prompt); a failing questioner gives a fallback question.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class QuestionState:
     query: str  # the current query text c (reformulated caption, or the concatenated dialogue)
     asked: Sequence[str] = ()  # every question asked or skipped so far (never asked again)
     candidates: Sequence[Hit] = ()  # S_R, best first (for methods without RCE: the shown results)
+    carry: np.ndarray | None = None  # the session's carried feedback/relative row, mixed into KL's query rows
+    carry_weight: float = 0.0  # its weight (see `carry_mix`)
 
 
 @dataclass
@@ -53,19 +56,36 @@ def candidate_matrix(retriever, rows: Sequence[int]) -> np.ndarray:
     return img
 
 
+def carry_mix(rows: np.ndarray, carry: np.ndarray | None, weight: float) -> np.ndarray:
+    """Each text query row r (1-D, or the rows of a 2-D array) becomes (1 - w) r + w |r| c / |c|: the
+    weighted mean of r and the carried row c rescaled to r's length. No carry (or w = 0) returns r."""
+    rows = np.asarray(rows, np.float32)
+    if carry is None or not len(carry) or weight <= 0.0:
+        return rows
+    c = np.asarray(carry, np.float32)
+    c_norm = float(np.linalg.norm(c))
+    if c_norm == 0.0 or c.shape[-1] != rows.shape[-1]:
+        return rows
+    lengths = np.linalg.norm(rows, axis=-1, keepdims=True)
+    w = np.float32(min(1.0, float(weight)))
+    return ((1 - w) * rows + w * lengths * (c / np.float32(c_norm))).astype(np.float32)
+
+
 def question_kls(retriever, rows: Sequence[int], query: str, questions: Sequence[str], scale: float,
-                 limit: int) -> list[float]:
-    """KL(p_c || p_{c,q}) over the candidate rows for each question (one batched text encoding)."""
+                 limit: int, carry: np.ndarray | None = None, carry_weight: float = 0.0) -> list[float]:
+    """KL(p_c || p_{c,q}) over the candidate rows for each question (one batched text encoding); with a
+    carried row, c and c + q are ranked as an answer would be (`carry_mix`)."""
     texts = [query] + [filtering.concat_query(query, q, limit) for q in questions]
     vecs = retriever.encode_texts(texts)
-    qrows = np.stack([retriever.text_query_row(v) for v in vecs])
+    qrows = carry_mix(np.stack([retriever.text_query_row(v) for v in vecs]), carry, carry_weight)
     scores = candidate_matrix(retriever, rows) @ qrows.T  # n x (1 + q)
     return [float(x) for x in filtering.kl_scores(scores[:, 0], scores[:, 1:].T, scale)]
 
 
-def next_question(llm, retriever, caption_of: Callable[[str], str], cfg: PlugIRConfig, state: QuestionState,
-                  text_limit: int = 2000) -> QuestionResult:
-    """The next question for `state`. `llm` is a `LoggedLLM` (its log records every call)."""
+def next_question(llm, retriever, captions_of: Callable[[Sequence[str]], list[str]], cfg: PlugIRConfig,
+                  state: QuestionState, text_limit: int = 2000) -> QuestionResult:
+    """The next question for `state`. `llm` is a `LoggedLLM` (its log records every call); `captions_of`
+    gives the captions of a list of image ids (one captioner call at most)."""
     res = QuestionResult()
     cands = list(state.candidates)
     rep_captions: list[str] | None = None
@@ -74,7 +94,11 @@ def next_question(llm, retriever, caption_of: Callable[[str], str], cfg: PlugIRC
     if cfg.uses_candidates and cands:
         ctx = rce.extract([h.id for h in cands], retriever.index.vectors([h.row for h in cands], "image"),
                           cfg.n_clusters, cfg.kmeans_seed, cfg.sim_scale, cfg.kmeans_n_init)
-        ctx.captions = [c for c in (caption_of(ctx.ids[i]) for i in ctx.representatives) if c]
+        try:
+            ctx.captions = [c for c in captions_of([ctx.ids[i] for i in ctx.representatives]) if c]
+        except BackendError as e:
+            res.error = f"the captioner failed ({e}); asked without the candidates' captions"
+            res.extra["caption_error"] = str(e)
         res.extra["rce"] = ctx.summary()
         rep_captions = ctx.captions or None  # no captions at all: the Table 17 prompt
     res.timings["rce"] = time.perf_counter() - t
@@ -87,7 +111,8 @@ def next_question(llm, retriever, caption_of: Callable[[str], str], cfg: PlugIRC
         replies = llm.generate(prompts, stage="question", temperature=cfg.question_temperature,
                                max_tokens=cfg.question_max_tokens * per_prompt)
     except BackendError as e:
-        res.error = f"the question model failed ({e}); asked a question built from the results instead"
+        res.error = _join(res.error, f"the question model failed ({e}); asked a question built from the results "
+                                     "instead")
         replies = []
     questions = collect_questions(replies, state.asked, cfg.n_questions)
     res.extra["questions"] = questions
@@ -109,7 +134,7 @@ def next_question(llm, retriever, caption_of: Callable[[str], str], cfg: PlugIRC
                                    temperature=cfg.filter_temperature, max_tokens=cfg.filter_max_tokens)
             verdicts = filtering.verdicts(replies, questions)
         except BackendError as e:
-            res.error = f"the filter model failed ({e}); chose among all questions"
+            res.error = _join(res.error, f"the filter model failed ({e}); chose among all questions")
             verdicts = [EMPTY] * len(questions)
         kept = filtering.kept_positions(verdicts)
         res.extra["verdicts"] = verdicts
@@ -120,7 +145,8 @@ def next_question(llm, retriever, caption_of: Callable[[str], str], cfg: PlugIRC
 
         t = time.perf_counter()
         if len(kept) > 1 and len(cands) > 1 and state.query:
-            kls = question_kls(retriever, [h.row for h in cands], state.query, questions, cfg.sim_scale, text_limit)
+            kls = question_kls(retriever, [h.row for h in cands], state.query, questions, cfg.sim_scale, text_limit,
+                               state.carry, state.carry_weight)
             res.extra["kl"] = [round(k, 8) for k in kls]
             chosen = filtering.choose_by_kl(kls, kept)
         else:
@@ -129,3 +155,7 @@ def next_question(llm, retriever, caption_of: Callable[[str], str], cfg: PlugIRC
     res.extra["chosen"] = chosen
     res.question = questions[chosen]
     return res
+
+
+def _join(*errors: str) -> str:
+    return "; ".join(e for e in errors if e)

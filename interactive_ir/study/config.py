@@ -134,6 +134,7 @@ class StudyConfig:
     tasks: tuple[TaskSpec, ...] | SampleSpec  # listed targets, or a seeded sample of the index
     title: str = ""  # page title ("" = "Image search study")
     index: str = "demo"  # "demo" (the demo gallery) or an index folder; the app serves it
+    index_named: bool = False  # True when the file gives `index:` (else `python app.py --index` may choose)
     rounds: int = 5  # round budget per task: search rounds after the first description (PlugIR: 10)
     k: int = 10  # results shown per round (a condition may override)
     show_target: bool = True  # show the target image on the briefing and beside the search page
@@ -221,6 +222,7 @@ def parse_study(data: Any, source: str = "") -> StudyConfig:
         study_id=study_id,
         title=_str(data.get("title", ""), "title"),
         index=_str(data.get("index", "demo"), "index") or "demo",
+        index_named=bool(_str(data.get("index", ""), "index")),
         rounds=rounds,
         k=k,
         show_target=_bool(data.get("show_target", True), "show_target"),

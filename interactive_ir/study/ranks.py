@@ -5,19 +5,21 @@ collection rank of PlugIR's metrics), not its position on the page: with `exclud
 skips images shown before, and the best rank so far already accounts for them. The round's query row
 is rebuilt from the turn the way each mode built it:
 
-- conversation, text search, skip: the fused row of the turn's query text;
+- conversation, text search, skip: the fused row of the turn's query text; an answer or skip after a
+  feedback or relative round mixes in that round's row (`PlugIRConfig.carry_weight`, as the engine does);
 - feedback: Rocchio's vector (`session.feedback_query`) or the rewritten query text, fused with the
   feedback config's tau;
-- relative: the composed row of this round, or the mean of all rounds' rows when the composed config
-  ranks by the history mean (paper 004).
+- relative: the composed row of this round, or the mean of the rows of the relative rounds so far when
+  the composed config ranks by the history mean (paper 004).
 
 A VLM re-rank (ImageScope stages 2 and 3) reorders only the top of the list; the rank reported here is
 the first-stage rank.
 
 The study runner's engines are wrapped by `probing_engine`, which records the query row of the last
 `search_row` before each turn is recorded (per thread: concurrent participants do not mix rows), so
-the rank uses exactly the row the engine searched with; the rebuild above is the fallback for other
-engines. An engine may also define `query_row(session, turn)`.
+the rank uses exactly the row the engine searched with. The engine itself notes the row of each turn
+(`engine.QUERY_ROW_ATTR`) for the turns it ran; the rebuild above is the fallback for turns read back
+from JSON. An engine may also define `query_row(session, turn)`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ import threading
 
 import numpy as np
 
+from interactive_ir.engine import QUERY_ROW_ATTR
 from interactive_ir.errors import IIRError
+from interactive_ir.plugir.pipeline import carry_mix
 from interactive_ir.session import Session, Turn
 
 log = logging.getLogger(__name__)
@@ -83,15 +87,17 @@ def _tau(engine, section: str):
 
 def query_row(engine, session: Session, turn: Turn) -> np.ndarray | None:
     """The query row the engine ranked the collection with at `turn` (None when it cannot be rebuilt)."""
-    probed = turn.__dict__.get(PROBE_ATTR)
-    if probed is not None:
-        return probed
+    for attr in (PROBE_ATTR, QUERY_ROW_ATTR):
+        noted = turn.__dict__.get(attr)
+        if noted is not None:
+            return noted
     own = getattr(engine, "query_row", None)
     if callable(own):
         return own(session, turn)
     retriever = engine.retriever
     if turn.kind == "relative":
-        hist = [np.asarray(h, np.float32) for h in session.composed_history]
+        upto = sum(1 for t in session.turns[: _position(session, turn) + 1] if t.kind == "relative")
+        hist = [np.asarray(h, np.float32) for h in session.composed_history[:upto or None]]
         if not hist:
             return None
         cfg = getattr(engine, "composed_config", None)
@@ -106,8 +112,28 @@ def query_row(engine, session: Session, turn: Turn) -> np.ndarray | None:
         if turn.query:
             return retriever.text_query_row(retriever.encode_text(turn.query), tau)
         return None
-    if turn.query:
-        return retriever.text_query_row(retriever.encode_text(turn.query))
+    if not turn.query:
+        return None
+    row = retriever.text_query_row(retriever.encode_text(turn.query))
+    if turn.kind in ("answer", "skip"):
+        carried = _carried_turn(session, turn)
+        cfg = getattr(engine, "plugir_config", None)
+        carry = None if carried is None else query_row(engine, session, carried)
+        row = carry_mix(row, carry, getattr(cfg, "carry_weight", 0.0))
+    return row
+
+
+def _position(session: Session, turn: Turn) -> int:
+    return next((i for i, t in enumerate(session.turns) if t is turn), len(session.turns))
+
+
+def _carried_turn(session: Session, turn: Turn) -> Turn | None:
+    """The latest feedback or relative turn before `turn` that no typed search or new description replaced."""
+    for t in reversed(session.turns[: _position(session, turn)]):
+        if t.kind in ("feedback", "relative"):
+            return t
+        if t.kind in ("search", "describe"):
+            return None
     return None
 
 

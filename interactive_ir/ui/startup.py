@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from interactive_ir.config import apply_env, apply_overrides
@@ -93,6 +93,20 @@ def _progress_logger() -> Callable[[int, int, str], None]:
             log.info("building the index: %d/%d images (%d%%) %s", done, total, pct, msg or "")
 
     return progress
+
+
+def with_study_index(cfg: AppConfig) -> AppConfig:
+    """`cfg` with the index its study file runs on (`study.index_choice.index_for_app`); unchanged without
+    a study. Raises StudyConfigError for an invalid study file or an `--index` the study file contradicts."""
+    if cfg.study is None:
+        return cfg
+    from interactive_ir.study.config import load_study
+    from interactive_ir.study.index_choice import index_for_app
+
+    study = load_study(cfg.study)
+    choice = index_for_app(study, cfg.index)
+    log.info("study %s runs on %s", study.study_id, choice.describe())
+    return replace(cfg, index=choice.path)
 
 
 def load_app(cfg: AppConfig) -> AppParts:
