@@ -27,6 +27,7 @@ ROUNDS=${ROUNDS:-5}
 SEED=${SEED:-0}
 THREADS=${THREADS:-1}                      # torch threads (1 is fastest on a busy 2-core machine)
 EMBEDDER=${EMBEDDER:-text:all-MiniLM-L6-v2}
+PASSES=${PASSES:-"smollm2 fake"}           # which passes to run (two shells may run one each at once)
 PY=${PYTHON:-python}
 
 mkdir -p "$WORK/images"
@@ -59,9 +60,12 @@ run_eval() {  # OUT LLM LIMIT PROTOCOLS [extra args]
         --out "$WORK/$out" "$@"
 }
 
-for pass in "smollm2 $LLM $LIMIT" "fake fake $FAKE_LIMIT"; do
-    set -- $pass
-    out=$1 llm=$2 limit=$3
+for out in $PASSES; do
+    case $out in
+        smollm2) llm=$LLM limit=$LIMIT ;;
+        fake) llm=fake limit=$FAKE_LIMIT ;;
+        *) echo "unknown pass $out (smollm2 or fake)" >&2; exit 2 ;;
+    esac
     echo "== 3. every protocol, $llm, $limit queries, $ROUNDS rounds -> $WORK/$out"
     run_eval "$out" "$llm" "$limit" all
     echo "== 4. replay the plugir dialogues ($out)"
@@ -69,12 +73,12 @@ for pass in "smollm2 $LLM $LIMIT" "fake fake $FAKE_LIMIT"; do
 done
 
 echo "== 5. tables"
-$PY - "$WORK" <<'EOF'
+$PY - "$WORK" $PASSES <<'EOF'
 import json, sys
 from pathlib import Path
 from interactive_ir.evaluation.report import markdown_table
 work = Path(sys.argv[1])
-for out in ("smollm2", "fake"):
+for out in sys.argv[2:]:
     summary = json.loads((work / out / "summary.json").read_text())
     n = {m["n_queries"] for m in summary.values()}
     print(f"\n### {out}: {', '.join(map(str, sorted(n)))} queries, index of "
