@@ -59,10 +59,16 @@ def _read_json(text: str, path: Path) -> dict[str, list[str]]:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise CaptionsFormatError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
-    if isinstance(data, dict) and "images" in data and "annotations" in data:  # COCO captions
-        names = {img["id"]: img["file_name"] for img in data["images"] if "id" in img and "file_name" in img}
+    if isinstance(data, dict) and ("images" in data or "annotations" in data):  # COCO captions
+        images, anns = data.get("images"), data.get("annotations")
+        if not isinstance(images, list) or not isinstance(anns, list):
+            raise CaptionsFormatError(f'{path}: COCO captions JSON needs lists "images" and "annotations"')
+        bad = next((x for x in images + anns if not isinstance(x, dict)), None)
+        if bad is not None:
+            raise CaptionsFormatError(f'{path}: COCO "images" and "annotations" must hold objects, found {bad!r:.60}')
+        names = {img["id"]: img["file_name"] for img in images if "id" in img and isinstance(img.get("file_name"), str)}
         out: dict[str, list[str]] = defaultdict(list)
-        for ann in data["annotations"]:
+        for ann in anns:
             name = names.get(ann.get("image_id"))
             if name is None:
                 raise CaptionsFormatError(f"{path}: annotation {ann.get('id')} names unknown image_id {ann.get('image_id')}")

@@ -56,5 +56,5 @@ def apply_overrides(cfg: T, **overrides: Any) -> T:
 
 
 def cache_dir() -> Path:
-    """Folder for downloaded models and built indices (IIR_CACHE_DIR, default ~/.cache/interactive_ir)."""
+    """Folder for the web app's thumbnails (IIR_CACHE_DIR, default ~/.cache/interactive_ir); weights use the HF cache."""
     return Path(os.environ.get("IIR_CACHE_DIR") or Path.home() / ".cache" / "interactive_ir")

@@ -42,6 +42,7 @@ def list_images(folder: Path) -> list[Path]:
 def open_image(source, *, limit: int | None = None):
     """Open an image from a path, bytes or file object, fully decoded as RGB.
 
+    Large JPEGs decode at a reduced size (at least 1024 px on a side); `info["original_size"]` keeps the file's.
     Raises BadInputError when it is not an image, is corrupt, or has more than `limit` pixels.
     """
     from PIL import Image, UnidentifiedImageError
@@ -52,6 +53,8 @@ def open_image(source, *, limit: int | None = None):
     name = str(source) if isinstance(source, (str, Path)) else "upload"
     if isinstance(source, (str, Path)):
         p = Path(source)
+        if p.is_dir():
+            raise BadInputError(f"{p} is a folder, not an image file: give one image")
         if not p.is_file():
             raise BadInputError(f"image {p} does not exist")
         if p.stat().st_size > MAX_UPLOAD_BYTES * 10:
@@ -67,7 +70,9 @@ def open_image(source, *, limit: int | None = None):
                         "downscale it first"
                     )
                 im.draft("RGB", (1024, 1024))  # fast JPEG decode at reduced size when possible
-                return im.convert("RGB")
+                rgb = im.convert("RGB")
+                rgb.info["original_size"] = (w, h)  # the file's size: a draft decode may be smaller
+                return rgb
     except BadInputError:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:

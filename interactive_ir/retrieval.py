@@ -17,7 +17,7 @@ from functools import cached_property
 import numpy as np
 
 from interactive_ir.errors import BadInputError, IndexLoadError
-from interactive_ir.index.store import ImageIndex
+from interactive_ir.index.store import ImageIndex, rebuild_hint
 from interactive_ir.types import Hit, Vectors
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,8 @@ class Retriever:
                 f"with --embedder {embedder.spec} --rebuild")
         if index.dim != embedder.dim:
             raise IndexLoadError(f"index {index.path} holds {index.dim}-d vectors but {embedder.spec} gives "
-                                 f"{embedder.dim}-d: rebuild the index")
+                                 f"{embedder.dim}-d: rebuild it with "
+                                 f"{rebuild_hint(index.path, {**index.manifest, 'embedder': embedder.spec})}")
         self.index = index
         self.embedder = embedder
         self.config = config

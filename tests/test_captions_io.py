@@ -56,3 +56,12 @@ def test_match_by_relative_path_or_unique_name():
     got, missing = match_captions({"sub/a.jpg": ["1"], "b.jpg": ["2"], "zz.jpg": ["3"], "./c.jpg": ["4"]},
                                   ["sub/a.jpg", "deep/b.jpg", "c.jpg"])
     assert got == {"sub/a.jpg": ["1"], "deep/b.jpg": ["2"], "c.jpg": ["4"]} and missing == ["zz.jpg"]
+
+
+@pytest.mark.parametrize("text", ['{"images": [1, 2]}', '{"annotations": [5], "images": []}',
+                                  '{"images": 5, "annotations": []}', '{"images": [5], "annotations": []}'])
+def test_malformed_coco_is_a_format_error(tmp_path, text):
+    f = tmp_path / "c.json"
+    f.write_text(text)
+    with pytest.raises(CaptionsFormatError, match="COCO"):
+        read_captions(f)

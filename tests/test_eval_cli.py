@@ -159,6 +159,30 @@ def test_a_larger_limit_resumes_and_changed_settings_are_refused(bench, tmp_path
     assert len((out / "feedback-expand" / "checkpoint.jsonl").read_text().splitlines()) == 1 + 6
 
 
+def test_resuming_with_changed_queries_is_refused(bench, tmp_path, capsys):
+    """Same ids and targets but other descriptions: the old ranks would be wrong, so resuming is refused."""
+    out = tmp_path / "run"
+    assert main(eval_args(bench, out, "feedback:expand", 4)) == 0
+    changed = tmp_path / "changed.jsonl"
+    rows = [json.loads(x) for x in bench.queries_file.read_text().splitlines() if x.strip()]
+    changed.write_text("".join(json.dumps({**r, "description": "a red bus"}) + "\n" for r in rows))
+    args = eval_args(bench, out, "feedback:expand", 4)
+    args[args.index("--queries") + 1] = str(changed)
+    capsys.readouterr()
+    assert main(args) == 1
+    assert "another description" in capsys.readouterr().err
+    assert main([*args, "--fresh"]) == 0
+
+
+def test_stopping_early_is_scored_over_the_whole_round_budget(bench, tmp_path):
+    out = tmp_path / "run"
+    assert main(eval_args(bench, out, "rocchio", 8, "--stop-on-found")) == 0
+    ranks = json.loads((out / "rocchio" / "ranks.json").read_text())
+    metrics = json.loads((out / "rocchio" / "metrics.json").read_text())
+    assert metrics["n_rounds"] == 3 and len(metrics["hits@10"]) == 3  # --rounds 2: rounds 0, 1, 2
+    assert any(len(r) < 3 for r in ranks.values())  # some queries stopped early (found at once)
+
+
 def test_retry_failed_reruns_only_the_queries_an_error_ended(bench, tmp_path, monkeypatch):
     from interactive_ir.evaluation import runner
 

@@ -155,3 +155,54 @@ def test_captioner_fills_missing_captions(tmp_path):
                 captioner=make_captioner("fake"))
     idx = load_index(tmp_path / "i")
     assert all(r.caption.startswith("a mostly ") for r in idx.records) and idx.has_captions
+
+
+def test_out_that_is_not_an_index_is_refused_untouched(tmp_path):
+    """--out never replaces a folder of other files (or a file): the user's files stay."""
+    make_images(tmp_path / "images", 3)
+    (tmp_path / "thesis").mkdir()
+    (tmp_path / "thesis" / "thesis.tex").write_text("three years of work")
+    (tmp_path / "afile").write_text("keep me")
+    emb = make_embedder("fake:8")
+    for out, msg in ((tmp_path / "thesis", "not an index"), (tmp_path / "images", "not an index"),
+                     (tmp_path / "afile", "is a file")):
+        with pytest.raises(BadInputError, match=msg):
+            build_index(BuildConfig(images=tmp_path / "images", out=out), emb)
+    assert (tmp_path / "thesis" / "thesis.tex").read_text() == "three years of work"
+    assert (tmp_path / "afile").read_text() == "keep me" and len(list((tmp_path / "images").iterdir())) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "images", "thesis"]  # no leftovers
+    (tmp_path / "empty").mkdir()
+    assert build_index(BuildConfig(images=tmp_path / "images", out=tmp_path / "empty"), emb).count == 3
+
+
+def test_large_jpeg_records_its_file_size_not_the_draft_size(tmp_path):
+    from PIL import Image
+
+    (tmp_path / "images").mkdir()
+    Image.new("RGB", (3000, 2200), (10, 120, 200)).save(tmp_path / "images" / "big.jpg", quality=60)
+    build_index(BuildConfig(images=tmp_path / "images", out=tmp_path / "idx"), make_embedder("fake:8"))
+    rec = load_index(tmp_path / "idx").records[0]
+    assert (rec.width, rec.height) == (3000, 2200)
+
+
+def test_rebuild_hint_runs_from_anywhere(tmp_path, monkeypatch):
+    """The command printed for a damaged index has absolute paths and the captions file, and it works."""
+    import shlex
+
+    from interactive_ir.cli import main
+
+    caps = make_images(tmp_path / "images", 5)
+    f = write_captions(tmp_path / "c.jsonl", caps)
+    monkeypatch.chdir(tmp_path)
+    assert main(["index", "--images", "images", "--captions", "c.jsonl", "--out", "idx", "--embedder", "fake:8"]) == 0
+    (tmp_path / "idx" / "faiss.index").write_bytes(b"junk")
+    with pytest.raises(IndexLoadError) as e:
+        load_index(tmp_path / "idx")
+    cmd = shlex.split(str(e.value).split("rebuild: ", 1)[1])
+    assert cmd[:4] == ["python", "-m", "interactive_ir", "index"]
+    assert cmd[cmd.index("--captions") + 1] == str(f.resolve())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(cmd[3:]) == 0
+    assert load_index(tmp_path / "idx").records[0].captions  # captions kept

@@ -210,7 +210,6 @@ def test_accumulated_recall_errors():
         ({"q": [0]}, "below 1"),
         ({"q": [-3]}, "below 1"),
         ({"q": [2.5]}, "whole number"),
-        ({"q": [3.0]}, "whole number"),
         ({"q": ["3"]}, "whole number"),
         ({"q": [True]}, "whole number"),
         ({"q": 5}, "list of ranks"),
@@ -247,3 +246,20 @@ def test_bad_n_images(n):
 
 def test_numpy_integer_ranks_are_accepted():
     assert bri({"a": np.array([100, 10], dtype=np.int64)}) == pytest.approx(math.log(1000) / 2)
+
+
+def test_integral_float_ranks_are_accepted():
+    assert bri({"q": [3.0, 1.0]}) == bri({"q": [3, 1]})
+
+
+def test_round_budget_makes_a_query_score_independent_of_the_others():
+    """With the budget T given, a query that stopped early scores the same whatever else is in the run."""
+    alone = bri_per_query({"a": [100, 1]}, rounds=5)["a"]
+    with_long = bri_per_query({"a": [100, 1], "b": [5] * 6}, rounds=5)["a"]
+    assert alone == with_long == pytest.approx(math.log(100) / 10)  # (ln 100 + ln 1)/2T + 4 ln 1 / T, T = 5
+    # without the budget, T is the longest query's: 1 alone, 5 beside b
+    assert bri_per_query({"a": [100, 1]})["a"] == pytest.approx(math.log(100) / 2)
+    m = compute_all({"a": [100, 1]}, ks=(10,), rounds=3)
+    assert m["n_rounds"] == 4 and m["hits@10"] == [0.0, 1.0, 1.0, 1.0] and m["n_ended_early"] == 1
+    with pytest.raises(BadInputError, match="round budget"):
+        compute_all({"a": [1]}, rounds=-1)

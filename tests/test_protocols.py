@@ -167,9 +167,31 @@ def test_composed_uses_the_previous_top1_and_the_simulated_caption(bench):
     results, sessions, _ = run(bench, "composed:compose", llm=None)
     for res, s in zip(results, sessions):
         for t, turn in enumerate(s.turns[1:], 1):
-            assert turn.reference == s.turns[t - 1].shown[0]
+            prev = s.turns[t - 1].shown
+            expected = prev[1] if prev[0] == res.target else prev[0]  # never the target itself
+            assert turn.reference == expected != res.target
             assert turn.user_text == res.turns[t]["user"]["text"]
             assert res.turns[t]["user"]["source"] == "rule"  # no LLM: the word-difference rule
+
+
+def test_composed_never_takes_the_target_as_its_reference(bench):
+    """When the target came first, the simulated user compares it with the next best result instead."""
+    from interactive_ir.evaluation import protocols
+    from interactive_ir.session import Session, Turn
+
+    q = bench.queries[0]
+    others = [i for i in bench.retriever.index.ids if i != q.target][:3]
+    session = Session(description=q.description, turns=[Turn(round=0, kind="describe", shown=[q.target, *others])])
+    seen = {}
+
+    class Engine:
+        def relative(self, session, text, reference, method):
+            seen["reference"] = reference
+            return Turn(round=1, kind="relative", reference=reference)
+
+    user = make_user(bench.retriever.index, llm=None, seed=0)
+    turn, act = protocols._relative(Engine(), session, q, user, None)
+    assert seen["reference"] == act["reference"] == others[0] == turn.reference
 
 
 def test_protocols_without_llm_run_without_one(bench):

@@ -92,10 +92,12 @@ class OpenClipEmbedder:
         if pre and (pre.startswith((".", "/", "~")) or os.sep in pre) and not Path(pre).expanduser().exists():
             raise BackendUnavailable(f"open_clip checkpoint {pre!r} does not exist")
         try:
-            model, _, preprocess = open_clip.create_model_and_transforms(
-                arch, pretrained=str(Path(pre).expanduser()) if pre and Path(pre).expanduser().exists() else pre,
-                device=self.device,
-            )
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(0)  # `none`: the same random weights in every process, so its indices stay usable
+                model, _, preprocess = open_clip.create_model_and_transforms(
+                    arch, pretrained=str(Path(pre).expanduser()) if pre and Path(pre).expanduser().exists() else pre,
+                    device=self.device,
+                )
         except RuntimeError as e:
             raise BackendUnavailable(
                 f"could not load open_clip {arch} weights {pretrained!r}: {e}. On an offline machine pass a "

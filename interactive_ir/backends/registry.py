@@ -7,11 +7,14 @@ Other modules register their own kinds (llm, vlm) with `register`.
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from interactive_ir.errors import UnknownSpecError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -54,9 +57,27 @@ def build(kind: str, spec: str, **options: Any) -> Any:
     if name not in table:
         known = ", ".join(i.usage for i in table.values()) or "none registered"
         raise UnknownSpecError(f"unknown {kind} spec {spec!r}; choose one of: {known}")
+    _offline_unless_reachable(name, spec)
     module_name, _, func_name = table[name].factory.partition(":")
     factory: Callable[..., Any] = getattr(importlib.import_module(module_name), func_name)
     return factory(args, spec=spec, **options)
+
+
+_NO_HUB = {"fake", "openai", "openai-vision", "llama-cpp"}  # backends that never download from the model hub
+
+
+def _offline_unless_reachable(name: str, spec: str) -> None:
+    """Before a hub download, check the hub answers; if not, load from the local cache only.
+
+    Hugging Face loaders otherwise retry an unreachable hub for a minute and print dozens of warnings
+    before they fail (or fall back to their cache).
+    """
+    from interactive_ir import hub
+
+    if name in _NO_HUB or not hub.needs_hub(spec) or hub.hub_reachable():
+        return
+    log.warning("the model hub cannot be reached: %s loads from the local cache only", spec)
+    hub.go_offline()
 
 
 _BUILTIN_MODULES = (

@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         folder = args.out / p.name.replace(":", "-")
         run_ = run_protocol(p, queries, retriever, user, folder, cfg, llm=llm, vlm=vlm, backends=backends,
                             fresh=args.fresh, retry_failed=args.retry_failed)
-        ranks, metrics = summarise(run_.results, n_images, ks, relevant)
+        ranks, metrics = summarise(run_.results, n_images, ks, relevant, rounds=args.rounds)
         metrics = {"protocol": p.name, **metrics}
         if ranks:
             write_protocol_report(folder, ranks, metrics, ks, p.name)

@@ -23,6 +23,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="index size: enables the rank percentile and counts a null rank as N+1 instead of infinity",
     )
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="the round budget T: queries that stopped early are scored over rounds 0..T (default: the longest query)",
+    )
 
 
 def parse_ks(text: str) -> tuple[int, ...]:
@@ -63,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.ranks_file)
     ranks = load_ranks(path)
     try:
-        result = compute_all(ranks, ks=ks, n_images=args.n_images)
+        result = compute_all(ranks, ks=ks, n_images=args.n_images, rounds=args.rounds)
     except BadInputError as e:
         raise BadInputError(f"{path}: {e}") from e
     print(json.dumps(result, indent=2))

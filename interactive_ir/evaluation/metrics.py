@@ -6,9 +6,11 @@ initial description-only query), e.g. ``{"q1": [20, 3, 7], "q2": [None, 8]}``.
 Conventions (shared by every function here):
 
 * **Ragged input.** Queries may stop early (a simulated user who found the target at round 2 stops
-  asking). Every query is padded to the longest one by carrying its last rank forward, as if the
-  system kept showing the same result. ``n_rounds`` is the longest query's length; the budget ``T``
-  of PlugIR's BRI is ``n_rounds - 1``.
+  asking). Every query is padded by carrying its last rank forward, as if the system kept showing the
+  same result, to ``n_rounds``: the round budget plus one when it is given (``rounds=T``, as the
+  evaluator and the ``metrics --rounds`` option do), else the longest query's length. The budget
+  ``T`` of PlugIR's BRI is ``n_rounds - 1``, so give it whenever queries may stop early: a query's
+  BRI then does not depend on how long the other queries of the run went on.
 * **Not retrieved.** A rank of ``None`` means the target was not in the returned list. It counts as
   worse than any real rank: as ``n_images + 1`` when the index size is known, otherwise as +inf
   (so it never hits, scores 0 for MRR/NDCG, and makes BRI and the mean best rank infinite; JSON
@@ -89,6 +91,8 @@ def _check_rank(value: object, qid: str, t: int, n_images: int | None) -> float:
     where = f"query {qid!r}, round {t}"
     if value is None:
         return math.inf if n_images is None else float(n_images + 1)
+    if isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer():
+        value = int(value)  # 3.0 from a JSON writer that writes floats
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise BadInputError(
             f"{where}: rank {value!r} is not a whole number; ranks are 1-based integers, null = not retrieved"
@@ -125,8 +129,9 @@ def _is_sequence(value: object) -> bool:
     return isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (str, bytes))
 
 
-def rank_matrix(ranks: RanksByQuery | RankMatrix, n_images: int | None = None) -> RankMatrix:
-    """Validate ``ranks`` and pad ragged queries (see the module docstring).
+def rank_matrix(ranks: RanksByQuery | RankMatrix, n_images: int | None = None,
+                rounds: int | None = None) -> RankMatrix:
+    """Validate ``ranks`` and pad ragged queries to ``rounds + 1`` rounds at least (see the module docstring).
 
     Raises BadInputError for no queries, a query with no rounds, or a rank that is not a whole
     number >= 1 (or is above ``n_images``).
@@ -145,7 +150,9 @@ def rank_matrix(ranks: RanksByQuery | RankMatrix, n_images: int | None = None) -
         if len(by_round) == 0:
             raise BadInputError(f"query {qid!r}: no rounds; give at least the round-0 rank")
         rows.append([_check_rank(r, str(qid), t, n_images) for t, r in enumerate(by_round)])
-    n_rounds = max(len(row) for row in rows)
+    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 0):
+        raise BadInputError(f"the round budget must be a whole number >= 0, got {rounds!r}")
+    n_rounds = max(max(len(row) for row in rows), 0 if rounds is None else int(rounds) + 1)
     matrix = np.array([row + [row[-1]] * (n_rounds - len(row)) for row in rows], dtype=np.float64)
     return RankMatrix(
         query_ids=tuple(str(q) for q in ranks),
@@ -184,15 +191,16 @@ def _bri_rows(best: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return (logs[:, 0] + logs[:, -1]) / (2 * budget) + logs[:, 1:-1].sum(axis=1) / budget
 
 
-def bri_per_query(ranks: RanksByQuery | RankMatrix, n_images: int | None = None) -> dict[str, float]:
+def bri_per_query(ranks: RanksByQuery | RankMatrix, n_images: int | None = None,
+                  rounds: int | None = None) -> dict[str, float]:
     """PlugIR's Best log Rank Integral of each query (lower is better); all share T = n_rounds - 1."""
-    m = rank_matrix(ranks, n_images)
+    m = rank_matrix(ranks, n_images, rounds)
     return dict(zip(m.query_ids, (float(v) for v in _bri_rows(_best(m))), strict=True))
 
 
-def bri(ranks: RanksByQuery | RankMatrix, n_images: int | None = None) -> float:
-    """PlugIR Definition 2: BRI averaged over queries (natural log; lower is better)."""
-    return float(_bri_rows(_best(rank_matrix(ranks, n_images))).mean())
+def bri(ranks: RanksByQuery | RankMatrix, n_images: int | None = None, rounds: int | None = None) -> float:
+    """PlugIR Definition 2: BRI averaged over queries (natural log; lower is better); T = `rounds` when given."""
+    return float(_bri_rows(_best(rank_matrix(ranks, n_images, rounds))).mean())
 
 
 def hits_at_k(ranks: RanksByQuery | RankMatrix, k: int, n_images: int | None = None) -> list[float]:
@@ -299,6 +307,7 @@ def compute_all(
     ranks: RanksByQuery,
     ks: Iterable[int] = DEFAULT_KS,
     n_images: int | None = None,
+    rounds: int | None = None,
 ) -> dict:
     """Every rank-based metric as a JSON-able dict (lists are by round, round 0 first).
 
@@ -306,9 +315,10 @@ def compute_all(
     ``best_rank``, ``rank_percentile`` (only when ``n_images`` is given), and for each K:
     ``hits@K``, ``recall@K``, ``mrr@K``, ``ndcg@K``, ``rounds_to_success@K``, ``success_rate@K``;
     ``notes`` explains any null. Infinite values (unretrieved targets with no ``n_images``) are null.
+    ``rounds`` is the round budget T: every query is scored over rounds 0..T (see the module docstring).
     """
     ks = check_ks(ks)
-    m = rank_matrix(ranks, n_images)
+    m = rank_matrix(ranks, n_images, rounds)
     n_missing = sum(1 for by_round in ranks.values() for r in by_round if r is None)
     out: dict = {
         "n_queries": m.n_queries,

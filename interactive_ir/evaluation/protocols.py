@@ -191,7 +191,9 @@ def _relative(engine, session: Session, query: Query, user: SimulatedUser, metho
     shown = session.last.shown if session.last else []
     if not shown:
         raise StopQuery("nothing was shown to compare with")
-    reference = shown[0]
+    # the top result, as paper 004; but never the target itself (a user who sees it would not describe how
+    # it differs from itself): when the target is on top the next best result is the reference
+    reference = next((i for i in shown if i != query.target), shown[0])
     reply = user.relative.describe(query, reference)
     act = {"action": "relative", "reference": reference, **reply.to_dict()}
     return engine.relative(session, reply.text, reference=reference, method=method), act

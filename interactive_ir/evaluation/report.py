@@ -44,9 +44,11 @@ def shown_by_round(shown_ranks: Mapping[str, Sequence[int | None]], n_rounds: in
 
 
 def run_metrics(ranks: Mapping[str, Sequence[int]], n_images: int, ks: Sequence[int] = (1, 5, 10),
-                shown_ranks: Mapping[str, Sequence[int | None]] | None = None, facts: Mapping | None = None) -> dict:
-    """`compute_all` over `ranks`, plus `shown` (share of targets shown so far, by round) and `facts`."""
-    out = compute_all(dict(ranks), ks=ks, n_images=n_images)
+                shown_ranks: Mapping[str, Sequence[int | None]] | None = None, facts: Mapping | None = None,
+                rounds: int | None = None) -> dict:
+    """`compute_all` over `ranks` (scored over rounds 0..`rounds`), plus `shown` (share of targets shown so
+    far, by round) and `facts`."""
+    out = compute_all(dict(ranks), ks=ks, n_images=n_images, rounds=rounds)
     if shown_ranks:
         out["shown"] = shown_by_round(shown_ranks, out["n_rounds"])
     if facts:
@@ -55,7 +57,8 @@ def run_metrics(ranks: Mapping[str, Sequence[int]], n_images: int, ks: Sequence[
 
 
 def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1, 5, 10),
-              relevant: Mapping[str, Sequence[str]] | None = None) -> tuple[dict[str, list[int]], dict]:
+              relevant: Mapping[str, Sequence[str]] | None = None,
+              rounds: int | None = None) -> tuple[dict[str, list[int]], dict]:
     """(ranks by query, metrics) from a protocol's checkpoint records.
 
     Queries that failed before any rank was recorded are left out and counted in `n_failed`; timing
@@ -88,7 +91,7 @@ def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1,
     }
     if not ranks:
         return ranks, {"n_queries": 0, **facts}
-    metrics = run_metrics(ranks, n_images, ks, shown, facts)
+    metrics = run_metrics(ranks, n_images, ks, shown, facts, rounds)
     if relevant:
         rel = {r["qid"]: [r["target"], *relevant.get(r["qid"], ())] for r in ok if relevant.get(r["qid"])}
         if rel:

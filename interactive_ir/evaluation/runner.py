@@ -255,6 +255,12 @@ def run_header(protocol: Protocol, cfg: RunConfig, index_fingerprint: dict, back
     return {"format": FORMAT, "protocol": protocol.name, **settings, "index": index_fingerprint, "backends": backends}
 
 
+def query_hash(q: Query) -> str:
+    """What a query gives the simulated user (text, knowledge, dialogue), hashed: resuming checks it is unchanged."""
+    text = json.dumps(q.to_dict(), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
 def index_fingerprint(retriever) -> dict:
     idx = retriever.index
     return {"path": str(Path(idx.path).resolve()), "images": len(idx), "embedder": idx.embedder_spec}
@@ -287,6 +293,9 @@ def run_protocol(protocol: Protocol, queries: Sequence[Query], retriever, user: 
         if q.qid in done and done[q.qid]["target"] != q.target:
             raise BadInputError(f"{path}: query {q.qid!r} was run with target {done[q.qid]['target']!r}, the queries "
                                 f"file now says {q.target!r}: pass --fresh, or choose another --out")
+        if q.qid in done and done[q.qid].get("query_hash", query_hash(q)) != query_hash(q):
+            raise BadInputError(f"{path}: query {q.qid!r} was run with another description, captions or dialogue "
+                                "than the queries file now gives: pass --fresh, or choose another --out")
     engine = probed_engine(retriever, llm=llm, vlm=vlm,
                            config=EngineConfig(k=cfg.k, exclude_shown=cfg.exclude_shown), **protocol.mode_configs())
     todo = [q for q in queries if q.qid not in done or (retry_failed and _failed(done[q.qid]))]
@@ -302,7 +311,7 @@ def run_protocol(protocol: Protocol, queries: Sequence[Query], retriever, user: 
                 f.write(json.dumps({"header": header}) + "\n")
             for q in todo:
                 on_session = (lambda s: sessions.write(s.to_json() + "\n")) if sessions else None
-                rec = run_query(engine, protocol, q, user, cfg, on_session).to_dict()
+                rec = {**run_query(engine, protocol, q, user, cfg, on_session).to_dict(), "query_hash": query_hash(q)}
                 f.write(json.dumps(rec, ensure_ascii=False) + "\n")
                 f.flush()
                 os.fsync(f.fileno())

@@ -76,8 +76,21 @@ def _load_previous(out: Path, embedder_spec: str, rebuild: bool):
     return {r.id: (r, img[i], None if cap is None else cap[i]) for i, r in enumerate(prev.records)}
 
 
+def check_out(out: Path) -> None:
+    """Refuse an --out that holds anything but an index: a build replaces the folder at `out` whole."""
+    out = Path(out)
+    if out.is_file() or (out.exists() and not out.is_dir()):
+        raise BadInputError(f"--out {out} is a file, not a folder: choose a new folder for the index")
+    if out.is_dir() and not (out / "manifest.json").is_file():
+        n = sum(1 for _ in out.iterdir())
+        if n:
+            raise BadInputError(f"--out {out} is a folder of {n} other files, not an index: building would replace "
+                                "it, so choose a new or empty folder (for example indices/NAME)")
+
+
 def build_index(cfg: BuildConfig, embedder, captioner=None, progress: ProgressFn | None = None) -> BuildReport:
     """Build or update the index at `cfg.out`. Returns what was done."""
+    check_out(Path(cfg.out))
     root = Path(cfg.images).resolve()
     files = list_images(root)
     if not files:
@@ -130,7 +143,7 @@ def build_index(cfg: BuildConfig, embedder, captioner=None, progress: ProgressFn
                 skipped.append((rel, str(e)))
                 log.warning("skipped %s: %s", rel, e)
                 continue
-            ok.append((p, rel, im.size))
+            ok.append((p, rel, im.info.get("original_size", im.size)))
             imgs.append(im)
         pixels = prep(imgs) if (prep and imgs) else None
         return ok, imgs, pixels, len(batch)
@@ -190,7 +203,8 @@ def build_index(cfg: BuildConfig, embedder, captioner=None, progress: ProgressFn
     if has_caps:
         zero = np.zeros(embedder.dim, np.float16)
         cap_mat = np.stack([cap_vecs[i] if cap_vecs[i] is not None else zero for i in order]).astype(np.float16)
-    _write(Path(cfg.out), root, embedder, records, image_mat, cap_mat, len(skipped))
+    captions_src = str(Path(cfg.captions).resolve()) if cfg.captions else None
+    _write(Path(cfg.out), root, embedder, records, image_mat, cap_mat, len(skipped), captions_src)
     embedded = len(new_rec)
     return BuildReport(Path(cfg.out), len(records), embedded, reused, skipped, seconds,
                        embedded / seconds if seconds > 0 else 0.0)
@@ -214,10 +228,14 @@ def _caption_vectors(embedder, caps_list: list[list[str]]) -> list[np.ndarray | 
     return out
 
 
-def _write(out: Path, root: Path, embedder, records, image_mat, cap_mat, skipped: int) -> None:
+def _write(out: Path, root: Path, embedder, records, image_mat, cap_mat, skipped: int,
+           captions_src: str | None = None) -> None:
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)  # mkdtemp makes it 0700: give the index the usual folder permissions
     try:
         np.save(tmp / "image_emb.npy", image_mat)
         if cap_mat is not None:
@@ -247,6 +265,7 @@ def _write(out: Path, root: Path, embedder, records, image_mat, cap_mat, skipped
             "count": len(records),
             "skipped": skipped,
             "image_root": image_root,
+            "captions_file": captions_src,  # absolute path of --captions (for the rebuild command), or None
             "created": now,
             "package_version": __version__,
             "files": files,

@@ -53,9 +53,18 @@ def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
 
 
 def rebuild_hint(index_dir: Path, manifest: dict | None = None) -> str:
-    emb = (manifest or {}).get("embedder", "SPEC")
-    root = (manifest or {}).get("image_root", "IMAGES_DIR")
-    return f"python -m interactive_ir index --images {root} --out {index_dir} --embedder {emb} --rebuild"
+    """The command that rebuilds `index_dir`, with absolute paths (it works from any folder)."""
+    import shlex
+
+    manifest = manifest or {}
+    emb = manifest.get("embedder", "SPEC")
+    root = manifest.get("image_root")
+    root = str((Path(index_dir) / root).resolve()) if root else "IMAGES_DIR"
+    cmd = ["python", "-m", "interactive_ir", "index", "--images", root]
+    if manifest.get("captions_file"):
+        cmd += ["--captions", manifest["captions_file"]]
+    cmd += ["--out", str(Path(index_dir).resolve()), "--embedder", emb, "--rebuild"]
+    return " ".join(shlex.quote(c) if c not in ("IMAGES_DIR",) else c for c in cmd)
 
 
 class ImageIndex:
