@@ -199,7 +199,8 @@ class EngineBase:
         hits = self.retrieve_row(session, qrow)
         turn.timings["retrieve"] = round(time.perf_counter() - t, 6)
         self.note_row(turn, qrow)
-        session.carry_row = []  # a typed query replaces what feedback and relative captions built up
+        # a typed query starts afresh: it replaces what feedback and relative captions built up
+        session.carry_row, session.composed_history, session.feedback_query = [], [], []
         return self.record(session, turn, hits, t_start)
 
     def found(self, session: Session, image_id: str) -> dict:

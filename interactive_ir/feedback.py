@@ -44,6 +44,9 @@ class FeedbackConfig:
     tau: float | None = None  # weight of text->caption similarity; None: the retriever's default
     keywords_prefix: str = "image of"  # prefix of the keywords query (the paper: "video or image of")
     max_tokens: int = 160  # longest LLM rewrite (tokens)
+    rewrite_from: int = 1  # the LLM rewrites from this feedback round of a session on; earlier ones only expand
+    #                        with captions. 1: every round; 2: paper 001's procedure (turn 1 expands, LLM editing
+    #                        "only after turn 1")
     temperature: float = 0.0  # LLM sampling temperature
 
 
@@ -186,7 +189,11 @@ class FeedbackMixin:
         turn.extra["expanded"] = expanded
         turn.extra["captions_added"] = new
         query = plain_expansion(expanded)
-        if method in LLM_METHODS:
+        n_feedback = 1 + sum(1 for t in session.turns if t.kind == "feedback")
+        if method in LLM_METHODS and n_feedback < cfg.rewrite_from:
+            turn.extra["rewrite"] = f"feedback round {n_feedback}: caption expansion only (the LLM rewrites from " \
+                                    f"feedback round {cfg.rewrite_from}, as paper 001)"
+        elif method in LLM_METHODS:
             try:
                 reply = generate(self.llm, [build_prompt(method, expanded)], turn=turn, stage="rewrite",
                                  temperature=cfg.temperature, max_tokens=cfg.max_tokens)[0]

@@ -108,6 +108,37 @@ def test_like_unlike_ref_call_the_engine(tiny_index):
     assert "usage: /ref N TEXT" in out.getvalue()
 
 
+def test_like_takes_several_results_and_bad_numbers_change_nothing(tiny_index):
+    r, ids, caps = tiny_index
+    calls = []
+
+    class Recording(ConversationMixin, EngineBase):
+        def feedback(self, session, relevant, irrelevant=(), method=None):
+            calls.append((list(relevant), list(irrelevant)))
+            return self.search_text(session, session.current_query, kind="feedback")
+
+    eng = Recording(r, llm=FakeLLM(), config=EngineConfig(k=3))
+    out = io.StringIO()
+    chat = Chat(eng, io.StringIO("/like 1 3\n/unlike 2,3\n/like 1 7\n/like\n/quit\n"), out)
+    chat.run("a red dog")
+    shown = [t.shown for t in chat.session.turns]
+    assert calls == [([shown[0][0], shown[0][2]], []), ([], [shown[1][1], shown[1][2]])]
+    assert len(chat.session.turns) == 3  # "/like 1 7" and a bare "/like" ran no round
+    assert "there is no result 7" in out.getvalue() and "e.g. /like 2" in out.getvalue()
+
+
+def test_chat_builds_the_captioner_and_vlm_from_flags_or_env(tiny_index, monkeypatch, capsys):
+    from interactive_ir.commands import chat_cmd
+
+    r, ids, caps = tiny_index
+    seen = {}
+    monkeypatch.setattr(chat_cmd.Chat, "run", lambda self, d=None: seen.update(
+        captioner=self.engine.captioner, vlm=self.engine.vlm) or 0)
+    monkeypatch.setenv("IIR_VLM", "fake")
+    rc, _ = run_chat(monkeypatch, capsys, ["--index", str(r.index.path), "--llm", "none", "--captioner", "fake"], [])
+    assert rc == 0 and seen["captioner"].spec == "fake" and seen["vlm"].spec == "fake"
+
+
 def test_like_and_ref_without_those_modes_say_so(tiny_index):
     r, ids, caps = tiny_index
 

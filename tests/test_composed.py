@@ -136,6 +136,18 @@ def test_rounds_rank_by_the_mean_of_all_composed_rows_and_default_to_the_previou
     np.testing.assert_allclose(s.composed_history[1], np.concatenate([(1 - TAU) * c2, TAU * c2]), atol=1e-5)
 
 
+def test_a_typed_search_starts_the_composed_history_afresh(tiny_index):
+    r, ids, caps = tiny_index
+    eng = build_engine(r, config=EngineConfig(k=4))
+    s = eng.new_session()
+    eng.search_text(s, caps[ids[3]][0])
+    eng.relative(s, "make it red", reference=ids[0])
+    eng.search_text(s, "something else entirely")
+    assert s.composed_history == [] and s.carry_row == []
+    t = eng.relative(s, "now at night", reference=ids[9])
+    assert t.extra["history_rounds"] == 1 and len(s.composed_history) == 1
+
+
 def test_history_mean_can_be_turned_off(tiny_index):
     r, ids, caps = tiny_index
     eng = build_engine(r, config=EngineConfig(k=4), composed=ComposedConfig(use_history_mean=False))
@@ -294,3 +306,32 @@ def test_run_composed_matches_the_engine(tiny_index, tmp_path):
     assert len(hits) == 4 and all(h.why == [] for h in hits)
     hits = run_composed(r, ids[2], "make it red", None, "fake", 4)  # --llm given: imagescope
     assert len(hits) == 4
+
+
+def test_reference_id_finds_indexed_files_that_are_symlinks(tmp_path):
+    """An index of symlinked files (as the Flickr8k benchmark makes): the link's path names the indexed image."""
+    from iir_testutils import make_images
+
+    from interactive_ir.backends import make_embedder
+    from interactive_ir.index import load_index
+    from interactive_ir.index.builder import BuildConfig, build_index
+
+    make_images(tmp_path / "src", 3)
+    (tmp_path / "links").mkdir()
+    for p in sorted((tmp_path / "src").rglob("*.png")):
+        (tmp_path / "links" / p.name).symlink_to(p)
+    build_index(BuildConfig(images=tmp_path / "links", out=tmp_path / "idx"), make_embedder("fake:8"))
+    index = load_index(tmp_path / "idx")
+    name = index.ids[1]
+    assert reference_id(index, str(tmp_path / "links" / name)) == name
+
+
+def test_search_command_takes_a_vlm_and_prints_its_reasons(tiny_index, capsys):
+    from interactive_ir.cli import main
+
+    r, ids, caps = tiny_index
+    path = str(r.index.image_path(r.index.row_of[ids[2]]))
+    assert main(["search", "--index", str(r.index.path), "--image", path, "--text", "make it red",
+                 "--method", "compose", "--vlm", "fake", "--captioner", "fake", "-k", "4", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert len(hits) == 4 and any(h.get("why") for h in hits)

@@ -194,7 +194,8 @@ def test_junk_questions_give_a_fallback_question_from_the_candidates(tiny_index)
     assert t1.answered_question == t0.question
 
 
-def test_filter_answering_everything_lets_kl_choose_among_all(tiny_index):
+def test_filter_answering_everything_asks_a_fallback_from_the_candidates(tiny_index):
+    """Issue 3: when no valid question survives the filter, the turn asks one built from the candidates."""
     r, ids, caps = tiny_index
     llm = FakeLLM(responder=lambda text: "Is it sunny? Is the dog running?" if "question generator" in text
                   else "Yes, it is.")
@@ -202,7 +203,31 @@ def test_filter_answering_everything_lets_kl_choose_among_all(tiny_index):
     t0 = eng.start(eng.new_session(), "a red dog")
     ex = t0.extra["plugir"]
     assert ex["filter_kept_none"] and ex["verdicts"] == ["answered", "answered"]
-    assert t0.question == ex["questions"][int(np.argmin(ex["kl"]))] and not t0.question_fallback
+    assert t0.question_fallback and t0.question not in ex["questions"] and "kl" not in ex
+    assert t0.question.endswith("?")
+
+
+def test_a_single_question_is_filtered_too(tiny_index):
+    """With one question (e.g. temperature 0) the filter still drops what the dialogue answers."""
+    r, ids, caps = tiny_index
+    llm = FakeLLM(responder=lambda text: "Is the dog red?" if "question generator" in text else "Yes, it is red.")
+    eng = engine_for(r, llm, question_temperature=0.0)
+    t0 = eng.start(eng.new_session(), "a red dog")
+    ex = t0.extra["plugir"]
+    assert ex["questions"] == ["Is the dog red?"] and ex["verdicts"] == ["answered"]
+    assert t0.question_fallback and t0.question != "Is the dog red?"
+    kept = FakeLLM(responder=lambda text: "Is the dog red?" if "question generator" in text else "Uncertain")
+    t1 = engine_for(r, kept, question_temperature=0.0).start(eng.new_session(), "a dog")
+    assert t1.question == "Is the dog red?" and not t1.question_fallback
+
+
+def test_near_copies_of_asked_questions_are_dropped():
+    from interactive_ir.plugir.questioner import collect_questions, near_copy
+
+    assert near_copy("Is the dog's coat black?", ["Is the dog coat black?"])
+    assert not near_copy("Is the dog running?", ["Is the dog black?"])
+    got = collect_questions(["Is the dog coat black? Where is the dog running?"], ["Is the dog's coat black?"], 5)
+    assert got == ["Where is the dog running?"]
 
 
 def test_backend_errors_become_turn_errors_and_the_session_goes_on(tiny_index):

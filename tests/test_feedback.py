@@ -250,6 +250,20 @@ def test_cot_is_the_default_with_an_llm_and_its_description_becomes_the_query(ti
     assert t1.timings["llm"] >= 0 and t1.timings["total"] >= t1.timings["llm"]
 
 
+def test_rewrite_from_round_two_as_paper_001(tiny_index):
+    """rewrite_from=2: the first feedback round only expands with captions; the LLM edits from the second."""
+    r, ids, caps = tiny_index
+    llm = FakeLLM(script=["Topic: Dogs playing ball by the sea"])
+    eng = build_engine(r, llm=llm, config=EngineConfig(k=3), feedback=FeedbackConfig(rewrite_from=2))
+    s = eng.new_session(ask_questions=False)
+    t0 = eng.search_text(s, "a dog")
+    t1 = eng.feedback(s, [t0.shown[0]], method="summary")
+    assert t1.query == f"a dog. {caps[t0.shown[0]][0]}." and not t1.llm_calls and "round 1" in t1.extra["rewrite"]
+    t2 = eng.feedback(s, [t1.shown[0]], method="summary")
+    assert t2.query == "Dogs playing ball by the sea" and len(llm.prompts) == 1
+    assert caps[t0.shown[0]][0] in llm.prompts[0] and caps[t1.shown[0]][0] in llm.prompts[0]
+
+
 def test_keywords_and_summary_methods(tiny_index):
     r, ids, caps = tiny_index
     llm = FakeLLM(script=["Taggings: dog, beach, ball", "Topic: Dogs playing ball by the sea"])

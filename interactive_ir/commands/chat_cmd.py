@@ -2,7 +2,7 @@
 
 Each turn prints the top-k results (path, caption) and the system's question; type the answer. Commands:
 /found N (the N-th result shown is the image: ends with its rank), /skip (another question, next results),
-/like N and /unlike N (relevance feedback), /ref N TEXT (the image should be like result N but TEXT),
+/like N [N ...] and /unlike N [N ...] (relevance feedback), /ref N TEXT (the image should be like result N but TEXT),
 /help, /quit. N is the position in the last list shown.
 """
 
@@ -17,8 +17,8 @@ HELP = """commands:
   <text>          answer the question
   /found N        result N is the image you were looking for (ends the search)
   /skip           skip the question: next results and another question
-  /like N         result N is close to what you want (relevance feedback)
-  /unlike N       result N is not what you want
+  /like N [N ...] results N are close to what you want (relevance feedback: more like them)
+  /unlike N [N ...]  results N are not what you want
   /ref N TEXT     like result N, but TEXT (e.g. /ref 2 with a red collar)
   /help           this list
   /quit           stop"""
@@ -39,10 +39,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--questions", type=int, default=None, help="candidate questions q_n per turn (default 5)")
     p.add_argument("--question-style", choices=QUESTION_STYLES, default=None,
                    help="sample: q_n copies of the paper's prompt in one batch; list: one prompt, q_n questions")
+    p.add_argument("--captioner", default=None, help="captioner spec for images without a stored caption "
+                   "(default: IIR_CAPTIONER or none)")
+    p.add_argument("--vlm", default=None, help="VLM spec re-ranking /ref results (default: IIR_VLM or none)")
     p.add_argument("--save", type=Path, default=None, help="write the session as JSON here when the chat ends")
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
+
+    from interactive_ir.backends import make_captioner, make_vlm
     from interactive_ir.backends.llms import build_llm
     from interactive_ir.commands.search_cmd import load_retriever
     from interactive_ir.engine import EngineConfig, build_engine
@@ -55,7 +61,12 @@ def run(args: argparse.Namespace) -> int:
                         n_questions=args.questions, question_style=args.question_style)
     retriever = load_retriever(args.index, args.embedder, args.k)
     llm = None if (args.llm or "").lower() == "none" else build_llm(args.llm)
-    engine = build_engine(retriever, llm=llm, config=EngineConfig(k=args.k), plugir=cfg)
+    captioner_spec = args.captioner or os.environ.get("IIR_CAPTIONER", "").strip() or None
+    vlm_spec = args.vlm or os.environ.get("IIR_VLM", "").strip() or None
+    captioner = make_captioner(captioner_spec) if captioner_spec and captioner_spec != "none" else None
+    vlm = make_vlm(vlm_spec) if vlm_spec and vlm_spec != "none" else None
+    engine = build_engine(retriever, llm=llm, captioner=captioner, vlm=vlm, config=EngineConfig(k=args.k),
+                          plugir=cfg)
     chat = Chat(engine, sys.stdin, sys.stdout)
     try:
         return chat.run(args.description)
@@ -125,7 +136,7 @@ class Chat:
         elif cmd == "/skip":
             self.show(self.engine.skip(self.session))
         elif cmd == "/found":
-            image_id = self.pick(rest)
+            image_id = self.pick(rest, cmd)
             if image_id is not None:
                 f = self.engine.found(self.session, image_id)
                 self.say(f"found {image_id} in round {f['round']} at rank {f['rank']}")
@@ -135,16 +146,16 @@ class Chat:
                 self.say("relevance feedback (/like, /unlike) is not available in this version "
                          "(interactive_ir.feedback is missing)")
                 return False
-            image_id = self.pick(rest)
-            if image_id is not None:
-                rel, irr = ([image_id], []) if cmd == "/like" else ([], [image_id])
+            ids = self.pick_many(rest, cmd)
+            if ids:
+                rel, irr = (ids, []) if cmd == "/like" else ([], ids)
                 self.show(self.engine.feedback(self.session, rel, irr))
         elif cmd == "/ref":
             if not hasattr(self.engine, "relative"):
                 self.say("composed search (/ref) is not available in this version (interactive_ir.composed is missing)")
                 return False
             n, _, caption = rest.strip().partition(" ")
-            image_id = self.pick(n)
+            image_id = self.pick(n, cmd)
             if image_id is not None:
                 if not caption.strip():
                     self.say("usage: /ref N TEXT, e.g. /ref 2 with a red collar")
@@ -154,13 +165,22 @@ class Chat:
             self.say(f"unknown command {cmd}; /help lists them")
         return False
 
-    def pick(self, text: str) -> str | None:
+    def pick_many(self, text: str, cmd: str) -> list[str]:
+        """The image ids at the 1-based positions in `text` ("1 3" or "1,3"), or [] (with a message)."""
+        parts = text.replace(",", " ").split()
+        if not parts:
+            self.pick("", cmd)
+            return []
+        ids = [self.pick(p, cmd) for p in parts]
+        return [] if None in ids else list(dict.fromkeys(ids))
+
+    def pick(self, text: str, cmd: str = "/found") -> str | None:
         """The image id at 1-based position `text` of the last list shown, or None (with a message)."""
         shown = self.session.last.shown if self.session.last else []
         try:
             n = int(text.strip())
         except ValueError:
-            self.say(f"give the result's number (1 to {len(shown)}), e.g. /found 2")
+            self.say(f"give the result's number (1 to {len(shown)}), e.g. {cmd} 2")
             return None
         if not 1 <= n <= len(shown):
             self.say(f"there is no result {n}: the last list has {len(shown)}")

@@ -21,11 +21,17 @@ def reference_id(index, image: str) -> str | None:
     """The index id `image` names (an id, or a path inside the indexed folder), else None."""
     if image in index.row_of:
         return image
-    try:
-        rel = Path(image).expanduser().resolve().relative_to(index.image_root.resolve()).as_posix()
-    except (ValueError, OSError):
-        return None
-    return rel if rel in index.row_of else None
+    path = Path(image).expanduser()
+    roots = {Path(os.path.abspath(index.image_root)), index.image_root.resolve()}
+    for p in (Path(os.path.abspath(path)), path.resolve()):  # as given (symlinked files), then resolved
+        for root in roots:
+            try:
+                rel = p.relative_to(root).as_posix()
+            except (ValueError, OSError):
+                continue
+            if rel in index.row_of:
+                return rel
+    return None
 
 
 def run_composed(retriever, image_path: str, text: str, method: str | None = None, llm_spec: str | None = None,

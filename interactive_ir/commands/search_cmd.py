@@ -16,6 +16,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", choices=["imagescope", "compose"], default=None,
                    help="composed search method with --image and --text (default: imagescope with --llm, else compose)")
     p.add_argument("--llm", default=None, help="LLM spec for the imagescope method")
+    p.add_argument("--vlm", default=None, help="VLM spec re-ranking composed results, ImageScope stages 2-3 "
+                   "(default: IIR_VLM or none), e.g. openai-vision:gpt-4o-mini")
+    p.add_argument("--captioner", default=None, help="captioner spec for a reference image without a stored "
+                   "caption (default: IIR_CAPTIONER or none)")
     p.add_argument("--embedder", default=None, help="embedder spec (default: the one in the index manifest)")
     p.add_argument("--json", action="store_true", help="print a JSON list of hits (id, path, score, caption)")
 
@@ -47,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
     if args.image and args.text is not None:
         from interactive_ir.commands import composed_search
 
-        hits = composed_search.run_composed(retriever, args.image, args.text, args.method, args.llm, args.k)
+        hits = composed_search.run_composed(retriever, args.image, args.text, args.method, args.llm, args.k,
+                                            vlm_spec=args.vlm, captioner_spec=args.captioner)
     elif args.image:
         hits = retriever.search_image(args.image, args.k)
     else:

@@ -118,15 +118,18 @@ def next_question(llm, retriever, captions_of: Callable[[Sequence[str]], list[st
     res.extra["questions"] = questions
     res.timings["question"] = time.perf_counter() - t
 
-    if not questions:
+    def fallback() -> QuestionResult:
         captions = list(rep_captions or []) + [h.caption for h in cands[:FALLBACK_CAPTIONS] if h.caption]
         known = " ".join([state.description, *(f"{q} {a}" for q, a in state.dialogue)])
-        res.question = fallback_question(captions, known, state.asked)
+        res.question = fallback_question(captions, known, [*state.asked, *questions])
         res.fallback = True
         return res
 
+    if not questions:
+        return fallback()
+
     chosen = 0
-    if cfg.filters and len(questions) > 1:
+    if cfg.filters:  # even a single question: it may ask what the dialogue already says
         t = time.perf_counter()
         context = render_context(state.description, state.dialogue)
         try:
@@ -138,10 +141,10 @@ def next_question(llm, retriever, captions_of: Callable[[Sequence[str]], list[st
             verdicts = [EMPTY] * len(questions)
         kept = filtering.kept_positions(verdicts)
         res.extra["verdicts"] = verdicts
-        if not kept:  # the answerer claims to answer everything (weak models do): let KL decide among all
-            kept = list(range(len(questions)))
-            res.extra["filter_kept_none"] = True
         res.timings["filter"] = time.perf_counter() - t
+        if not kept:  # the dialogue already answers every question: ask one built from the candidates
+            res.extra["filter_kept_none"] = True
+            return fallback()
 
         t = time.perf_counter()
         if len(kept) > 1 and len(cands) > 1 and state.query:

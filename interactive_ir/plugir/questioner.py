@@ -29,11 +29,30 @@ def question_prompts(description: str, dialogue: Dialogue, candidates: Sequence[
     return [prompt for _ in range(max(1, copies))]
 
 
+NEAR_COPY = 0.8  # questions whose content words overlap an asked one's this much (Jaccard) count as asked
+
+
+def near_copy(question: str, asked: Sequence[str], threshold: float = NEAR_COPY) -> bool:
+    """True when `question` asks what an earlier question asked in other words ("Is the dog black?" after
+    "Is the dog's coat black?"): the content words overlap by `threshold` or more."""
+    words = _words(question)
+    if not words:
+        return False
+    for q in asked:
+        other = _words(q)
+        if other and len(words & other) / len(words | other) >= threshold:
+            return True
+    return False
+
+
 def collect_questions(replies: Sequence[str], asked: Sequence[str], limit: int) -> list[str]:
-    """The distinct valid questions across replies, in order, at most `limit`, none already asked."""
+    """The distinct valid questions across replies, in order, at most `limit`, none already asked (nor a
+    near copy of one: see `near_copy`)."""
     out: list[str] = []
     for reply in replies:
-        out.extend(parse_questions(reply, asked=[*asked, *out], limit=limit - len(out)))
+        for q in parse_questions(reply, asked=[*asked, *out], limit=limit):
+            if len(out) < limit and not near_copy(q, [*asked, *out]):
+                out.append(q)
         if len(out) >= limit:
             break
     return out
