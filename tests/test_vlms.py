@@ -1,4 +1,4 @@
-"""VLM backends (fake, hf with an injected pipeline, openai-vision with a patched client) and call logging."""
+"""VLM backends (fake, hf with an injected model or pipeline, openai-vision with a patched client) and call logging."""
 
 from __future__ import annotations
 
@@ -71,17 +71,18 @@ def test_hf_spec_errors():
         make_vlm("hf:some/model#bogus")
 
 
-def test_hf_vqa_pipeline_gets_one_side_by_side_image_per_question():
+def test_hf_vqa_model_gets_one_side_by_side_image_per_question():
     calls = []
 
-    def pipe(image, question, top_k):
-        calls.append((image.size, question, top_k))
-        return [{"answer": " yes ", "score": 0.9}]
+    def vqa(image, question, max_new_tokens):
+        calls.append((image.size, question, max_new_tokens))
+        return " yes " if len(calls) == 1 else [{"answer": " no ", "score": 0.9}]  # a str, or pipeline-style
 
-    vlm = HFVLM("dummy", "visual-question-answering", spec="hf:dummy", pipeline=pipe)
-    assert vlm.ask([[RED, BLUE], [RED]], ["left vs right?", "red?"]) == ["yes", "yes"]
+    vlm = HFVLM("dummy", "vqa", spec="hf:dummy", pipeline=vqa)
+    assert vlm.task == "visual-question-answering"
+    assert vlm.ask([[RED, BLUE], [RED]], ["left vs right?", "red?"], max_tokens=7) == ["yes", "no"]
     assert calls[0][0] == side_by_side([RED, BLUE]).size and calls[1][0] == RED.size
-    assert [c[1] for c in calls] == ["left vs right?", "red?"]
+    assert [c[1] for c in calls] == ["left vs right?", "red?"] and calls[0][2] == 7
 
 
 def test_hf_chat_pipeline_gets_all_images_and_returns_the_assistant_text():
@@ -92,7 +93,8 @@ def test_hf_chat_pipeline_gets_all_images_and_returns_the_assistant_text():
         seen["max"] = max_new_tokens
         return [{"generated_text": [{"role": "assistant", "content": " ANSWER: No\nwrong colour"}]}]
 
-    vlm = HFVLM("dummy", "image-text-to-text", spec="hf:dummy", pipeline=pipe)
+    vlm = HFVLM("dummy", "chat", spec="hf:dummy", pipeline=pipe)
+    assert vlm.task == "image-text-to-text"
     assert vlm.ask([[RED, BLUE]], ["compare"], max_tokens=20) == ["ANSWER: No\nwrong colour"]
     assert [c["type"] for c in seen["content"]] == ["image", "image", "text"] and seen["max"] == 20
 

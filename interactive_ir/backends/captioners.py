@@ -7,9 +7,8 @@ import io
 
 import numpy as np
 
-from interactive_ir.backends._torch import pick_device, require
 from interactive_ir.backends.registry import BackendInfo, register
-from interactive_ir.errors import BackendUnavailable, BadInputError
+from interactive_ir.errors import BackendError, BadInputError
 
 _COLOURS = {
     "red": (200, 40, 40), "green": (40, 160, 60), "blue": (40, 70, 200), "yellow": (220, 210, 40),
@@ -38,20 +37,35 @@ class FakeCaptioner:
 
 
 class HFCaptioner:
-    """transformers image-to-text (e.g. Salesforce/blip-image-captioning-base), hub id or local folder."""
+    """transformers image captioning model (e.g. Salesforce/blip-image-captioning-base), hub id or local folder.
 
-    def __init__(self, repo: str, spec: str, max_new_tokens: int = 30, **_):
+    Loaded with the Auto classes (`hf_vision.ImageToText`): transformers 5 has no `image-to-text` pipeline.
+    `pipeline` injects a callable `(images, max_new_tokens=...) -> [caption per image]` (tests).
+    """
+
+    def __init__(self, repo: str, spec: str, max_new_tokens: int = 30, batch_size: int = 8, pipeline=None, **_):
         self.spec = spec
-        transformers = require("transformers", "vision")
-        try:
-            self.pipe = transformers.pipeline("image-to-text", model=repo, device=pick_device())
-        except (OSError, ValueError) as e:
-            raise BackendUnavailable(f"could not load captioner {repo!r} ({e}); offline, pass a local folder hf:/path") from e
         self.max_new_tokens = max_new_tokens
+        self.batch_size = max(1, int(batch_size))
+        if pipeline is None:
+            from interactive_ir.backends.hf_vision import ImageToText
+
+            pipeline = ImageToText.load(repo, what="captioner")
+        self.pipe = pipeline
 
     def caption(self, images) -> list[str]:
-        outs = self.pipe([im.convert("RGB") for im in images], max_new_tokens=self.max_new_tokens)
-        return [(o[0] if isinstance(o, list) else o).get("generated_text", "").strip() for o in outs]
+        images = [im.convert("RGB") for im in images]
+        out: list[str] = []
+        try:
+            for start in range(0, len(images), self.batch_size):
+                out.extend(self.pipe(images[start:start + self.batch_size], max_new_tokens=self.max_new_tokens))
+        except BackendError:
+            raise
+        except Exception as e:  # noqa: BLE001 - model code raises many kinds
+            raise BackendError(f"captioner {self.spec} failed: {e}") from e
+        if len(out) != len(images):
+            raise BackendError(f"captioner {self.spec} returned {len(out)} captions for {len(images)} images")
+        return [str(c or "").strip() for c in out]
 
 
 def image_data_url(im, max_side: int = 512) -> str:
@@ -127,7 +141,8 @@ def _openai_vision(args: str, spec: str, max_side: int = 512, **options) -> Open
 
 
 register(BackendInfo("captioner", "hf", f"{__name__}:_hf", "hf:REPO_OR_DIR",
-                     "transformers image-to-text, e.g. hf:Salesforce/blip-image-captioning-base (~990 MB)"))
+                     "transformers captioning model (BLIP, GIT, ViT-GPT2, ...), hub id or local folder, e.g. "
+                     "hf:Salesforce/blip-image-captioning-base (~990 MB)"))
 register(BackendInfo("captioner", "openai-vision", f"{__name__}:_openai_vision", "openai-vision:MODEL[@BASE_URL]",
                      "any OpenAI-compatible chat endpoint that accepts images"))
 register(BackendInfo("captioner", "fake", f"{__name__}:_fake", "fake", "names the dominant colour; for tests"))

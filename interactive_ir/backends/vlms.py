@@ -1,5 +1,6 @@
 """Vision-language models that answer a question about one or two images (ImageScope's verifier and
-evaluator): `openai-vision:MODEL[@BASE_URL]`, `hf:REPO_OR_DIR[#TASK]` (transformers) and `fake`.
+evaluator): `openai-vision:MODEL[@BASE_URL]`, `hf:REPO_OR_DIR[#TASK]` (transformers: VQA models through
+`hf_vision`, chat VLMs through the `image-text-to-text` pipeline) and `fake`.
 
 Interface (`backends.base.VLM`): `ask(images, questions, *, max_tokens) -> list[str]`, where
 `images[i]` is the list of PIL images question `i` is about (a reference on the left, then a candidate).
@@ -133,34 +134,41 @@ class OpenAIVisionVLM:
 
 def _infer_task(repo: str) -> str:
     """'visual-question-answering' for VQA heads (ViLT, BLIP-VQA), else 'image-text-to-text'."""
-    transformers = require("transformers", "vision")
-    try:
-        cfg = transformers.AutoConfig.from_pretrained(repo)
-    except (OSError, ValueError) as e:
-        raise BackendUnavailable(f"could not read the config of VLM {repo!r} ({e}); offline, pass a local "
-                                 "folder: hf:/path/to/model") from e
+    from interactive_ir.backends.hf_vision import load_config
+
+    cfg = load_config(repo, "VLM")
     archs = " ".join(getattr(cfg, "architectures", None) or []).lower()
-    return "visual-question-answering" if "questionanswering" in archs else "image-text-to-text"
+    vqa = "questionanswering" in archs or getattr(cfg, "model_type", "") == "vilt"
+    return "visual-question-answering" if vqa else "image-text-to-text"
 
 
 class HFVLM:
-    """transformers VQA (`visual-question-answering`) or chat VLM (`image-text-to-text`) pipeline.
+    """transformers VQA model (ViLT, BLIP-VQA) or chat VLM (`image-text-to-text` pipeline).
 
-    A VQA model sees one image: several images of a question are pasted side by side (left to right),
-    which is what ImageScope's evaluator prompt describes.
+    VQA models are loaded with `AutoModelForVisualQuestionAnswering` (`hf_vision.VisualQA`; transformers 5
+    has no `visual-question-answering` pipeline) and see one image: several images of a question are
+    pasted side by side (left to right), which is what ImageScope's evaluator prompt describes.
+
+    `pipeline` injects the model (tests): for VQA a callable `(image=, question=, max_new_tokens=) -> str`
+    (or a pipeline-style `[{"answer": ...}]`), for chat one called like the `image-text-to-text` pipeline.
     """
 
     def __init__(self, repo: str, task: str | None, spec: str, pipeline=None, batch_size: int = 4, **_):
         self.spec = spec
         self.batch_size = batch_size
         if pipeline is not None:  # injected (tests)
-            self.pipe, self.task = pipeline, task or "visual-question-answering"
+            self.pipe, self.task = pipeline, HF_TASKS[task] if task else "visual-question-answering"
             return
         transformers = require("transformers", "vision")
         self.task = HF_TASKS[task] if task else _infer_task(repo)
+        if self.task == "visual-question-answering":
+            from interactive_ir.backends.hf_vision import VisualQA
+
+            self.pipe = VisualQA.load(repo, what="VLM")
+            return
         try:
             self.pipe = transformers.pipeline(self.task, model=repo, device=pick_device())
-        except (OSError, ValueError, KeyError) as e:
+        except (OSError, ValueError, KeyError, ImportError) as e:
             raise BackendUnavailable(f"could not load VLM {repo!r} as {self.task} ({e}); offline, pass a local "
                                      "folder: hf:/path/to/model") from e
 
@@ -168,15 +176,15 @@ class HFVLM:
         images, questions = _check(images, questions)
         try:
             if self.task == "visual-question-answering":
-                return [self._vqa(g, q) for g, q in zip(images, questions)]
+                return [self._vqa(g, q, max_tokens) for g, q in zip(images, questions)]
             return [self._chat(g, q, max_tokens) for g, q in zip(images, questions)]
         except BackendError:
             raise
         except Exception as e:  # noqa: BLE001 - model code raises many kinds
             raise BackendError(f"VLM {self.spec} failed: {e}") from e
 
-    def _vqa(self, group, question: str) -> str:
-        out = self.pipe(image=side_by_side(group), question=question, top_k=1)
+    def _vqa(self, group, question: str, max_tokens: int) -> str:
+        out = self.pipe(image=side_by_side(group), question=question, max_new_tokens=max_tokens)
         first = out[0] if isinstance(out, list) and out else out
         return str(first.get("answer", "")).strip() if isinstance(first, dict) else str(first or "").strip()
 
