@@ -142,13 +142,27 @@ def _open_clip(args: str, spec: str, **options) -> OpenClipEmbedder:
 
 
 class HFClipEmbedder:
-    """transformers CLIP or SigLIP: `hf:REPO_OR_DIR` (hub id or local folder)."""
+    """transformers CLIP or SigLIP: `hf:REPO_OR_DIR` (hub id or local folder saved with save_pretrained).
+
+    Works with transformers 4.x, whose `get_*_features` return projected tensors, and 5.x, whose return
+    a model output carrying the projected vectors in `pooler_output`.
+    """
 
     has_vision = True
+    _IMAGE_KEYS = ("pixel_values", "pixel_attention_mask", "spatial_shapes")  # the last two: SigLIP 2 (naflex)
 
     def __init__(self, repo: str, spec: str, batch_size: int = 64, show_progress: bool = True):
         self.spec = spec
         self.batch_size = batch_size
+        self.show_progress = show_progress
+        local = Path(repo).expanduser()
+        if local.exists():
+            repo = str(local)
+        elif repo.startswith((".", "/", "~")) or repo.count("/") > 1 or "\\" in repo:  # a path, not org/name
+            raise BackendUnavailable(
+                f"model folder {repo!r} does not exist. hf:REPO_OR_DIR takes a hub id (e.g. "
+                "hf:openai/clip-vit-base-patch32) or a local folder written by save_pretrained: hf:/path/to/model"
+            )
         transformers = require("transformers", "vision")
         torch = require("torch", "vision")
         self._torch = torch
@@ -156,45 +170,63 @@ class HFClipEmbedder:
         try:
             self.model = transformers.AutoModel.from_pretrained(repo).to(self.device).eval()
             self.processor = transformers.AutoProcessor.from_pretrained(repo)
-        except OSError as e:
+        except (OSError, ValueError) as e:  # missing files or hub unreachable / not a model transformers knows
             raise BackendUnavailable(
                 f"could not load {repo!r} with transformers ({e}). Offline, pass a local folder: hf:/path/to/model"
             ) from e
-        mtype = getattr(self.model.config, "model_type", "")
-        self._siglip = "siglip" in mtype
+        if not (hasattr(self.model, "get_text_features") and hasattr(self.model, "get_image_features")):
+            raise BackendUnavailable(
+                f"{repo!r} is a {type(self.model).__name__}, not a CLIP-like image-text model (hf: needs CLIP or SigLIP)"
+            )
         cfg = self.model.config
+        text_cfg = getattr(cfg, "text_config", None)
+        self._siglip = "siglip" in getattr(cfg, "model_type", "")
+        # SigLIP was trained on texts padded to the full context (64); CLIP pads to the longest text (77 max)
+        self._max_len = int(getattr(text_cfg, "max_position_embeddings", 0) or (64 if self._siglip else 77))
         self.dim = int(
             getattr(cfg, "projection_dim", 0)
-            or getattr(getattr(cfg, "text_config", None), "hidden_size", 0)
+            or getattr(text_cfg, "projection_size", 0)
+            or getattr(text_cfg, "hidden_size", 0)
             or self.embed_texts(["x"]).shape[1]
         )
 
     @staticmethod
-    def _features(out):
-        # transformers >= 5 may return a model output object instead of a tensor
-        if hasattr(out, "pooler_output") and not hasattr(out, "shape"):
-            return out.pooler_output
-        return out
+    def _features(out, kind: str = "text"):
+        """The projected vectors from `get_*_features`: a tensor (transformers 4) or a model output (5)."""
+        if hasattr(out, "shape"):
+            return out
+        for name in (f"{kind}_embeds", "pooler_output"):
+            value = out.get(name) if hasattr(out, "get") else getattr(out, name, None)
+            if value is not None:
+                return value
+        raise BackendError(f"unexpected {kind} features from transformers: {type(out).__name__}")
 
     def embed_texts(self, texts: Sequence[str]) -> Vectors:
         torch = self._torch
         outs = []
-        kw = {"padding": "max_length", "max_length": 64} if self._siglip else {"padding": True}
+        pad = "max_length" if self._siglip else True
         with torch.no_grad():
             for chunk in batches(list(texts), self.batch_size):
-                enc = self.processor(text=list(chunk), return_tensors="pt", truncation=True, **kw).to(self.device)
+                enc = self.processor(
+                    text=list(chunk), return_tensors="pt", padding=pad, truncation=True, max_length=self._max_len
+                ).to(self.device)
                 feats = self.model.get_text_features(
                     **{k: v for k, v in enc.items() if k in ("input_ids", "attention_mask")}
                 )
-                outs.append(to_numpy(self._features(feats)))
+                outs.append(to_numpy(self._features(feats, "text")))
         return np.concatenate(outs) if outs else np.zeros((0, getattr(self, "dim", 0)), np.float32)
 
     def preprocess_images(self, images):
-        return self.processor(images=[im.convert("RGB") for im in images], return_tensors="pt")["pixel_values"]
+        """CPU-side preprocessing: {pixel_values, ...} tensors, kept apart so indexing overlaps it with encoding."""
+        enc = self.processor(images=[im.convert("RGB") for im in images], return_tensors="pt")
+        return {k: enc[k] for k in self._IMAGE_KEYS if k in enc}
 
     def encode_preprocessed(self, pixels) -> Vectors:
+        if not isinstance(pixels, dict):  # a bare pixel_values tensor
+            pixels = {"pixel_values": pixels}
         with self._torch.no_grad():
-            return to_numpy(self._features(self.model.get_image_features(pixel_values=pixels.to(self.device))))
+            feats = self.model.get_image_features(**{k: v.to(self.device) for k, v in pixels.items()})
+            return to_numpy(self._features(feats, "image"))
 
     def embed_images(self, images) -> Vectors:
         outs = [self.encode_preprocessed(self.preprocess_images(c)) for c in batches(list(images), self.batch_size)]
