@@ -160,7 +160,7 @@ def plot_hits_recall(path: Path, results: Mapping[str, Mapping], k: int = PLOT_K
     for ax, title in zip(axes, (f"Hits@{k} (target in the top {k} at some round so far)",
                                 f"Recall@{k} (target in the top {k} at that round)")):
         ax.set_xlabel("round")
-        ax.set_ylim(0, 1.02)
+        ax.set_ylim(-0.02, 1.05)  # lines at 0 and 1 stay visible
         ax.grid(alpha=0.3)
         ax.set_title(title, fontsize=9)
         ax.xaxis.get_major_locator().set_params(integer=True)
