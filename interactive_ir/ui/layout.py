@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets" / "ui"
 TITLE = "Interactive image search"
 TICK_S = 1.0  # how often the status line's timer moves while a model step runs
+POLL_S = 0.2  # how often a waiting step checks whether its job is done or no longer wanted
 BUSY = "Still working on your last step: wait for it to finish."
 ASKING = "The LLM is writing a question about these results…"
 INTRO = ("Describe the image you have in mind. Then narrow it down: answer the system's questions, "
@@ -168,10 +169,15 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
             return view(st, clear)
 
         def wait(job, t0: float, say: str, still=lambda: True):
-            """Yield status updates with a running timer until `job` is done."""
-            while not futures.wait([job], timeout=TICK_S).done:
-                if still():
-                    yield {status: f"**Working:** {say} ({time.monotonic() - t0:.0f} s)"}
+            """Yield status updates with a running timer until `job` is done, or until `still()` turns False
+            (the step is abandoned: its job finishes alone and its result is dropped)."""
+            shown = 0
+            while not futures.wait([job], timeout=POLL_S).done:
+                if not still():
+                    return
+                if time.monotonic() - t0 >= shown + TICK_S:
+                    shown = int(time.monotonic() - t0)
+                    yield {status: f"**Working:** {say} ({shown} s)"}
 
         def model_event(name: str, clear: tuple[str, ...] = ()):
             def run(tab: UIState, *args):
@@ -200,6 +206,9 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
                     yield from wait(job, time.monotonic(), ASKING,
                                     still=lambda: st.session is session and not st.ended)
                     st.asking = False
+                    if not job.done():  # New search or I found it meanwhile: the question is not needed,
+                        yield {status: gr.skip()}  # and this tab (and the queue slot) are free at once
+                        return
                     if job.exception() is not None:
                         yield refused(st, job.exception())
                         return

@@ -90,3 +90,20 @@ def test_steps_are_refused_while_results_come_and_found_works_while_asking(app, 
     assert "Found" in app.status() and page.locator("#iir-dialogue .iir-question").count() == 0
     assert app.dialogue().count("You:") == 2
     shot(page, "found-while-asking")
+
+
+def test_new_search_while_the_question_is_written_frees_the_page_at_once(app, shot):
+    """New search drops the question being written: the next description runs right away, not after it."""
+    page = app.page
+    app.search("a dog with a ball")
+    app.expect_round(1)
+    app.expect_status(re.compile("The LLM is writing a question"))
+    app.new_search()
+    page.wait_for_timeout(600)  # the abandoned step lets go of the tab (it checks every 0.2 s)
+    app.search("a red house")
+    app.expect_round(1)  # the new search ran (before the fix it was refused: the tab was still "asking")
+    refused = page.locator(".toast-body").filter(has_text=re.compile("writing a question|Still working"))
+    assert refused.count() == 0
+    assert "a red house" in app.dialogue()
+    page.wait_for_selector("#iir-dialogue .iir-question")  # and its own question still comes
+    shot(page, "new-search-while-asking")
