@@ -42,10 +42,39 @@ def started(engine):
 
 # --- modes -----------------------------------------------------------------------------------------
 def test_modes_follow_the_engine(tiny_index, engine, engine_no_llm):
-    assert h.modes(engine) == h.Modes(conversation=True, questions=True, feedback=True, composed=True)
-    assert h.modes(engine_no_llm) == h.Modes(conversation=True, questions=False, feedback=True, composed=True)
+    assert h.modes(engine) == h.Modes(conversation=True, questions=True, feedback=True, composed=True, upload=True)
+    assert h.modes(engine_no_llm) == h.Modes(conversation=True, questions=False, feedback=True, composed=True,
+                                             upload=True)
     base = EngineBase(tiny_index[0])  # an engine without any mode module
-    assert h.modes(base) == h.Modes(False, False, False, False)
+    assert h.modes(base) == h.Modes(False, False, False, False, False)
+
+
+def test_uploads_on_a_caption_index_need_a_captioner(tmp_path):
+    """The offline demo (a caption index, no captioner) hides the upload and says so; with a captioner it works."""
+    from iir_testutils import build_tiny
+    from PIL import Image
+
+    from interactive_ir.backends.captioners import FakeCaptioner
+    from interactive_ir.backends.embedders import FakeEmbedder
+    from interactive_ir.engine import build_engine
+    from interactive_ir.ui import render
+
+    class TextOnly(FakeEmbedder):
+        has_vision = False
+
+    r, ids, caps = build_tiny(tmp_path, embedder=TextOnly(32))
+    eng = build_engine(r, config=EngineConfig(k=K))
+    assert not h.modes(eng).upload and h.modes(eng).composed
+    assert "upload" not in render.reference_html(eng, UIState()).lower()
+    img = tmp_path / "ref.png"
+    Image.new("RGB", (30, 30), (10, 200, 10)).save(img)
+    st = h.start(eng, UIState(), "a dog")
+    with pytest.raises(BadInputError, match="use a shown result as the reference"):
+        h.set_upload(eng, st, str(img))
+    assert st.upload == ""
+    with_captioner = build_engine(r, captioner=FakeCaptioner(), config=EngineConfig(k=K))
+    assert h.modes(with_captioner).upload
+    assert h.set_upload(with_captioner, UIState(), str(img)).upload == str(img)
 
 
 def test_start_without_conversation_mode_is_a_text_search(tiny_index):

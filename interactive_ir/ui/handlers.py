@@ -30,12 +30,16 @@ class Modes:
     questions: bool  # ... and an LLM is there to ask questions
     feedback: bool  # relevance feedback
     composed: bool  # reference image + relative caption
+    upload: bool = False  # ... with an uploaded reference (a caption index needs a captioner to read one)
 
 
 def modes(engine) -> Modes:
     conv = all(hasattr(engine, m) for m in ("start", "answer", "skip"))
+    composed = hasattr(engine, "relative")
+    index = getattr(engine, "index", None)
+    upload = composed and (not getattr(index, "caption_only", False) or getattr(engine, "captioner", None) is not None)
     return Modes(conv, conv and bool(getattr(engine, "questions_enabled", False)),
-                 hasattr(engine, "feedback"), hasattr(engine, "relative"))
+                 hasattr(engine, "feedback"), composed, upload)
 
 
 def _session(st: UIState):
@@ -190,6 +194,9 @@ def set_upload(engine, st: UIState, path: str | None) -> UIState:
     if not path:
         st.upload = ""
         return st
+    if not modes(engine).upload:
+        raise BadInputError("this gallery is searched by its captions and no captioner is loaded to describe an "
+                            "uploaded image: use a shown result as the reference instead")
     check_upload(path)
     if st.ended:
         raise SessionError("this search has ended: press New search first")

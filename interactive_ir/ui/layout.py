@@ -129,7 +129,7 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
                     reference = gr.HTML(render.reference_html(engine, UIState()), elem_id="iir-reference",
                                         js_on_load=None, padding=True)
                     upload = gr.File(label="Upload a reference image", file_types=["image"], type="filepath",
-                                     elem_id="iir-upload", height=110)
+                                     elem_id="iir-upload", height=110, visible=m.upload)
                     caption_box = gr.Textbox(label="How does your image differ from the reference?",
                                              elem_id="iir-caption", lines=1, max_lines=4, submit_btn="Search",
                                              placeholder="e.g. the same, but at night with two dogs")
@@ -142,7 +142,7 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
                                               label="Reference + caption method", elem_id="iir-comp-method",
                                               visible=m.composed)
         with gr.Accordion("Earlier rounds", open=True, elem_id="iir-strip-panel"):
-            strip = gr.HTML(render.strip_html(engine, UIState()), elem_id="iir-strip", js_on_load=None)
+            strip = gr.HTML(render.strip_html(engine, UIState()), elem_id="iir-strip", js_on_load=js)
 
         outputs = [state, status, results, dialogue, strip, reference, desc, answer_box, caption_box, upload]
 
@@ -254,13 +254,14 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
         model = {"concurrency_id": "model", "trigger_mode": "once", "show_progress": "full",
                  "show_progress_on": [results, dialogue]}
         cheap = {"concurrency_limit": None, "trigger_mode": "once", "show_progress": "hidden"}
-        desc.submit(model_event("start"), [state, desc], outputs, **model)
+        desc.submit(model_event("start", ("upload",)), [state, desc], outputs, **model)  # a new search drops it
         answer_box.submit(model_event("answer", ("answer",)), [state, answer_box], outputs, **model)
         skip_btn.click(model_event("skip"), [state], outputs, **model)
         fb_btn.click(model_event("feedback"), [state, fb_method], outputs, **model)
         caption_box.submit(model_event("relative", ("caption", "upload")), [state, caption_box, comp_method],
                            outputs, **model)
         results.click(on_card, [state], outputs, **cheap)
+        strip.click(on_card, [state], outputs, **cheap)  # "Found" under an earlier round's thumbnail
         upload.upload(on_upload, [state, upload], outputs, **cheap)
         upload.clear(on_clear_upload, [state], outputs, **cheap)
         clear_ref_btn.click(on_clear_reference, [state], outputs, **cheap)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from html import escape
 
 from interactive_ir.session import Session, Turn
+from interactive_ir.ui.handlers import modes
 from interactive_ir.ui.media import file_url, image_url
 from interactive_ir.ui.state import UIState
 
@@ -121,11 +122,16 @@ def strip_html(engine, st: UIState) -> str:
         for h in engine.hits_of(t):
             cls = "iir-thumb" + (" is-rel" if h.id in rel else " is-irr" if h.id in irr else "") + (
                 " is-found" if h.id == found_id else "")
+            pick = ("" if s.ended else  # a result passed over earlier can still be the one
+                    f'<button type="button" class="iir-thumb-found" data-action="found" data-id="{esc(h.id)}" '
+                    f'title="I found it: this is my image" aria-label="I found it: {esc(h.caption or h.id)}">'
+                    "Found</button>")
             thumbs.append(f'<figure class="{cls}" title="{esc(h.caption or h.id)}">'
-                          f'{_img(image_url(h.path), _alt(h.caption, h.id))}</figure>')
+                          f'{_img(image_url(h.path), _alt(h.caption, h.id))}{pick}</figure>')
         rows.append(f'<section class="iir-round"><h4>{esc(_turn_label(t))}</h4>'
                     f'<div class="iir-thumbs">{"".join(thumbs)}</div></section>')
-    return f'<div class="iir-strip" aria-label="earlier rounds">{"".join(rows)}</div>'
+    tip = "" if s.ended else '<p class="iir-strip-tip">Passed over your image? Press <b>Found</b> under it.</p>'
+    return f'<div class="iir-strip" aria-label="earlier rounds">{tip}{"".join(rows)}</div>'
 
 
 def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "") -> str:
@@ -182,10 +188,14 @@ def reference_html(engine, st: UIState) -> str:
         url = image_url(engine.index.image_path(row)) if row is not None else ""
         return (f'<div class="iir-ref">{_img(url, _alt(cap, st.reference), "iir-ref-img")}'
                 f"<span>Reference: <b>{esc(cap or st.reference)}</b></span></div>")
+    upload = modes(engine).upload
     if st.started:
         return ('<div class="iir-ref iir-ref-none">Reference: the top result of the last round. '
-                "Pick another with “Use as reference”, or upload one.</div>")
-    return '<div class="iir-ref iir-ref-none">Upload a reference image, or start with a description.</div>'
+                f"Pick another with “Use as reference”{', or upload one' if upload else ''}.</div>")
+    if upload:
+        return '<div class="iir-ref iir-ref-none">Upload a reference image, or start with a description.</div>'
+    return ('<div class="iir-ref iir-ref-none">Start with a description, then pick a result with “Use as '
+            "reference” and say how your image differs from it.</div>")
 
 
 def status_md(st: UIState) -> str:

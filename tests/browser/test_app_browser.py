@@ -120,6 +120,24 @@ def test_skip_question(app, shot):
     shot(app.page, "skipped")
 
 
+def test_found_on_an_earlier_round_in_the_strip(app, shot):
+    """A result passed over in round 1 can still be the one: Found under its thumbnail ends the search."""
+    page = app.page
+    app.search("a house with a red roof")
+    app.expect_round(1)
+    first = app.ids()
+    app.skip()
+    app.expect_round(2)
+    thumbs = page.locator("#iir-strip .iir-thumb-found")
+    assert thumbs.count() == K and "Passed over your image?" in page.locator("#iir-strip").inner_text()
+    thumbs.nth(3).click()
+    app.expect_status("Found")
+    assert first[3] in app.status() and "round 1 at rank 4" in app.status()
+    assert page.locator("#iir-strip .iir-thumb.is-found").count() == 1
+    assert page.locator("#iir-strip .iir-thumb-found").count() == 0  # the search ended: no more buttons
+    shot(page, "found-in-strip")
+
+
 def test_two_browser_contexts_keep_separate_sessions(browser, app_url, shot):
     from pageobj import AppPage
 
