@@ -102,7 +102,8 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
     with gr.Blocks(title=title) as demo:
         state = gr.State(UIState())
         gr.Markdown(f"# {title}\n{INTRO}", elem_id="iir-head")
-        gr.Markdown(notes_markdown(setup_notes), elem_id="iir-notes")
+        with gr.Accordion("Models and data", open=False, elem_id="iir-notes-panel"):
+            gr.Markdown(notes_markdown(setup_notes), elem_id="iir-notes")
         with gr.Row(equal_height=False):
             with gr.Column(scale=3, min_width=320):
                 with gr.Row(equal_height=True):

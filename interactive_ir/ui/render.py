@@ -93,7 +93,11 @@ def results_html(engine, st: UIState) -> str:
             f'<p class="iir-cap">{esc(h.caption or h.id)}</p>'
             f"{_why(turn.why.get(h.id, []))}{actions}</article>")
     head = f'<div class="iir-page-head">Round {turn.round + 1}: {len(hits)} results</div>'
-    return f'{head}<div class="iir-grid" role="list" aria-label="results">{"".join(cards)}</div>'
+    ask = ""  # on a phone the dialogue panel sits below the results: say the question above them too
+    if s.pending_question and not ended:
+        ask = (f'<div class="iir-ask-narrow">System asks: <b>{esc(s.pending_question)}</b> '
+               '<a href="#iir-answer">Answer below ↓</a></div>')
+    return f'{head}{ask}<div class="iir-grid" role="list" aria-label="results">{"".join(cards)}</div>'
 
 
 def _turn_label(t: Turn) -> str:

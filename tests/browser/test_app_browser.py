@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from pageobj import K
+from pageobj import K, expect
 
 pytestmark = pytest.mark.browser
 
@@ -27,6 +27,8 @@ def app(page, app_url):
 
 def test_full_search_every_mode(app, shot):
     page = app.page
+    page.locator("#iir-notes-panel").get_by_text("Models and data").click()  # folded by default
+    expect(page.locator("#iir-notes")).to_contain_text("fake:32", timeout=10_000)
     expect_text = page.locator("#iir-notes").inner_text()
     assert "fake:32" in expect_text and "LLM fake" in expect_text  # the setup notes are on the page
     shot(page, "start")
@@ -209,10 +211,17 @@ def test_layout_at_laptop_and_phone_width(browser, app_url, shot):
             if name == "laptop":
                 assert dlg["x"] > res["x"] + res["width"] - 5, (dlg, res)  # dialogue beside the results
                 assert res["y"] < size["height"], res  # results start above the fold
+            page.wait_for_selector("#iir-dialogue .iir-question")
+            ask = page.locator("#iir-results .iir-ask-narrow")
+            if name == "laptop":
+                assert not ask.is_visible()  # the dialogue panel beside the results has the question
             else:
                 assert dlg["y"] > res["y"], (dlg, res)  # stacked under the results
                 btn = app.button(0, "found").bounding_box()
                 assert btn["height"] >= 24, btn  # big enough to tap
+                # ... so the question is said above the results too, with a link down to the answer box
+                assert ask.is_visible() and ask.bounding_box()["y"] < app.cards.nth(0).bounding_box()["y"]
+                assert "System asks:" in ask.inner_text()
             shot(page, name)
         finally:
             ctx.close()
