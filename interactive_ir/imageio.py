@@ -80,7 +80,7 @@ def open_image(source, *, limit: int | None = None):
         raise BadInputError(f"{name} has more pixels than PIL will decode safely ({e}), over the "
                             f"{limit / 1e6:.0f} MP limit: downscale it first") from e
     except UnidentifiedImageError as e:
-        raise BadInputError(f"{name} is not a readable image ({e.__class__.__name__}): use a JPEG, PNG, WebP, GIF or BMP") from e
+        raise BadInputError(f"{name} is not a readable image: use a JPEG, PNG, WebP, GIF or BMP") from e
     except (OSError, ValueError, SyntaxError) as e:
         raise BadInputError(f"{name} is not a readable image ({e}): it may be truncated or corrupt") from e
 

@@ -448,6 +448,8 @@ def test_load_app_with_and_without_llm(tiny_index, monkeypatch):
     monkeypatch.setattr("interactive_ir.backends.llms.default_llm_spec", lambda environ=None: None)
     parts = load_app(app_config(environ={}, index=index))
     assert parts.engine.llm is None and "Questions are off: no LLM is configured" in parts.questions_off_reason
+    parts = load_app(app_config(environ={}, index=index, llm="none"))  # turned off on purpose: no set-up advice
+    assert parts.engine.llm is None and "Questions are off: this app runs without an LLM" in parts.questions_off_reason
     parts = load_app(app_config(environ={}, index=index, llm="nosuch:model", vlm="fake"))
     assert parts.engine.llm is None and "LLM nosuch:model could not be loaded (unknown llm spec" in \
         parts.questions_off_reason

