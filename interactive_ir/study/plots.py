@@ -44,12 +44,14 @@ def write_plots(rep: dict, sessions: Sequence, out: Path) -> list[Path]:
 
     k = rep["ks"][-1]
     fig, ax = plt.subplots(figsize=(5.5, 3.5))
-    for c in conds:
+    styles = [("o", "-"), ("s", "--"), ("D", ":"), ("^", "-."), ("v", "-"), ("P", "--")]
+    for i, c in enumerate(conds):
         hits = rep["conditions"][c]["metrics"][f"hits@{k}"]
-        ax.plot(range(len(hits)), hits, marker="o", label=c)
+        marker, line = styles[i % len(styles)]  # conditions with equal values stay distinguishable
+        ax.plot(range(len(hits)), hits, marker=marker, linestyle=line, ms=7 - 1.5 * (i % 3), label=c)
     ax.set_xlabel("round")
     ax.set_ylabel(f"Hits@{k}")
-    ax.set_ylim(0, 1.05)
+    ax.set_ylim(-0.03, 1.05)
     ax.set_title(f"Hits@{k} by round")
     ax.legend()
     fig.tight_layout()

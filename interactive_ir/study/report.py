@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -144,6 +145,8 @@ def build_report(log: StudyLog, study_id: str | None = None, ks: Sequence[int] =
     order = [c["name"] for c in study["conditions"]] if study else []
     conditions = list(dict.fromkeys([*[c for c in order if any(s.condition == c for s in ended)],
                                      *sorted({s.condition for s in ended})]))
+    points = {q["id"]: int(q.get("points", 5)) for q in (study or {}).get("questions", []) if isinstance(q, dict)}
+    bri_max = math.log(n_images + 1) if n_images else None  # BRI lies in [0, ln(worst rank)]
     per_condition = {}
     for c in conditions:
         group = [s for s in ended if s.condition == c]
@@ -153,15 +156,15 @@ def build_report(log: StudyLog, study_id: str | None = None, ks: Sequence[int] =
         per_condition[c] = {
             "n_sessions": len(group),
             "n_participants": len({s.participant for s in group}),
-            "bri": mean_ci([s.bri for s in group]).to_dict(),
+            "bri": mean_ci([s.bri for s in group], 0.0, bri_max).to_dict(),
             "found_rate": len(found) / len(group),
             "gave_up": sum(s.ended == "give_up" for s in group),
             "budget_exhausted": sum(s.ended == "budget_exhausted" for s in group),
-            "rounds_to_found": mean_ci([s.found_round for s in found]).to_dict(),
-            "time_to_found_s": mean_ci([s.time_s for s in found]).to_dict(),
-            "time_per_task_s": mean_ci([s.time_s for s in group]).to_dict(),
+            "rounds_to_found": mean_ci([s.found_round for s in found], 0.0).to_dict(),
+            "time_to_found_s": mean_ci([s.time_s for s in found], 0.0).to_dict(),
+            "time_per_task_s": mean_ci([s.time_s for s in group], 0.0).to_dict(),
             "metrics": metrics,
-            "questionnaire": {q: mean_ci(_ratings(group, q)).to_dict() for q in qids},
+            "questionnaire": {q: mean_ci(_ratings(group, q), 1.0, float(points.get(q, 5))).to_dict() for q in qids},
             "correlation_bri_rating": _correlations(group, qids),
         }
     return {
@@ -169,7 +172,8 @@ def build_report(log: StudyLog, study_id: str | None = None, ks: Sequence[int] =
         "database": str(log.path),
         "n_images": n_images,
         "ks": list(ks),
-        "n_participants": len({s.participant for s in all_sessions}),
+        "n_participants": len({s.participant for s in all_sessions}),  # who started a task
+        "n_participants_ended": len({s.participant for s in ended}),  # ... and ended at least one with a search
         "n_sessions_started": len(all_sessions),
         "n_sessions_ended": len(ended),
         "likert_questions": qids,
@@ -199,8 +203,10 @@ def _ci(d: dict, digits: int = 3) -> str:
 def summary_markdown(rep: dict) -> str:
     ks = rep["ks"]
     lines = [f"# Study report: {rep['study_id']}", "",
-             f"{rep['n_participants']} participant(s), {rep['n_sessions_ended']} ended task(s) of "
-             f"{rep['n_sessions_started']} started; index of {rep['n_images']} images.", "",
+             f"{rep['n_participants']} participant(s) started tasks, {rep.get('n_participants_ended', '-')} ended at "
+             f"least one after searching; {rep['n_sessions_ended']} task(s) with a search ended of "
+             f"{rep['n_sessions_started']} started (sessions.csv lists every started task); index of "
+             f"{rep['n_images']} images.", "",
              "## Retrieval (95% t-intervals)", "",
              "| condition | sessions | BRI (lower is better) | found rate | rounds to found | time to found (s) | "
              + " | ".join(f"Hits@{k} (last round)" for k in ks) + " |",
@@ -247,7 +253,7 @@ def write_report(log: StudyLog, out_dir: str | Path, study_id: str | None = None
     rep = build_report(log, study_id, ks, all_sessions)
     sessions = [s for s in all_sessions if s.bri is not None]
     files = [out / "report.json", out / "summary.md", out / "sessions.csv"]
-    write_sessions_csv(sessions, files[2], rep["likert_questions"])
+    write_sessions_csv(all_sessions, files[2], rep["likert_questions"])  # every started task (bri blank: not scored)
     (out / "summary.md").write_text(summary_markdown(rep), encoding="utf-8")
     if plots:
         from interactive_ir.study.plots import write_plots

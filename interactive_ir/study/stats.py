@@ -51,8 +51,9 @@ class MeanCI:
         return asdict(self)
 
 
-def mean_ci(values: Sequence[float | None]) -> MeanCI:
-    """Mean and 95% t-interval of the non-missing values."""
+def mean_ci(values: Sequence[float | None], low: float | None = None, high: float | None = None) -> MeanCI:
+    """Mean and 95% t-interval of the non-missing values; the interval is clipped to [`low`, `high`], the
+    range the values can take (a Likert scale, BRI >= 0, times >= 0), when given."""
     x = np.array([float(v) for v in values if v is not None and math.isfinite(float(v))], dtype=np.float64)
     n = len(x)
     if n == 0:
@@ -62,7 +63,12 @@ def mean_ci(values: Sequence[float | None]) -> MeanCI:
         return MeanCI(1, m, None, None, None)
     sd = float(x.std(ddof=1))
     half = t_quantile(n - 1) * sd / math.sqrt(n)
-    return MeanCI(n, m, sd, m - half, m + half)
+    lo, hi = m - half, m + half
+    if low is not None:
+        lo = max(lo, low)
+    if high is not None:
+        hi = min(hi, high)
+    return MeanCI(n, m, sd, lo, hi)
 
 
 def average_ranks(values: Sequence[float]) -> np.ndarray:
