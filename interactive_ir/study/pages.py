@@ -111,7 +111,7 @@ def budget_md(p: Progress) -> str:
     if not p.described:
         return f'<span class="iir-study-budget">{p.budget} round(s) after your description</span>'
     if p.rounds_left:
-        return f'<span class="iir-study-budget">Round {p.rounds_used} of {p.budget} used · {p.rounds_left} left</span>'
+        return f'<span class="iir-study-budget">{p.rounds_used} of {p.budget} rounds after your description used · {p.rounds_left} left</span>'
     return ('<span class="iir-study-budget">All rounds used: press <b>This is it</b> on the image if it is shown, '
             "else <b>End task</b></span>")
 
@@ -145,7 +145,7 @@ def results_html(engine, p: Progress, condition: Condition, tab: TabState) -> st
         actions = f'<div class="iir-actions">{"".join(buttons)}</div>' if buttons else ""
         cards.append(f'<article class="{" ".join(cls)}" data-id="{esc(h.id)}" data-rank="{rank}">'
                      f'<div class="iir-pic"><span class="iir-rank">#{rank}</span>{pic}</div>{actions}</article>')
-    head = f'<div class="iir-page-head">Results of round {s.last.round}</div>'
+    head = f'<div class="iir-page-head">Round {s.last.round + 1}: {len(s.last.shown)} results</div>'  # as the main app
     return f'{head}<div class="iir-grid" role="list" aria-label="results">{"".join(cards)}</div>'
 
 

@@ -26,6 +26,8 @@ TITLE = "Interactive image search"
 TICK_S = 1.0  # how often the status line's timer moves while a model step runs
 POLL_S = 0.2  # how often a waiting step checks whether its job is done or no longer wanted
 BUSY = "Still working on your last step: wait for it to finish."
+DESC_FIRST = "Describe the image you are looking for"
+DESC_AGAIN = "Describe it again to start a new search (Enter); to narrow these results, use the panel on the right"
 ASKING = "The LLM is writing a question about these results…"
 INTRO = ("Describe the image you have in mind. Then narrow it down: answer the system's questions, "
          "mark results as relevant or not, or pick a reference image and say how yours differs. "
@@ -110,7 +112,7 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
         with gr.Row(equal_height=False):
             with gr.Column(scale=3, min_width=320):
                 with gr.Row(equal_height=True):
-                    desc = gr.Textbox(label="Describe the image you are looking for", elem_id="iir-desc",
+                    desc = gr.Textbox(label=DESC_FIRST, elem_id="iir-desc",
                                       placeholder="e.g. a cartoon cat sleeping on a red sofa", lines=1, max_lines=4,
                                       submit_btn="Search", scale=5, min_width=220)
                     new_btn = gr.Button("New search", elem_id="iir-new", scale=1, min_width=110)
@@ -153,11 +155,14 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
         def view(st: UIState, clear: tuple[str, ...] = ()) -> dict:
             out = {state: st, status: render.status_md(st), results: render.results_html(engine, st),
                    dialogue: render.dialogue_html(st, m.questions, off), strip: render.strip_html(engine, st),
-                   reference: render.reference_html(engine, st)}
+                   reference: render.reference_html(engine, st),
+                   desc: gr.Textbox(label=DESC_AGAIN if st.started else DESC_FIRST)}  # Enter there starts over
             boxes = {"desc": desc, "answer": answer_box, "caption": caption_box}
             for name in clear:
                 if name == "upload":
                     out[upload] = None
+                elif name == "desc":
+                    out[desc] = gr.Textbox(value="", label=DESC_FIRST)
                 else:
                     out[boxes[name]] = ""
             return out
@@ -257,7 +262,9 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
 
         model = {"concurrency_id": "model", "trigger_mode": "once", "show_progress": "full",
                  "show_progress_on": [results, dialogue]}
-        cheap = {"concurrency_limit": None, "trigger_mode": "once", "show_progress": "hidden"}
+        # clicks queue up in order ("multiple": a quick second click is never dropped) and run one at a time
+        # (each takes milliseconds), so every click sees the state the previous one left and renders it
+        cheap = {"concurrency_id": "ui", "concurrency_limit": 1, "trigger_mode": "multiple", "show_progress": "hidden"}
         desc.submit(model_event("start", ("upload",)), [state, desc], outputs, **model)  # a new search drops it
         answer_box.submit(model_event("answer", ("answer",)), [state, answer_box], outputs, **model)
         skip_btn.click(model_event("skip"), [state], outputs, **model)

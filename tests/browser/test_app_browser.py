@@ -122,6 +122,19 @@ def test_skip_question(app, shot):
     shot(app.page, "skipped")
 
 
+def test_quick_clicks_are_all_kept(app, shot):
+    """Marks clicked in quick succession each count (none is dropped while the previous one renders)."""
+    app.search("a bowl of fruit")
+    app.expect_round(1)
+    for i in range(5):
+        app.button(i, "relevant" if i % 2 == 0 else "irrelevant").click()
+    app.expect_status("marked 3 relevant, 2 not relevant")
+    pressed = [app.button(i, "relevant" if i % 2 == 0 else "irrelevant").get_attribute("aria-pressed")
+               for i in range(5)]
+    assert pressed == ["true"] * 5
+    shot(app.page, "quick-marks")
+
+
 def test_found_on_an_earlier_round_in_the_strip(app, shot):
     """A result passed over in round 1 can still be the one: Found under its thumbnail ends the search."""
     page = app.page

@@ -140,7 +140,7 @@ def test_participant_runs_the_study_and_admin_exports(browser, study_app, shot):
     expect(page.locator("#iir-study-header")).to_contain_text("Task 1 of 2")
     page.locator(f'#iir-results .iir-card[data-id="{first}"] button[data-action="relevant"]').click()
     page.click("#iir-feedback")
-    expect(page.locator("#iir-study-budget")).to_contain_text("Round 1 of 2 used", timeout=TIMEOUT_MS)
+    expect(page.locator("#iir-study-budget")).to_contain_text("1 of 2 rounds after your description used", timeout=TIMEOUT_MS)
     page.fill("#iir-caption textarea", "but bigger")
     page.press("#iir-caption textarea", "Enter")
     expect(page.locator("#iir-give-up")).to_have_text("End task", timeout=TIMEOUT_MS)
