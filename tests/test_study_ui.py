@@ -177,3 +177,16 @@ def test_build_study_demo_builds_the_gradio_page(tiny, tmp_path, monkeypatch):
     assert isinstance(demo, gr.Blocks) and (tmp_path / "data" / "built.sqlite").is_file()
     demo2 = build_study_demo(engine, study_file, ["note"])  # the order of the brief
     assert isinstance(demo2, gr.Blocks)
+
+
+def test_the_question_panel_keeps_the_dialogue_in_view():
+    from interactive_ir.session import Session, Turn
+    from interactive_ir.study.pages import question_html
+    from interactive_ir.study.runner import Progress
+
+    s = Session(description="a dog", turns=[
+        Turn(round=0, kind="describe", user_text="a dog", question="Is it <b>big</b>?"),
+        Turn(round=1, kind="answer", user_text="yes, huge", answered_question="Is it <b>big</b>?")],
+        pending_question="What colour is it?")
+    html = question_html(Progress(participant="p1", number=0, plan=[], session=s))
+    assert html.index("Is it &lt;b&gt;big&lt;/b&gt;?") < html.index("yes, huge") < html.index("What colour is it?")

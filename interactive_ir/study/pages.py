@@ -153,10 +153,13 @@ def question_html(p: Progress) -> str:
     s = p.session
     if s is None or not s.turns:
         return ""
+    past = "".join(f'<div class="iir-msg iir-system"><b class="iir-who">System:</b> {esc(q)}</div>'
+                   f'<div class="iir-msg iir-you"><b class="iir-who">You:</b> {esc(a)}</div>'
+                   for q, a in s.dialogue())  # what was asked and answered so far stays in view
     if s.pending_question:
-        return (f'<div class="iir-question" role="status"><b class="iir-who">System asks:</b> '
+        return (f'{past}<div class="iir-question" role="status"><b class="iir-who">System asks:</b> '
                 f"{esc(s.pending_question)}</div>")
-    return '<div class="iir-msg iir-note">No question this round: skip to get one, or end the task.</div>'
+    return f'{past}<div class="iir-msg iir-note">No question this round: skip to get one, or end the task.</div>'
 
 
 def reference_html(engine, p: Progress, tab: TabState) -> str:
