@@ -118,7 +118,7 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
                     new_btn = gr.Button("New search", elem_id="iir-new", scale=1, min_width=110)
                 with gr.Row(equal_height=True, elem_id="iir-status-row"):
                     status = gr.Markdown(render.status_md(UIState()), elem_id="iir-status")
-                    fb_btn = gr.Button("More like my marks", variant="primary", elem_id="iir-feedback", size="md",
+                    fb_btn = gr.Button("More like my marks", variant="secondary", elem_id="iir-feedback", size="md",
                                        visible=m.feedback, scale=0, min_width=190)
                 results = gr.HTML(render.results_html(engine, UIState()), elem_id="iir-results", js_on_load=js,
                                   min_height=120)
@@ -150,19 +150,27 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
         with gr.Accordion("Earlier rounds", open=True, elem_id="iir-strip-panel"):
             strip = gr.HTML(render.strip_html(engine, UIState()), elem_id="iir-strip", js_on_load=js)
 
-        outputs = [state, status, results, dialogue, strip, reference, desc, answer_box, caption_box, upload]
+        outputs = [state, status, results, dialogue, strip, reference, desc, answer_box, caption_box, upload, skip_btn,
+                   fb_btn]
 
         def view(st: UIState, clear: tuple[str, ...] = ()) -> dict:
             out = {state: st, status: render.status_md(st), results: render.results_html(engine, st),
                    dialogue: render.dialogue_html(st, m.questions, off), strip: render.strip_html(engine, st),
                    reference: render.reference_html(engine, st),
-                   desc: gr.Textbox(label=DESC_AGAIN if st.started else DESC_FIRST)}  # Enter there starts over
+                   desc: gr.Textbox(label=DESC_AGAIN if st.started else DESC_FIRST),  # Enter there starts over
+                   # controls that cannot act now are greyed out: no questions after the search ended,
+                   # "More like my marks" stands out only once something is marked
+                   answer_box: gr.Textbox(interactive=m.questions and not st.ended),
+                   skip_btn: gr.Button(interactive=m.questions and not st.ended),
+                   fb_btn: gr.Button(variant="primary" if st.marks else "secondary")}
             boxes = {"desc": desc, "answer": answer_box, "caption": caption_box}
             for name in clear:
                 if name == "upload":
                     out[upload] = None
                 elif name == "desc":
                     out[desc] = gr.Textbox(value="", label=DESC_FIRST)
+                elif name == "answer":
+                    out[answer_box] = gr.Textbox(value="", interactive=m.questions and not st.ended)
                 else:
                     out[boxes[name]] = ""
             return out
