@@ -194,8 +194,8 @@ def test_junk_questions_give_a_fallback_question_from_the_candidates(tiny_index)
     assert t1.answered_question == t0.question
 
 
-def test_filter_answering_everything_asks_a_fallback_from_the_candidates(tiny_index):
-    """Issue 3: when no valid question survives the filter, the turn asks one built from the candidates."""
+def test_filter_answering_everything_lets_kl_choose_among_all(tiny_index):
+    """The default (all_answered="kl"): a weak answerer over-claims, so KL still chooses among the questions."""
     r, ids, caps = tiny_index
     llm = FakeLLM(responder=lambda text: "Is it sunny? Is the dog running?" if "question generator" in text
                   else "Yes, it is.")
@@ -203,15 +203,29 @@ def test_filter_answering_everything_asks_a_fallback_from_the_candidates(tiny_in
     t0 = eng.start(eng.new_session(), "a red dog")
     ex = t0.extra["plugir"]
     assert ex["filter_kept_none"] and ex["verdicts"] == ["answered", "answered"]
+    assert t0.question == ex["questions"][int(np.argmin(ex["kl"]))] and not t0.question_fallback
+
+
+def test_filter_answering_everything_can_ask_a_fallback_from_the_candidates(tiny_index):
+    """all_answered="fallback": the filter is trusted and the turn asks a question built from the candidates."""
+    r, ids, caps = tiny_index
+    llm = FakeLLM(responder=lambda text: "Is it sunny? Is the dog running?" if "question generator" in text
+                  else "Yes, it is.")
+    eng = engine_for(r, llm, all_answered="fallback")
+    t0 = eng.start(eng.new_session(), "a red dog")
+    ex = t0.extra["plugir"]
+    assert ex["filter_kept_none"] and ex["verdicts"] == ["answered", "answered"]
     assert t0.question_fallback and t0.question not in ex["questions"] and "kl" not in ex
     assert t0.question.endswith("?")
+    with pytest.raises(BadInputError, match="all_answered"):
+        PlugIRConfig(all_answered="maybe")
 
 
 def test_a_single_question_is_filtered_too(tiny_index):
     """With one question (e.g. temperature 0) the filter still drops what the dialogue answers."""
     r, ids, caps = tiny_index
     llm = FakeLLM(responder=lambda text: "Is the dog red?" if "question generator" in text else "Yes, it is red.")
-    eng = engine_for(r, llm, question_temperature=0.0)
+    eng = engine_for(r, llm, question_temperature=0.0, all_answered="fallback")
     t0 = eng.start(eng.new_session(), "a red dog")
     ex = t0.extra["plugir"]
     assert ex["questions"] == ["Is the dog red?"] and ex["verdicts"] == ["answered"]

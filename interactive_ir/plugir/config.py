@@ -10,6 +10,7 @@ from interactive_ir.errors import BadInputError
 PLUGIR_ENV_PREFIX = "IIR_PLUGIR_"
 METHODS = ("plugir", "cr+rce", "cr", "zs")  # the paper's ablation ladder, strongest first
 QUESTION_STYLES = ("sample", "list")
+ALL_ANSWERED = ("kl", "fallback")
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,9 @@ class PlugIRConfig:
     question_max_tokens: int = 32  # reply budget per question prompt (paper: 32; the question comes first)
     filter_temperature: float = 0.0  # Table 19 answerer (paper: 0)
     filter_max_tokens: int = 10  # Table 19 answerer (paper: 10)
+    all_answered: str = "kl"  # when the filter says the dialogue answers every question: "kl" lets KL choose
+    #                           among them all (a weak answerer such as SmolLM2-135M claims answers it does not
+    #                           have); "fallback" asks a question built from the candidates' captions instead
     reformulate_temperature: float = 0.0  # Table 20 context reformulation (paper: 0)
     reformulate_max_tokens: int = 77  # paper: 512; CLIP reads at most 77 tokens anyway, and this bounds the
     #                                   time a rambling small model can take
@@ -41,6 +45,8 @@ class PlugIRConfig:
     def __post_init__(self):
         if self.method not in METHODS:
             raise BadInputError(f"unknown conversation method {self.method!r}; choose one of {', '.join(METHODS)}")
+        if self.all_answered not in ALL_ANSWERED:
+            raise BadInputError(f"all_answered must be one of {', '.join(ALL_ANSWERED)}, got {self.all_answered!r}")
         if self.question_style not in QUESTION_STYLES:
             raise BadInputError(f"question_style must be one of {', '.join(QUESTION_STYLES)}, got {self.question_style!r}")
         for name in ("n_clusters", "n_questions", "min_candidates", "question_max_tokens", "filter_max_tokens",

@@ -142,9 +142,11 @@ def next_question(llm, retriever, captions_of: Callable[[Sequence[str]], list[st
         kept = filtering.kept_positions(verdicts)
         res.extra["verdicts"] = verdicts
         res.timings["filter"] = time.perf_counter() - t
-        if not kept:  # the dialogue already answers every question: ask one built from the candidates
+        if not kept:  # the answerer says the dialogue answers every question
             res.extra["filter_kept_none"] = True
-            return fallback()
+            if cfg.all_answered == "fallback":  # trust it: ask a question built from the candidates
+                return fallback()
+            kept = list(range(len(questions)))  # weak answerers over-claim: let KL choose among them all
 
         t = time.perf_counter()
         if len(kept) > 1 and len(cands) > 1 and state.query:
