@@ -194,27 +194,26 @@ def test_junk_questions_give_a_fallback_question_from_the_candidates(tiny_index)
     assert t1.answered_question == t0.question
 
 
-def test_filter_answering_everything_lets_kl_choose_among_all(tiny_index):
-    """The default (all_answered="kl"): a weak answerer over-claims, so KL still chooses among the questions."""
+def _all_answered_turn(tiny_index, **cfg):
+    """A first turn whose two questions the filter calls already answered."""
     r, ids, caps = tiny_index
     llm = FakeLLM(responder=lambda text: "Is it sunny? Is the dog running?" if "question generator" in text
                   else "Yes, it is.")
-    eng = engine_for(r, llm)
-    t0 = eng.start(eng.new_session(), "a red dog")
+    t0 = engine_for(r, llm, **cfg).start(engine_for(r, llm).new_session(), "a red dog")
     ex = t0.extra["plugir"]
     assert ex["filter_kept_none"] and ex["verdicts"] == ["answered", "answered"]
+    return t0, ex
+
+
+def test_filter_answering_everything_lets_kl_choose_among_all(tiny_index):
+    """The default (all_answered="kl"): a weak answerer over-claims, so KL still chooses among the questions."""
+    t0, ex = _all_answered_turn(tiny_index)
     assert t0.question == ex["questions"][int(np.argmin(ex["kl"]))] and not t0.question_fallback
 
 
 def test_filter_answering_everything_can_ask_a_fallback_from_the_candidates(tiny_index):
     """all_answered="fallback": the filter is trusted and the turn asks a question built from the candidates."""
-    r, ids, caps = tiny_index
-    llm = FakeLLM(responder=lambda text: "Is it sunny? Is the dog running?" if "question generator" in text
-                  else "Yes, it is.")
-    eng = engine_for(r, llm, all_answered="fallback")
-    t0 = eng.start(eng.new_session(), "a red dog")
-    ex = t0.extra["plugir"]
-    assert ex["filter_kept_none"] and ex["verdicts"] == ["answered", "answered"]
+    t0, ex = _all_answered_turn(tiny_index, all_answered="fallback")
     assert t0.question_fallback and t0.question not in ex["questions"] and "kl" not in ex
     assert t0.question.endswith("?")
     with pytest.raises(BadInputError, match="all_answered"):
