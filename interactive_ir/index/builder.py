@@ -233,9 +233,8 @@ def _write(out: Path, root: Path, embedder, records, image_mat, cap_mat, skipped
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    tmp.chmod(0o777 & ~umask)  # mkdtemp makes it 0700: give the index the usual folder permissions
+    tmp.chmod(0o755)  # mkdtemp makes it 0700: give the index the usual folder permissions (os.umask would
+    #                   change process-wide state under the app's threads)
     try:
         np.save(tmp / "image_emb.npy", image_mat)
         if cap_mat is not None:

@@ -27,7 +27,7 @@ TICK_S = 1.0  # how often the status line's timer moves while a model step runs
 POLL_S = 0.2  # how often a waiting step checks whether its job is done or no longer wanted
 BUSY = "Still working on your last step: wait for it to finish."
 DESC_FIRST = "Describe the image you are looking for"
-DESC_AGAIN = "Describe it again to start a new search (Enter); to narrow these results, use the panel on the right"
+DESC_AGAIN = "Describe it again to start a new search (Enter); to narrow these results, answer, mark or use a reference"
 ASKING = "The LLM is writing a question about these results…"
 INTRO = ("Describe the image you have in mind. Then narrow it down: answer the system's questions, "
          "mark results as relevant or not, or pick a reference image and say how yours differs. "
