@@ -55,7 +55,11 @@ def main(argv=None) -> int:
     if cfg.study is not None:
         from interactive_ir.study.ui import build_study_demo
 
-        demo = build_study_demo(parts.engine, parts.notes, cfg.study)
+        try:
+            demo = build_study_demo(parts.engine, parts.notes, cfg.study)
+        except IIRError as e:  # a bad study file, a weak admin password
+            print(f"app.py: error: {e}", file=sys.stderr)
+            return 1
     else:
         demo = build_demo(parts.engine, parts.notes, questions_off_reason=parts.questions_off_reason)
     demo.queue(default_concurrency_limit=cfg.concurrency, max_size=cfg.queue_size)

@@ -82,7 +82,7 @@ def test_condition_list_form_and_task_mappings():
     ({"tasks": [{"prompt": "x"}, "b.png"]}, "tasks[0].target: missing"),
     ({"tasks": {"sample": 1, "seed": 2}}, "tasks.sample: 1 task(s) for 2 conditions"),
     ({"tasks": {"n": 4}}, "tasks.n: unknown field"),
-    ({"questions": [{"id": "q", "text": "t", "type": "slider"}]}, "questions[0].type: 'slider' is not one of"),
+    ({"questions": [{"id": "q", "text": "t", "type": "stars"}]}, "questions[0].type: 'stars' is not one of"),
     ({"questions": [{"id": "q", "text": "t"}, {"id": "q", "text": "u"}]}, "questions[1].id: 'q' is used twice"),
     ({"questions": [{"text": "t"}]}, "questions[0]: every question needs an id and a text"),
     ({"questions": [{"id": "q", "text": "t", "points": 1}]}, "questions[0].points: 1 is out of range"),

@@ -7,7 +7,8 @@ from iir_testutils import build_tiny
 
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.engine import build_engine
-from interactive_ir.study.admin_ui import check_password
+from interactive_ir.errors import BadInputError
+from interactive_ir.study.admin_ui import LoginLimiter, check_password, check_password_strength
 from interactive_ir.study.config import parse_study
 from interactive_ir.study.log import StudyLog
 from interactive_ir.study.pages import TabState
@@ -36,13 +37,12 @@ def test_a_participant_through_the_page(tiny, tmp_path):
     page, caps = make_page(tiny, tmp_path)
     tab = TabState()
     v = page.view("", tab)
-    assert v.phase == "start" and "participant id" in v.status and "My &lt;study&gt;" in v.header
-    pid, tab = page.act("new", "", tab, client_ts=NOW)
-    assert pid.startswith("P") and pid in tab.notice
-    assert page.view(pid, tab).phase == "consent"
-    pid, tab = page.act("consent", pid, tab, True, client_ts=NOW)
+    assert v.phase == "start" and v.can_join and "Welcome" in v.status and "My &lt;study&gt;" in v.header
+    pid, tab = page.act("join", "", tab, True, client_ts=NOW)  # pid: the participant's token from here on
+    assert len(pid) >= 40 and tab.notice == ""
     v = page.view(pid, tab)
-    assert v.phase == "briefing" and "Task 1 of 2" in v.header and "System F" in v.brief and "<img" in v.brief_target
+    assert v.phase == "briefing" and "Task 1 of 2" in v.header and "<b>System F</b>" in v.brief
+    assert "<img" in v.brief_target
     pid, tab = page.act("start", pid, tab)
     v = page.view(pid, tab)
     assert v.phase == "search" and v.show_describe and not v.show_feedback and "Describe" in v.results
@@ -51,7 +51,7 @@ def test_a_participant_through_the_page(tiny, tmp_path):
     assert not v.show_describe and v.show_feedback and not v.show_conversation and not v.show_composed
     assert v.results.count('data-action="pick"') == 4 and v.results.count('data-action="relevant"') == 4
     assert 'data-action="reference"' not in v.results  # feedback only
-    p = page.runner.progress(pid)
+    p = page.runner.progress(page.who(pid))
     first, second = p.session.last.shown[:2]
     # marks toggle in the tab and are logged as clicks
     pid, tab = page.act("card", pid, tab, "relevant", first)
@@ -60,13 +60,19 @@ def test_a_participant_through_the_page(tiny, tmp_path):
     assert tab.marks == {first: True}
     assert 'aria-pressed="true"' in page.view(pid, tab).results
     pid, tab = page.act("feedback", pid, tab)
-    assert tab.notice == "" and page.runner.progress(pid).rounds_used == 1
+    assert tab.notice == "" and page.runner.progress(page.who(pid)).rounds_used == 1
     assert page.view(pid, tab) and tab.marks == {}  # a new round drops the marks
     target = p.current.task.target
-    wrong = next(i for i in page.runner.progress(pid).session.last.shown if i != target)
+    wrong = next(i for i in page.runner.progress(page.who(pid)).session.last.shown if i != target)
     pid, tab = page.act("card", pid, tab, "pick", wrong)
     assert "not the image" in tab.notice
+    pid, tab = page.act("give_up", pid, tab)  # asks first
+    v = page.view(pid, tab)
+    assert v.phase == "search" and v.confirm_give_up
+    pid, tab = page.act("give_up_no", pid, tab)
+    assert not page.view(pid, tab).confirm_give_up
     pid, tab = page.act("give_up", pid, tab)
+    pid, tab = page.act("give_up_yes", pid, tab)
     v = page.view(pid, tab)
     assert v.phase == "questionnaire" and "rate the system" in v.status
     pid, tab = page.act("submit", pid, tab, {"effective": None, "efficient": 2})
@@ -75,31 +81,34 @@ def test_a_participant_through_the_page(tiny, tmp_path):
     v = page.view(pid, tab)
     assert v.phase == "briefing" and "Task 2 of 2" in v.header
 
-    events = page.runner.log.events("ui", pid)
+    events = page.runner.log.events("ui", page.who(pid))
     clicks = [(e.payload["action"], e.payload["image_id"]) for e in events if e.type == "click"]
     assert clicks == [("mark_relevant", first), ("mark_irrelevant", second), ("unmark", second)]
-    assert events[0].client_ts == NOW and [e for e in events if e.type == "description"][0].client_ts == NOW + 1
+    assert events[1].type == "consent" and events[1].client_ts == NOW and [e for e in events if e.type == "description"][0].client_ts == NOW + 1
     assert [e for e in events if e.type == "task_start"][0].client_ts is None  # not sent
 
 
 def test_mixed_condition_views_and_reference(tiny, tmp_path):
     page, caps = make_page(tiny, tmp_path, conditions={"M": "mixed"}, tasks=tiny[1][:1])
-    tab = TabState()
-    pid, tab = page.act("enter", "", tab, "lab-07")
-    assert pid == "lab-07"
-    for name, args in (("consent", (True,)), ("start", ()), ("describe", ("a dog",))):
+    tab, pid = TabState(), ""
+    for name, args in (("join", (True,)), ("start", ()), ("describe", ("a dog",))):
         pid, tab = page.act(name, pid, tab, *args)
     v = page.view(pid, tab)
     assert v.show_conversation and v.show_feedback and v.show_composed and not v.show_text
+    assert "System asks" not in v.question and v.results.count("data-action=\"pick\"") == 4  # results first
+    pid, tab = page.act("ask", pid, tab)  # then the question
+    v = page.view(pid, tab)
     assert "System asks" in v.question and "top result of the last round" in v.reference
-    shown = page.runner.progress(pid).session.last.shown
+    shown = page.runner.progress(page.who(pid)).session.last.shown
     pid, tab = page.act("card", pid, tab, "reference", shown[2])
     assert tab.reference == shown[2] and "your chosen result" in page.view(pid, tab).reference
     pid, tab = page.act("relative", pid, tab, "but blue")
-    ev = [e for e in page.runner.log.events("ui", pid) if e.type == "reference"][0]
+    ev = [e for e in page.runner.log.events("ui", page.who(pid)) if e.type == "reference"][0]
     assert ev.payload == {"reference": shown[2], "default": False}
+    pid, tab = page.act("ask", pid, tab)
     pid, tab = page.act("answer", pid, tab, "yes")
     v = page.view(pid, tab)
+    assert "earlier rounds" in v.results.lower() and 'id="iir-earlier"' in v.results
     assert not v.can_search and v.give_up_label == "End task" and not v.show_conversation
     assert "All rounds used" in v.budget
 
@@ -107,52 +116,112 @@ def test_mixed_condition_views_and_reference(tiny, tmp_path):
 def test_errors_become_the_status_line_and_are_logged(tiny, tmp_path):
     page, caps = make_page(tiny, tmp_path)
     tab = TabState()
-    pid, tab = page.act("enter", "", tab, "   ")
-    assert pid == "" and "Type your participant id" in tab.notice
-    pid, tab = page.act("enter", "", tab, "bad id!")
-    assert pid == "" and "is not valid" in tab.notice
-    pid, tab = page.act("new", "", tab)
-    pid, tab = page.act("start", pid, tab)  # before consent
+    tok, tab = page.act("start", "", tab)  # no token: nothing happens, the visitor is told to read the consent
+    assert tok == "" and "does not know you" in tab.notice
+    tok, tab = page.act("join", "", tab, True)
+    pid = page.who(tok)
+    tok, tab = page.act("give_up_yes", tok, tab)  # not searching
     assert "not available now" in tab.notice
     err = page.runner.log.events("ui", pid)[-1]
-    assert err.type == "error" and err.payload["action"] == "start"
-    for name, args in (("consent", (True,)), ("start", ())):
-        pid, tab = page.act(name, pid, tab, *args)
-    pid, tab = page.act("describe", pid, tab, "")
+    assert err.type == "error" and err.payload["action"] == "give_up_yes"
+    tok, tab = page.act("start", tok, tab)
+    tok, tab = page.act("describe", tok, tab, "")
     assert "empty" in tab.notice
-    assert [e.type for e in page.runner.log.events("ui", pid)].count("error") == 2  # the runner logged it once
-    pid, tab = page.act("feedback", pid, tab)
+    tok, tab = page.act("feedback", tok, tab)
     assert "Mark at least one result" in tab.notice
-    pid, tab = page.act("card", pid, tab, "relevant", "not-on-page.png")
+    tok, tab = page.act("card", tok, tab, "relevant", "not-on-page.png")
     assert "not among the results" in tab.notice
-    # a participant unknown to this database (e.g. an old id kept by the browser) sees the start page
-    pid2, tab2 = page.act("resume", "ghost", TabState())
-    assert pid2 == "" and page.view(pid2, tab2).phase == "start"
+    # a token unknown to this database (e.g. kept by the browser from an old study) sees the consent page
+    tok2, tab2 = page.act("resume", "x" * 43, TabState())
+    assert page.view(tok2, tab2).phase == "start"
 
 
 def test_resume_logs_and_keeps_the_place(tiny, tmp_path):
     page, caps = make_page(tiny, tmp_path)
-    pid, tab = page.act("new", "", TabState())
-    for name, args in (("consent", (True,)), ("start", ()), ("describe", ("a cat",))):
-        pid, tab = page.act(name, pid, tab, *args)
-    before = page.view(pid, tab).results
+    tok, tab = page.act("join", "", TabState(), True)
+    for name, args in (("start", ()), ("describe", ("a cat",))):
+        tok, tab = page.act(name, tok, tab, *args)
+    before = page.view(tok, tab).results
     fresh = StudyPage(make_runner(page.engine, page.study, StudyLog(tmp_path / "ui.sqlite")))
-    pid2, tab2 = fresh.act("resume", pid, TabState(), client_ts=NOW)
-    assert pid2 == pid and fresh.view(pid2, tab2).results == before
-    assert fresh.runner.log.events("ui", pid)[-1].type == "resume"
+    tok2, tab2 = fresh.act("resume", tok, TabState(), client_ts=NOW)
+    assert tok2 == tok and fresh.view(tok2, tab2).results == before
+    assert fresh.runner.log.events("ui", fresh.who(tok))[-1].type == "resume"
+
+
+def test_another_client_with_a_participant_id_sees_and_does_nothing(tiny, tmp_path):
+    """Issue 15 item 4: the participant id is no credential; only the token is."""
+    page, caps = make_page(tiny, tmp_path, recruitment={"platform": "prolific", "completion_code": "C0DE1"})
+    tab = TabState()
+    page.arrive(tab, {"PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e", "STUDY_ID": "s1", "SESSION_ID": "x9"})
+    tok, tab = page.act("join", "", tab, True)
+    pid = page.who(tok)
+    tok, tab = page.act("start", tok, tab)
+    target = page.runner.progress(pid).current.task.target
+    n_events = page.runner.log.count()
+    # an attacker sends the participant id, the recruitment id, or a guessed token in every slot a call has
+    for fake in (pid, "5f1a2b3c4d5e6f7a8b9c0d1e", tok[:-1] + ("A" if tok[-1] != "A" else "B"), "", None, 42):
+        t2 = TabState()
+        page.arrive(t2, {"PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e"})
+        v = page.view(fake, t2)
+        assert v.phase == "start" and target not in (v.brief_target + v.search_target + v.results)
+        for name, args in (("give_up_yes", ()), ("card", ("pick", target)), ("describe", ("x",)), ("start", ())):
+            _, t2 = page.act(name, fake, t2, *args)
+            assert "does not know you" in t2.notice
+    assert page.runner.progress(pid).phase == "search" and page.runner.log.count() == n_events
+    # the same recruitment id from another browser cannot start again, and the first one goes on
+    t3 = TabState()
+    page.arrive(t3, {"PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e"})
+    tok3, t3 = page.act("join", "", t3, True)
+    assert tok3 == "" and "already started" in t3.notice and "another browser" in t3.notice
+    assert len(page.runner.log.participants("ui")) == 1
+    # the database keeps the token's hash, never the token
+    import sqlite3
+
+    dump = "\n".join(sqlite3.connect(tmp_path / "ui.sqlite").iterdump())
+    assert tok not in dump and pid in dump
+    # the recruitment parameters are recorded as data
+    assert page.runner.progress(pid).recruit["params"]["STUDY_ID"] == "s1"
+
+
+def test_tokens_are_unguessable():
+    from interactive_ir.study.runner import TOKEN_BYTES
+
+    assert TOKEN_BYTES * 8 >= 128
 
 
 def test_admin_view_and_export(tiny, tmp_path):
     page, caps = make_page(tiny, tmp_path)
-    a, tab = page.act("new", "", TabState())
-    page.act("consent", a, tab, True)
-    b, _ = page.act("new", "", TabState())
-    page.act("consent", b, TabState(), False)
+    a, tab = page.act("join", "", TabState(), True)
+    b, _ = page.act("join", "", TabState(), False)
     text, rows = page.admin_view()
     assert "2 participant(s)" in text and "1 declined" in text
-    assert [r[:5] for r in rows] == [[a, 0, "briefing", 0, 2], [b, 1, "declined", 0, 2]] and rows[0][5]
+    assert [r[:5] for r in rows] == [[page.who(a), 0, "briefing", 0, 2], [page.who(b), 1, "declined", 0, 2]]
     path = page.export("jsonl")
     assert path.endswith("ui.events.jsonl") and len(open(path).read().splitlines()) == page.runner.log.count()
+
+
+def test_admin_passwords_are_checked_and_failures_slow_down():
+    for weak in ("change-me", "CHANGE-ME", "letmein", "short1!", "aaaaaaaaaaaaaaaa", "password123"):
+        with pytest.raises(BadInputError, match="IIR_STUDY_ADMIN_PASSWORD"):
+            check_password_strength(weak)
+    check_password_strength("Vq8-2mZr!xT4pL")  # fine
+    check_password_strength("")  # no password: the admin page is off
+    now = [0.0]
+    lim = LoginLimiter(free=3, base_s=2, max_s=60, global_max=10, window_s=600, clock=lambda: now[0])
+    for _ in range(3):
+        assert lim.wait_s("1.2.3.4") == 0
+        lim.failed("1.2.3.4")
+    assert lim.wait_s("1.2.3.4") == 0
+    lim.failed("1.2.3.4")  # the 4th failure: wait 2 s, then 4, 8, ...
+    assert lim.wait_s("1.2.3.4") == 2 and lim.wait_s("5.6.7.8") == 0
+    now[0] += 2
+    lim.failed("1.2.3.4")
+    assert lim.wait_s("1.2.3.4") == 4
+    lim.succeeded("1.2.3.4")
+    assert lim.wait_s("1.2.3.4") == 0
+    for i in range(5):  # many clients: everyone waits
+        lim.failed(f"10.0.0.{i}")
+    assert lim.wait_s("9.9.9.9") > 0
 
 
 def test_passwords_and_clock():
@@ -168,7 +237,7 @@ def test_build_study_demo_builds_the_gradio_page(tiny, tmp_path, monkeypatch):
     from interactive_ir.study.ui import build_study_demo
 
     monkeypatch.setenv("IIR_STUDY_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("IIR_STUDY_ADMIN_PASSWORD", "pw")
+    monkeypatch.setenv("IIR_STUDY_ADMIN_PASSWORD", "Vq8-2mZr!xT4pL")
     r, ids, caps = tiny
     study_file = tmp_path / "s.yaml"
     study_file.write_text(f"study_id: built\nconditions: {{A: text, B: feedback}}\ntasks: [{ids[0]}, {ids[1]}]\n")
@@ -177,6 +246,9 @@ def test_build_study_demo_builds_the_gradio_page(tiny, tmp_path, monkeypatch):
     assert isinstance(demo, gr.Blocks) and (tmp_path / "data" / "built.sqlite").is_file()
     demo2 = build_study_demo(engine, study_file, ["note"])  # the order of the brief
     assert isinstance(demo2, gr.Blocks)
+    monkeypatch.setenv("IIR_STUDY_ADMIN_PASSWORD", "change-me")  # the old README example
+    with pytest.raises(BadInputError, match="example password"):
+        build_study_demo(engine, ["note"], study_file)
 
 
 def test_the_question_panel_keeps_the_dialogue_in_view():

@@ -1,15 +1,74 @@
 """The study admin page at /admin: participants, completion, and a download of the event log.
 
 It is off unless a password is set (env IIR_STUDY_ADMIN_PASSWORD); every action checks the sign-in.
+The password is compared in constant time; a weak or example password (shorter than 12 characters,
+or one of the usual examples such as `change-me`) is refused at start-up; failed sign-ins are
+rate-limited per client and in total (`LoginLimiter`).
 """
 
 # no `from __future__ import annotations` here: Gradio reads handler annotations at run time
 
 import hmac
+import threading
+import time
 
-from interactive_ir.errors import IIRError
+from interactive_ir.errors import BadInputError, IIRError
 
 ADMIN_ENV = "IIR_STUDY_ADMIN_PASSWORD"
+MIN_PASSWORD = 12
+EXAMPLE_PASSWORDS = {"change-me", "changeme", "change-me-please", "password", "password123", "letmein",
+                     "admin", "secret", "s3cret", "123456789012", "correct-horse-battery-staple", "qwertyuiop12"}
+
+
+def check_password_strength(password: str) -> None:
+    """BadInputError when the admin password is weak or an example (checked at start-up)."""
+    if not password:
+        return
+    low = password.lower()
+    if low in EXAMPLE_PASSWORDS or low.strip("-_ 0123456789") in EXAMPLE_PASSWORDS:
+        raise BadInputError(f"{ADMIN_ENV} is an example password: choose your own, e.g. "
+                            "python -c 'import secrets; print(secrets.token_urlsafe(18))'")
+    if len(password) < MIN_PASSWORD or len(set(password)) < 6:
+        raise BadInputError(f"{ADMIN_ENV} is too weak: use at least {MIN_PASSWORD} characters, not one repeated "
+                            "pattern, e.g. python -c 'import secrets; print(secrets.token_urlsafe(18))'")
+
+
+class LoginLimiter:
+    """Failed sign-ins slow down: after `free` failures a client waits `base_s`, doubling per failure up to
+    `max_s`; more than `global_max` failures from all clients within `window_s` lock sign-in for everyone
+    for `window_s`. A success clears the client's count."""
+
+    def __init__(self, free: int = 3, base_s: float = 2.0, max_s: float = 900.0, global_max: int = 30,
+                 window_s: float = 600.0, clock=time.monotonic):
+        self.free, self.base_s, self.max_s = free, base_s, max_s
+        self.global_max, self.window_s, self.clock = global_max, window_s, clock
+        self._fails: dict[str, tuple[int, float]] = {}  # client -> (failures, blocked until)
+        self._recent: list[float] = []
+        self._lock = threading.Lock()
+
+    def wait_s(self, client: str) -> float:
+        """Seconds before `client` may try again (0: now)."""
+        now = self.clock()
+        with self._lock:
+            self._recent = [t for t in self._recent if now - t < self.window_s]
+            if len(self._recent) >= self.global_max:
+                return self._recent[0] + self.window_s - now
+            return max(0.0, self._fails.get(client, (0, 0.0))[1] - now)
+
+    def failed(self, client: str) -> None:
+        now = self.clock()
+        with self._lock:
+            n = self._fails.get(client, (0, 0.0))[0] + 1
+            delay = 0.0 if n <= self.free else min(self.max_s, self.base_s * 2 ** (n - self.free - 1))
+            self._fails[client] = (n, now + delay)
+            self._recent.append(now)
+            if len(self._fails) > 10_000:  # bounded: forget the oldest clients
+                for k in list(self._fails)[:5_000]:
+                    del self._fails[k]
+
+    def succeeded(self, client: str) -> None:
+        with self._lock:
+            self._fails.pop(client, None)
 
 
 def check_password(given: str, expected: str | None) -> bool:
@@ -17,7 +76,14 @@ def check_password(given: str, expected: str | None) -> bool:
     return bool(expected) and hmac.compare_digest(str(given or "").encode(), expected.encode())
 
 
-def add_admin_page(demo, page, password: str) -> None:
+def _client(request) -> str:
+    try:
+        return str(request.client.host)
+    except AttributeError:
+        return "?"
+
+
+def add_admin_page(demo, page, password: str, limiter: LoginLimiter | None = None) -> None:
     """The /admin route of `demo` (a `StudyPage`'s participants and export), behind `password`."""
     import gradio as gr
 
@@ -40,10 +106,19 @@ def add_admin_page(demo, page, password: str) -> None:
                 export_btn = gr.Button("Export the event log", variant="primary", elem_id="iir-admin-export")
             export_file = gr.File(label="Download", interactive=False, elem_id="iir-admin-file")
 
-        def login_fn(given):
+        limits = limiter or LoginLimiter()
+
+        def login_fn(given, request: gr.Request):
+            who = _client(request)
+            wait = limits.wait_s(who)
+            if wait > 0:
+                gr.Warning(f"Too many wrong passwords: try again in {int(wait) + 1} s")
+                return False, gr.update(visible=True), gr.update(visible=False), "", []
             if not check_password(given, password):
+                limits.failed(who)
                 gr.Warning("Wrong password")
                 return False, gr.update(visible=True), gr.update(visible=False), "", []
+            limits.succeeded(who)
             text, rows = page.admin_view()
             return True, gr.update(visible=False), gr.update(visible=True), text, rows
 

@@ -30,6 +30,7 @@ import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from dataclasses import replace as dataclasses_replace
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +50,11 @@ CONVERSATION_METHODS = ("plugir", "cr+rce", "cr", "zs")
 FEEDBACK_METHODS = ("summary", "keywords", "cot", "expand", "rocchio")
 COMPOSED_METHODS = ("imagescope", "compose")
 COUNTERBALANCE = ("latin", "random", "none")
-QUESTION_TYPES = ("likert", "text")
+QUESTION_TYPES = ("likert", "text", "choice", "number", "slider")
+PLATFORMS = ("none", "prolific", "mturk")
 SETTINGS_SECTIONS = ("plugir", "feedback", "composed")  # engine mode configs a condition may override
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+CODE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 DEFAULT_CONSENT = (
     "This is a study of image search systems. You will search for images and answer a few questions. "
@@ -92,6 +95,7 @@ class TaskSpec:
     target: str  # the target image id (its path relative to the indexed folder)
     prompt: str = ""  # text shown instead of (or beside) the target, e.g. a description to start from
     rounds: int | None = None  # this task's round budget (None: the study's `rounds`)
+    time_limit_s: int | None = None  # this task's time limit in seconds (None: the study's `time_limit_s`)
 
 
 @dataclass(frozen=True)
@@ -110,19 +114,50 @@ class Task:
     target: str  # target image id
     prompt: str  # text shown to the participant ("" when none)
     rounds: int  # round budget
+    time_limit_s: int | None = None  # seconds to find the target (None: no limit); the task then ends "timeout"
+    practice: bool = False  # the practice task: done first, never analysed
 
 
 @dataclass(frozen=True)
 class Question:
-    """A post-task question."""
+    """A questionnaire item (a custom one, or one of a named instrument's)."""
 
     id: str  # column name in exports and reports
     text: str  # what the participant reads
-    type: str = "likert"  # "likert" (1..points) or "text" (free text)
-    required: bool = True  # a likert question must be answered; free text may be left empty when False
+    type: str = "likert"  # "likert" (1..points), "text", "choice" (one of options), "number" or "slider"
+    #                       (minimum..maximum in steps of step)
+    required: bool = True  # must be answered (free text defaults to optional)
     points: int = 5  # Likert scale size (1 = strongly disagree ... points = strongly agree)
-    low_label: str = "strongly disagree"  # label of 1
-    high_label: str = "strongly agree"  # label of `points`
+    low_label: str = "strongly disagree"  # label of 1 (of the slider's minimum)
+    high_label: str = "strongly agree"  # label of `points` (of the slider's maximum)
+    options: tuple[str, ...] = ()  # the choices of a "choice" item
+    minimum: float = 0  # range of a "number" or "slider" item
+    maximum: float = 100
+    step: float = 1
+    instrument: str = ""  # the named instrument this item belongs to ("" for a custom item)
+    answer: Any = None  # attention check: the expected answer (None: not a check)
+    screen_out: tuple = ()  # answers that end the study for this participant (screened out)
+
+
+@dataclass(frozen=True)
+class Recruitment:
+    """Where participants come from, and the codes they take back there (`recruitment:` in the file)."""
+
+    platform: str = "none"  # "prolific", "mturk" or "none" (lab study: no URL parameters needed)
+    completion_code: str = ""  # shown at the end of the study (Prolific: the study's completion code)
+    completion_url: str = ""  # https link shown at the end ("{code}" is replaced by the code); Prolific's
+    #                           default is https://app.prolific.com/submissions/complete?cc={code}
+    no_consent_code: str = ""  # shown to a participant who does not consent ("" = none)
+    screened_out_code: str = ""  # shown to a participant screened out by an answer ("" = none)
+
+    def url_for(self, code: str) -> str:
+        url = self.completion_url
+        if not url and self.platform == "prolific" and code:
+            url = PROLIFIC_COMPLETE
+        return url.replace("{code}", code) if url else ""
+
+
+PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete?cc={code}"
 
 
 @dataclass(frozen=True)
@@ -143,7 +178,14 @@ class StudyConfig:
     seed: int = 0  # seed of "random" counterbalancing
     consent: str = DEFAULT_CONSENT  # shown first; the participant must agree to go on
     instructions: str = ""  # shown on every task briefing (markdown)
-    questions: tuple[Question, ...] = ()  # asked after every task
+    questions: tuple[Question, ...] = ()  # asked after every task (`questionnaires.after_task` or `questions`)
+    after_condition: tuple[Question, ...] = ()  # asked after the last task of each condition's block
+    end_questions: tuple[Question, ...] = ()  # asked once at the end of the study
+    recruitment: Recruitment = Recruitment()  # recruitment platform and completion codes
+    time_limit_s: int | None = None  # seconds per task (a task may override; None: no limit)
+    practice: TaskSpec | None = None  # a practice task done first under the first condition, never analysed
+    breaks: bool = False  # a break page between conditions
+    closes_at: float | None = None  # unix time after which nobody new may start (returning participants are told)
     source: str = ""  # the file it was read from
 
     def condition(self, name: str) -> Condition:
@@ -156,9 +198,14 @@ class StudyConfig:
     def likert(self) -> tuple[Question, ...]:
         return tuple(q for q in self.questions if q.type == "likert")
 
+    def form(self, name: str) -> tuple[Question, ...]:
+        """The items of questionnaire `name`: "task", "condition" or "end"."""
+        return {"task": self.questions, "condition": self.after_condition, "end": self.end_questions}[name]
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["tasks"] = asdict(self.tasks) if isinstance(self.tasks, SampleSpec) else [asdict(t) for t in self.tasks]
+        d["practice"] = asdict(self.practice) if self.practice else None
         return json.loads(json.dumps(d))  # plain JSON types (tuples become lists)
 
 
@@ -200,7 +247,8 @@ def parse_study(data: Any, source: str = "") -> StudyConfig:
         raise StudyConfigError(f"a study file holds a mapping of fields (study_id, conditions, tasks, ...), "
                                f"got {type(data).__name__}")
     known = ("study_id", "title", "index", "rounds", "k", "show_target", "counterbalance", "seed", "consent",
-             "instructions", "conditions", "tasks", "questions")
+             "instructions", "conditions", "tasks", "questions", "questionnaires", "recruitment", "time_limit_s",
+             "practice", "breaks", "closes_at")
     _check_keys(data, known, "")
     for req in ("study_id", "conditions", "tasks"):
         if req not in data:
@@ -217,7 +265,13 @@ def parse_study(data: Any, source: str = "") -> StudyConfig:
     if isinstance(tasks, SampleSpec) and tasks.n < len(conditions):
         raise StudyConfigError(f"tasks.sample: {tasks.n} task(s) for {len(conditions)} conditions; sample at least "
                                "one task per condition")
-    questions = _questions(data.get("questions", DEFAULT_QUESTIONS))
+    forms = _questionnaires(data)
+    limit = data.get("time_limit_s")
+    practice = data.get("practice")
+    if practice is not None:
+        practice = _tasks([practice], "practice")[0]
+        if isinstance(tasks, tuple) and any(t.target == practice.target for t in tasks):
+            raise StudyConfigError(f"practice.target: {practice.target!r} is also a task; practise on another image")
     return StudyConfig(
         study_id=study_id,
         title=_str(data.get("title", ""), "title"),
@@ -232,7 +286,14 @@ def parse_study(data: Any, source: str = "") -> StudyConfig:
         instructions=_str(data.get("instructions", ""), "instructions"),
         conditions=conditions,
         tasks=tasks,
-        questions=questions,
+        questions=forms["after_task"],
+        after_condition=forms["after_condition"],
+        end_questions=forms["end"],
+        recruitment=_recruitment(data.get("recruitment")),
+        time_limit_s=None if limit is None else _int(limit, "time_limit_s", 10, 24 * 3600),
+        practice=practice,
+        breaks=_bool(data.get("breaks", False), "breaks"),
+        closes_at=_when(data.get("closes_at"), "closes_at"),
         source=source,
     )
 
@@ -312,7 +373,7 @@ def _condition(name: str, spec: Any) -> Condition:
     )
 
 
-def _tasks(value: Any) -> tuple[TaskSpec, ...] | SampleSpec:
+def _tasks(value: Any, name: str = "tasks") -> tuple[TaskSpec, ...] | SampleSpec:
     if isinstance(value, Mapping):
         _check_keys(value, ("sample", "seed"), "tasks")
         if "sample" not in value:
@@ -323,32 +384,68 @@ def _tasks(value: Any) -> tuple[TaskSpec, ...] | SampleSpec:
         raise StudyConfigError("tasks: give a non-empty list of target image ids, or {sample: N, seed: S}")
     out: list[TaskSpec] = []
     for i, t in enumerate(value):
-        where = f"tasks[{i}]"
+        where = f"tasks[{i}]" if name == "tasks" else name
         if isinstance(t, str):
             t = {"target": t}
         if not isinstance(t, Mapping):
             raise StudyConfigError(f"{where}: give an image id or {{target: ID, prompt: TEXT, rounds: N}}, got {t!r}")
-        _check_keys(t, ("target", "prompt", "rounds"), where)
+        _check_keys(t, ("target", "prompt", "rounds", "time_limit_s"), where)
         target = _str(t.get("target", ""), f"{where}.target").strip()
         if not target:
             raise StudyConfigError(f"{where}.target: missing; give the target image id")
         if any(x.target == target for x in out):
             raise StudyConfigError(f"{where}.target: {target!r} is listed twice")
-        rounds = t.get("rounds")
+        rounds, limit = t.get("rounds"), t.get("time_limit_s")
         out.append(TaskSpec(target=target, prompt=_str(t.get("prompt", ""), f"{where}.prompt").strip(),
-                            rounds=None if rounds is None else _int(rounds, f"{where}.rounds", 1, 100)))
+                            rounds=None if rounds is None else _int(rounds, f"{where}.rounds", 1, 100),
+                            time_limit_s=None if limit is None else _int(limit, f"{where}.time_limit_s", 10,
+                                                                          24 * 3600)))
     return tuple(out)
 
 
-def _questions(value: Any) -> tuple[Question, ...]:
+def _questionnaires(data: Mapping) -> dict[str, tuple[Question, ...]]:
+    """`questionnaires: {after_task, after_condition, end}` (`questions:` is the older after_task list)."""
+    forms = data.get("questionnaires")
+    if forms is None:
+        return {"after_task": _questions(data.get("questions", DEFAULT_QUESTIONS), "questions"),
+                "after_condition": (), "end": ()}
+    if "questions" in data:
+        raise StudyConfigError("questions: give either questions (asked after every task) or questionnaires "
+                               "(after_task, after_condition, end), not both")
+    if not isinstance(forms, Mapping):
+        raise StudyConfigError("questionnaires: give a mapping {after_task: [...], after_condition: [...], end: [...]}")
+    _check_keys(forms, ("after_task", "after_condition", "end"), "questionnaires")
+    out = {name: _questions(forms.get(name) or [], f"questionnaires.{name}")
+           for name in ("after_task", "after_condition", "end")}
+    seen: dict[str, str] = {}
+    for name, items in out.items():
+        for q in items:
+            if q.id in seen and seen[q.id] != name:
+                raise StudyConfigError(f"questionnaires.{name}: item id {q.id!r} is also used in {seen[q.id]}; "
+                                       "give each item its own id")
+            seen[q.id] = name
+    return out
+
+
+def _questions(value: Any, where0: str = "questions") -> tuple[Question, ...]:
+    from interactive_ir.study.instruments import INSTRUMENTS, instrument_items
+
     if isinstance(value, str) or not isinstance(value, Sequence):
-        raise StudyConfigError("questions: give a list of {id, text, type: likert|text}")
+        raise StudyConfigError(f"{where0}: give a list of instrument names ({', '.join(INSTRUMENTS)}) or items "
+                               "{id, text, type: likert|text|choice|number|slider}")
     out: list[Question] = []
     for i, q in enumerate(value):
-        where = f"questions[{i}]"
+        where = f"{where0}[{i}]"
+        if isinstance(q, str):
+            name = _choice(q, f"{where}: instrument", tuple(INSTRUMENTS))
+            if any(x.instrument == name for x in out):
+                raise StudyConfigError(f"{where}: {name} is listed twice")
+            out.extend(instrument_items(name))
+            continue
         if not isinstance(q, Mapping):
-            raise StudyConfigError(f"{where}: give a mapping {{id, text, type}}, got {q!r}")
-        _check_keys(q, ("id", "text", "type", "required", "points", "low_label", "high_label"), where)
+            raise StudyConfigError(f"{where}: give an instrument name or a mapping {{id, text, type}}, got {q!r}")
+        _check_keys(q, ("id", "text", "type", "required", "points", "low_label", "high_label", "options", "min",
+                        "max", "step", "answer", "screen_out"), where)
         if "id" not in q or "text" not in q:
             raise StudyConfigError(f"{where}: every question needs an id and a text")
         qid = _id(q["id"], f"{where}.id")
@@ -358,12 +455,86 @@ def _questions(value: Any) -> tuple[Question, ...]:
         if not text:
             raise StudyConfigError(f"{where}.text: empty")
         kind = _choice(q.get("type", "likert"), f"{where}.type", QUESTION_TYPES)
-        out.append(Question(id=qid, text=text, type=kind,
-                            required=_bool(q.get("required", kind == "likert"), f"{where}.required"),
-                            points=_int(q.get("points", 5), f"{where}.points", 2, 11),
-                            low_label=_str(q.get("low_label", "strongly disagree"), f"{where}.low_label"),
-                            high_label=_str(q.get("high_label", "strongly agree"), f"{where}.high_label")))
+        options: tuple[str, ...] = ()
+        if kind == "choice":
+            raw = q.get("options")
+            if isinstance(raw, str) or not isinstance(raw, Sequence) or len(raw) < 2:
+                raise StudyConfigError(f"{where}.options: a choice item needs a list of at least 2 options")
+            options = tuple(_str(o, f"{where}.options").strip() for o in raw)
+        lo, hi = _num(q.get("min", 0), f"{where}.min"), _num(q.get("max", 100), f"{where}.max")
+        if kind in ("number", "slider") and hi <= lo:
+            raise StudyConfigError(f"{where}: max ({hi}) must be above min ({lo})")
+        item = Question(id=qid, text=text, type=kind,
+                        required=_bool(q.get("required", kind != "text"), f"{where}.required"),
+                        points=_int(q.get("points", 5), f"{where}.points", 2, 11),
+                        low_label=_str(q.get("low_label", "strongly disagree"), f"{where}.low_label"),
+                        high_label=_str(q.get("high_label", "strongly agree"), f"{where}.high_label"),
+                        options=options, minimum=lo, maximum=hi, step=_num(q.get("step", 1), f"{where}.step"))
+        from interactive_ir.study.questionnaire import check_one
+
+        fields = {}
+        if q.get("answer") is not None:
+            try:
+                fields["answer"] = check_one(item, q["answer"])
+            except BadInputError as e:
+                raise StudyConfigError(f"{where}.answer: {e}") from None
+        screen = q.get("screen_out")
+        if screen is not None:
+            screen = screen if isinstance(screen, Sequence) and not isinstance(screen, str) else [screen]
+            try:
+                fields["screen_out"] = tuple(check_one(item, v) for v in screen)
+            except BadInputError as e:
+                raise StudyConfigError(f"{where}.screen_out: {e}") from None
+        out.append(dataclasses_replace(item, **fields) if fields else item)
     return tuple(out)
+
+
+def _recruitment(value: Any) -> Recruitment:
+    if value is None:
+        return Recruitment()
+    if isinstance(value, str):
+        value = {"platform": value}
+    if not isinstance(value, Mapping):
+        raise StudyConfigError("recruitment: give a mapping such as {platform: prolific, completion_code: C1234}")
+    _check_keys(value, ("platform", "completion_code", "completion_url", "no_consent_code", "screened_out_code"),
+                "recruitment")
+    platform = _choice(value.get("platform", "none"), "recruitment.platform", PLATFORMS)
+    codes = {}
+    for key in ("completion_code", "no_consent_code", "screened_out_code"):
+        code = _str(value.get(key, ""), f"recruitment.{key}").strip()
+        if code and not CODE_RE.match(code):
+            raise StudyConfigError(f"recruitment.{key}: {code!r} is not a valid code; use 1-64 letters, digits, "
+                                   "'_' or '-'")
+        codes[key] = code
+    url = _str(value.get("completion_url", ""), "recruitment.completion_url").strip()
+    if url:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        if parts.scheme != "https" or not parts.netloc:
+            raise StudyConfigError(f"recruitment.completion_url: {url!r} is not an https URL; participants are sent "
+                                   "there with their code, so give the platform's https link")
+    if platform == "prolific" and not codes["completion_code"]:
+        raise StudyConfigError("recruitment.completion_code: missing; Prolific needs the study's completion code "
+                               "(Prolific study page > Study completion)")
+    return Recruitment(platform=platform, completion_url=url, **codes)
+
+
+def _when(value: Any, where: str) -> float | None:
+    if value is None:
+        return None
+    from datetime import datetime, timezone
+
+    if isinstance(value, datetime):
+        when = value
+    else:
+        try:
+            when = datetime.fromisoformat(_str(value, where).strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise StudyConfigError(f"{where}: {value!r} is not a date and time; write e.g. 2026-12-01T18:00:00Z") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp()
 
 
 # ---------------------------------------------------------------- against an index
@@ -397,8 +568,24 @@ def resolve_tasks(study: StudyConfig, ids: Sequence[str], caption_of: Callable[[
             if not prompt:
                 raise StudyConfigError(f"tasks[{i}]: the target is not shown (show_target: false) and the task has "
                                        "no prompt and the index no caption for it: give a prompt")
-        out.append(Task(index=i, target=s.target, prompt=prompt, rounds=s.rounds or study.rounds))
+        out.append(Task(index=i, target=s.target, prompt=prompt, rounds=s.rounds or study.rounds,
+                        time_limit_s=s.time_limit_s or study.time_limit_s))
     return out
+
+
+def resolve_practice(study: StudyConfig, ids: Sequence[str], caption_of: Callable[[str], str] | None = None
+                     ) -> Task | None:
+    """The practice task (index -1, never analysed), checked against the index; None when the study has none."""
+    s = study.practice
+    if s is None:
+        return None
+    if s.target not in set(ids):
+        raise StudyConfigError(f"practice.target: {s.target!r} is not in the index; give an image id of the index")
+    prompt = s.prompt or ("" if study.show_target else (caption_of(s.target) if caption_of else ""))
+    if not study.show_target and not prompt:
+        raise StudyConfigError("practice: the target is not shown and the practice task has no prompt: give one")
+    return Task(index=-1, target=s.target, prompt=prompt, rounds=s.rounds or study.rounds,
+                time_limit_s=s.time_limit_s or study.time_limit_s, practice=True)
 
 
 def study_warnings(study: StudyConfig, n_tasks: int | None = None) -> list[str]:
@@ -447,6 +634,12 @@ def _int(value: Any, where: str, lo: int, hi: int) -> int:
     if not lo <= value <= hi:
         raise StudyConfigError(f"{where}: {value} is out of range; give a whole number between {lo} and {hi}")
     return value
+
+
+def _num(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise StudyConfigError(f"{where}: expected a number, got {value!r}")
+    return float(value) if isinstance(value, float) else value
 
 
 def _bool(value: Any, where: str) -> bool:

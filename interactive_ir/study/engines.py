@@ -59,3 +59,34 @@ def check_condition(engine, c: Condition) -> None:
         raise StudyConfigError(f"{where}.feedback_method: {c.feedback_method} needs an LLM; use expand or rocchio")
     if c.composed_method == "imagescope" and engine.llm is None:
         raise StudyConfigError(f"{where}.composed_method: imagescope needs an LLM; use compose")
+
+
+# ---------------------------------------------------------------- the two steps of a round
+# Every engine call of the study runner goes through these two functions, so the engine's own split of
+# a round into "retrieve" and "ask" (engine.ask(session)) replaces them in one place.
+
+
+def retrieve_step(engine, session, call):
+    """Run `call(engine, session)` (a round: start, answer, skip, feedback, ...) without asking the next
+    question: the results are ready at once; `ask_step` asks about them afterwards."""
+    asks = session.meta.get("ask_questions")
+    session.meta["ask_questions"] = False
+    try:
+        turn = call(engine, session)
+    finally:
+        session.meta["ask_questions"] = asks
+    session.meta["question_due"] = bool(asks) and bool(getattr(engine, "questions_enabled", False))
+    return turn
+
+
+def ask_step(engine, session):
+    """Ask the question about the last round's results (the conversation mode's LLM step); the turn."""
+    session.meta["question_due"] = False
+    turn = session.last
+    if turn is None:
+        return None
+    if hasattr(engine, "ask"):  # the refactored engine's own step
+        engine.ask(session)
+    else:
+        engine.after_turn(session, turn)
+    return turn

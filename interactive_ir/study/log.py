@@ -14,7 +14,9 @@ Tables:
 - ``participants``: participant id, enrolment number (0, 1, ...: the Latin-square row), time, meta;
 - ``states``: the latest search session of each (participant, task), written in the same transaction
   as the event that changed it, so a reloaded page resumes exactly where it was;
-- ``meta``: the study file as validated and run facts (index size, ...), for exports and reports.
+- ``meta``: the study file as validated and run facts (index size, ...), for exports and reports;
+- ``tokens``: the SHA-256 of each participant's secret token (the browser holds the token itself);
+- ``recruits``: (platform, recruitment id) -> participant, so one recruitment id takes part once.
 
 One connection is shared by all threads behind a lock (Gradio serves requests from a thread pool);
 other processes (the `study export` command) may read at the same time.
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from interactive_ir.config import apply_env, apply_overrides
-from interactive_ir.errors import BadInputError, IIRError
+from interactive_ir.errors import BadInputError, IIRError, SessionError
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +62,13 @@ EVENT_TYPES = (
     "found",  # the participant picked the target: the task is solved
     "give_up",  # the participant gave up
     "budget_exhausted",  # the round budget ran out and the participant ended the task
+    "timeout",  # the task's time limit ran out
+    "screened_out",  # an answer ended the study for this participant
     "error",  # an error shown to the participant (bad input, a failing model)
     "questionnaire",  # post-task answers
     "study_end",  # the last questionnaire was submitted
 )
-TASK_END_TYPES = ("found", "give_up", "budget_exhausted")
+TASK_END_TYPES = ("found", "give_up", "budget_exhausted", "timeout")
 
 
 class StudyLogError(IIRError):
@@ -144,7 +148,23 @@ CREATE TABLE IF NOT EXISTS states (
     PRIMARY KEY (study_id, participant, task)
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tokens (
+    token_hash TEXT PRIMARY KEY,
+    study_id TEXT NOT NULL,
+    participant TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS recruits (
+    study_id TEXT NOT NULL,
+    platform TEXT NOT NULL,
+    recruit_id TEXT NOT NULL,
+    participant TEXT NOT NULL,
+    PRIMARY KEY (study_id, platform, recruit_id)
+);
 """
+
+
+class AlreadyEnrolled(SessionError):
+    """This recruitment id has taken part (or is taking part) already."""
 
 
 def _json(value: Any) -> str:
@@ -248,10 +268,13 @@ class StudyLog:
         return ids
 
     def enrol(self, study_id: str, participant: str,
-              meta: Mapping[str, Any] | Callable[[int], Mapping[str, Any]] | None = None) -> tuple[int, bool]:
+              meta: Mapping[str, Any] | Callable[[int], Mapping[str, Any]] | None = None,
+              token_hash: str | None = None, recruit: tuple[str, str] | None = None) -> tuple[int, bool]:
         """Register a participant: (enrolment number, True if new). Numbers are 0, 1, 2, ... per study.
 
-        `meta` may be a function of the new number (e.g. the participant's plan), stored atomically with it.
+        `meta` may be a function of the new number (e.g. the participant's plan), stored atomically with it,
+        as are `token_hash` (the participant's credential) and `recruit` = (platform, recruitment id);
+        AlreadyEnrolled when that recruitment id is taken.
         """
         with self._lock:
             try:
@@ -262,12 +285,22 @@ class StudyLog:
                     if row is not None:
                         self._conn.execute("COMMIT")
                         return int(row[0]), False
+                    if recruit is not None and self._conn.execute(
+                            "SELECT 1 FROM recruits WHERE study_id=? AND platform=? AND recruit_id=?",
+                            (study_id, *recruit)).fetchone():
+                        raise AlreadyEnrolled("this recruitment id has already started this study")
                     n = self._conn.execute("SELECT COALESCE(MAX(number) + 1, 0) FROM participants WHERE study_id=?",
                                            (study_id,)).fetchone()[0]
                     info = meta(int(n)) if callable(meta) else meta
                     self._conn.execute("INSERT INTO participants (study_id, participant, number, created_at, meta) "
                                        "VALUES (?, ?, ?, ?, ?)", (study_id, participant, n, time.time(),
                                                                   _json(dict(info or {}))))
+                    if token_hash:
+                        self._conn.execute("INSERT INTO tokens (token_hash, study_id, participant) VALUES (?, ?, ?)",
+                                           (token_hash, study_id, participant))
+                    if recruit is not None:
+                        self._conn.execute("INSERT INTO recruits (study_id, platform, recruit_id, participant) "
+                                           "VALUES (?, ?, ?, ?)", (study_id, *recruit, participant))
                     self._conn.execute("COMMIT")
                     return int(n), True
                 except BaseException:
@@ -302,6 +335,10 @@ class StudyLog:
             return None
         p, n, t, meta = rows[0]
         return {"participant": p, "number": int(n), "created_at": t, "meta": json.loads(meta)}
+
+    def participant_of_token(self, study_id: str, token_hash: str) -> str | None:
+        rows = self._query("SELECT participant FROM tokens WHERE token_hash=? AND study_id=?", (token_hash, study_id))
+        return rows[0][0] if rows else None
 
     def participants(self, study_id: str | None = None) -> list[dict]:
         sql = "SELECT study_id, participant, number, created_at, meta FROM participants"

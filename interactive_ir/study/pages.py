@@ -31,6 +31,17 @@ STYLE = """<style>
   color: #78350f; border-radius: 4px; }
 .iir-study-budget { font-weight: 600; }
 #iir-results .iir-btn.iir-pick { background: #fef3c7; color: #92400e; border-color: #f59e0b; grid-column: span 2; }
+.iir-timer { display: inline-block; margin-left: .6rem; font-variant-numeric: tabular-nums; font-weight: 700; }
+.iir-timer.is-low { color: #b91c1c; }
+.iir-working { display: inline-flex; gap: .5rem; align-items: center; font-weight: 600; color: #1d4ed8; }
+.iir-working::before { content: ""; width: .9rem; height: .9rem; border: 2px solid #93c5fd; border-top-color: #1d4ed8;
+  border-radius: 50%; animation: iir-spin 0.8s linear infinite; }
+@keyframes iir-spin { to { transform: rotate(360deg); } }
+.iir-code { font-size: 1.3rem; padding: .2rem .5rem; background: #ecfdf5; border: 1px solid #10b981; }
+.iir-strip { display: flex; gap: .4rem; overflow-x: auto; padding: .3rem 0; }
+.iir-strip figure { margin: 0; text-align: center; font-size: .75rem; }
+.iir-strip img { height: 64px; border-radius: 4px; }
+.iir-hidden { display: none !important; }
 </style>"""
 
 
@@ -42,6 +53,9 @@ class TabState:
     reference: str = ""  # a shown image chosen as the reference ("" = the last round's top result)
     notice: str = ""  # the last message for the status line
     round: int = -1  # the round the marks belong to (they are dropped when a new round is shown)
+    arrival: dict | None = None  # recruitment platform parameters read from the page URL (data only)
+    link_error: str = ""  # what is wrong with the URL's platform parameters ("" = nothing)
+    confirm_give_up: bool = False  # "Give up" was pressed once: the confirmation is showing
 
     def sync(self, p: Progress | None) -> None:
         rnd = p.session.round if p is not None and p.session is not None else -1
@@ -54,15 +68,19 @@ class TabState:
         return [i for i, v in self.marks.items() if v], [i for i, v in self.marks.items() if not v]
 
 
+def task_name(p: Progress) -> str:
+    return "Practice task" if p.practising else f"Task {p.task_number} of {p.n_tasks}"
+
+
 def header_md(study: StudyConfig, p: Progress | None) -> str:
     title = study.title or "Image search study"
     if p is None:
         return f"# {esc(title)}"
     where = ""
     if p.phase in ("briefing", "search", "questionnaire") and p.current is not None:
-        where = f" · **Task {p.current.position} of {p.total}**"
+        where = f" · **{task_name(p)}**"
     elif p.phase == "done":
-        where = f" · all {p.total} tasks done"
+        where = f" · all {p.n_tasks} tasks done"
     return f"# {esc(title)}\nParticipant `{esc(p.participant)}`{where}"
 
 
@@ -79,14 +97,22 @@ def target_html(engine, target: str, small: bool = False) -> str:
 
 def brief_md(study: StudyConfig, p: Progress, condition: Condition) -> str:
     a = p.current
-    lines = [f"## Task {a.position} of {p.total}"]
+    lines = [f"## {task_name(p)}"]
+    if p.practising:
+        lines.append("This task is for practice: it lets you try the system, and it is not counted.")
+    prev = p.plan[p.index - 1] if p.index > 0 else None
+    if study.breaks and prev is not None and prev.condition != a.condition:
+        lines.append('<div class="iir-study-prompt" id="iir-break">Time for a short break. The next tasks use '
+                     "another system: take a minute, then press <b>Start searching</b> when you are ready.</div>")
     if condition.label:
-        lines.append(f"You will use **{esc(condition.label)}**.")
+        lines.append(f"You will use <b>{esc(condition.label)}</b>.")
     if study.show_target:
         lines.append("Find the image shown here in the collection.")
     if a.task.prompt:
         lines.append(f'<div class="iir-study-prompt">Look for: {esc(a.task.prompt)}</div>')
     lines.append(f"You have **{a.task.rounds} round(s)** after your first description.")
+    if a.task.time_limit_s:
+        lines.append(f"You have **{_duration(a.task.time_limit_s)}** for this task; a timer shows the time left.")
     if study.instructions:
         lines.append(study.instructions)
     lines.append(how_to(condition))
@@ -107,7 +133,27 @@ def how_to(condition: Condition) -> str:
     return "\n".join(f"- {s}" for s in steps)
 
 
-def budget_md(p: Progress) -> str:
+def _duration(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    return f"{m} min {s} s" if m and s else f"{m} min" if m else f"{s} s"
+
+
+def timer_html(p: Progress, now: float) -> str:
+    """A countdown of the task's time (assets/study/timer.js ticks it and reports 0 to the server)."""
+    left = p.time_left(now)
+    if left is None:
+        return ""
+    m, s = divmod(int(left), 60)
+    return (f'<span class="iir-timer" role="timer" data-left="{left:.1f}" data-key="{p.index}:{left:.1f}">'
+            f'⏱ <span class="iir-clock">{m}:{s:02d}</span> left</span>')
+
+
+def budget_md(p: Progress, now: float | None = None) -> str:
+    timer = timer_html(p, now) if now is not None else ""
+    return _budget(p) + timer
+
+
+def _budget(p: Progress) -> str:
     if not p.described:
         return f'<span class="iir-study-budget">{p.budget} round(s) after your description</span>'
     if p.rounds_left:
@@ -146,7 +192,33 @@ def results_html(engine, p: Progress, condition: Condition, tab: TabState) -> st
         cards.append(f'<article class="{" ".join(cls)}" data-id="{esc(h.id)}" data-rank="{rank}">'
                      f'<div class="iir-pic"><span class="iir-rank">#{rank}</span>{pic}</div>{actions}</article>')
     head = f'<div class="iir-page-head">Round {s.last.round + 1}: {len(s.last.shown)} results</div>'  # as the main app
-    return f'{head}<div class="iir-grid" role="list" aria-label="results">{"".join(cards)}</div>'
+    grid = f'{head}<div class="iir-grid" role="list" aria-label="results">{"".join(cards)}</div>'
+    return grid + (strip_html(engine, p) if open_ else "")
+
+
+def strip_html(engine, p: Progress) -> str:
+    """Images of the earlier rounds (not on the page now), each with "This is it": a target passed over in an
+    earlier round can still be picked."""
+    s = p.session
+    now = set(s.last.shown) if s and s.last else set()
+    figures = []
+    for t in (s.turns[:-1] if s else []):
+        for image_id in t.shown:
+            if image_id in now:
+                continue
+            now.add(image_id)
+            row = engine.index.row_of.get(image_id)
+            url = image_url(engine.index.image_path(row)) if row is not None else ""
+            pic = f'<img src="{esc(url)}" alt="round {t.round + 1}" loading="lazy">' if url else esc(image_id)
+            figures.append(f'<figure data-id="{esc(image_id)}">{pic}<figcaption>round {t.round + 1}</figcaption>'
+                           f'<button type="button" class="iir-btn iir-pick" data-action="pick" '
+                           f'data-id="{esc(image_id)}" title="This is the image I am looking for">This is it</button>'
+                           "</figure>")
+    if not figures:
+        return ""
+    return ('<details class="iir-earlier" id="iir-earlier"><summary>Earlier rounds '
+            f'({len(figures)} images): pick one here if you passed your image</summary>'
+            f'<div class="iir-strip">{"".join(figures)}</div></details>')
 
 
 def question_html(p: Progress) -> str:
@@ -175,6 +247,15 @@ def reference_html(engine, p: Progress, tab: TabState) -> str:
 
 
 # ---------------------------------------------------------------- admin
+
+
+def form_title(form: str, condition: Condition | None) -> str:
+    if form == "condition":
+        label = f" ({esc(condition.label)})" if condition and condition.label else ""
+        return f"## About the system you used in the last tasks{label}"
+    if form == "end":
+        return "## A few last questions"
+    return "## About the system you just used"
 
 
 def admin_rows(progresses: Sequence[Progress], last_seen: dict[str, float]) -> list[list]:

@@ -14,6 +14,7 @@ with the same calls.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import secrets
 import threading
@@ -26,15 +27,31 @@ from typing import Any
 from interactive_ir.errors import BadInputError, IIRError, SessionError
 from interactive_ir.session import Session, Turn
 from interactive_ir.study.assign import Assignment, assign
-from interactive_ir.study.config import ID_RE, Condition, StudyConfig, Task, resolve_tasks
-from interactive_ir.study.engines import check_condition, condition_engine
-from interactive_ir.study.log import Event, StudyLog
-from interactive_ir.study.questionnaire import check_answers
+from interactive_ir.study.config import ID_RE, Condition, StudyConfig, Task, resolve_practice, resolve_tasks
+from interactive_ir.study.engines import ask_step, check_condition, condition_engine, retrieve_step
+from interactive_ir.study.instruments import score_form
+from interactive_ir.study.log import TASK_END_TYPES, Event, StudyLog
+from interactive_ir.study.questionnaire import attention_results, check_answers, screened_out
 from interactive_ir.study.ranks import target_rank
 
 log = logging.getLogger(__name__)
 
-PHASES = ("consent", "declined", "briefing", "search", "questionnaire", "done")
+PHASES = ("consent", "declined", "briefing", "search", "questionnaire", "done", "screened_out")
+TIME_GRACE_S = 2.0  # a client timer firing this early (clock skew, latency) still ends the task
+TOKEN_BYTES = 32  # 256 random bits per participant token
+
+
+def token_hash(token: str) -> str:
+    """What the database keeps of a token: its SHA-256 (a leaked database does not give the tokens)."""
+    return hashlib.sha256(str(token).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class TaskTimeout(SessionError):
+    """The task's time limit passed: the task ended as "timeout"."""
+
+
+class StudyClosed(SessionError):
+    """The study closed (`closes_at`): nobody new may start a task."""
 
 
 @dataclass
@@ -50,6 +67,9 @@ class Progress:
     ended: str = ""  # how the current task ended: "", "found", "give_up", "budget_exhausted"
     started_at: float = 0.0  # server time the current task's search started
     wrong_picks: int = 0  # images picked as the target that were not it, in the current task
+    forms: list[str] = field(default_factory=list)  # questionnaires still due after the current task
+    #                                                  ("task", "condition", "end"), in order
+    recruit: dict = field(default_factory=dict)  # recruitment platform and URL parameters (data only)
 
     @property
     def total(self) -> int:
@@ -58,6 +78,36 @@ class Progress:
     @property
     def current(self) -> Assignment | None:
         return self.plan[self.index] if 0 <= self.index < len(self.plan) else None
+
+    @property
+    def practising(self) -> bool:
+        return bool(self.current and self.current.task.practice)
+
+    @property
+    def n_tasks(self) -> int:
+        """Tasks that count (the practice task left out)."""
+        return sum(not a.task.practice for a in self.plan)
+
+    @property
+    def task_number(self) -> int:
+        """1-based number of the current task among those that count (0 for the practice task)."""
+        if self.current is None or self.current.task.practice:
+            return 0
+        return sum(not a.task.practice for a in self.plan[: self.index + 1])
+
+    @property
+    def form(self) -> str:
+        return self.forms[0] if self.forms else ""
+
+    @property
+    def time_limit(self) -> int | None:
+        return self.current.task.time_limit_s if self.current else None
+
+    def time_left(self, now: float) -> float | None:
+        """Seconds left in the current task (None without a limit or outside a search)."""
+        if self.phase != "search" or self.ended or not self.time_limit:
+            return None
+        return max(0.0, self.started_at + self.time_limit - now)
 
     @property
     def budget(self) -> int:
@@ -108,6 +158,7 @@ class StudyRunner:
         self.clock = clock
         ids = engine.retriever.index.ids
         self.tasks = list(tasks) if tasks is not None else resolve_tasks(study, ids, self._caption)
+        self.practice = resolve_practice(study, ids, self._caption)
         self._engines: dict[str, Any] = {}
         self._engine_for = engine_for
         for c in study.conditions:
@@ -151,12 +202,57 @@ class StudyRunner:
         raise SessionError("could not generate a free participant id; type one instead")
 
     def plan_for(self, number: int, participant: str) -> list[Assignment]:
-        return assign(self.tasks, [c.name for c in self.study.conditions], self.study.counterbalance, number,
+        """The participant's plan: the practice task (under their first condition), then the assigned tasks."""
+        plan = assign(self.tasks, [c.name for c in self.study.conditions], self.study.counterbalance, number,
                       participant, self.study.seed)
+        if self.practice is None:
+            return plan
+        plan = [Assignment(position=0, task=self.practice, condition=plan[0].condition), *plan]
+        return [dataclasses.replace(a, position=i) for i, a in enumerate(plan, 1)]
+
+    def due_forms(self, p: Progress) -> list[str]:
+        """Questionnaires due when the current task ends: after the task, after its condition's block (when
+        the next task is under another condition), at the end of the study. None after the practice task."""
+        if p.current is None or p.current.task.practice:
+            return []
+        nxt = p.plan[p.index + 1] if p.index + 1 < len(p.plan) else None
+        forms = ["task"] if self.study.questions else []
+        if self.study.after_condition and (nxt is None or nxt.condition != p.current.condition):
+            forms.append("condition")
+        if self.study.end_questions and nxt is None:
+            forms.append("end")
+        return forms
+
+    def is_closed(self) -> bool:
+        return self.study.closes_at is not None and self.clock() >= self.study.closes_at
+
+    def join(self, agreed: bool, recruit: Mapping[str, Any] | None = None,
+             client_ts: float | None = None) -> tuple[Progress, str]:
+        """Enrol a new participant through the consent page: (their progress, their secret token).
+
+        The token (256 random bits, URL-safe) is the participant's only credential: the browser keeps it and
+        sends it with every call (`participant_of`). `recruit` = {"platform", "id", "params"} from the URL is
+        recorded; a recruitment id that has started already raises AlreadyEnrolled (one participation each).
+        """
+        if self.is_closed():
+            raise StudyClosed("this study has closed and takes no new participants; thank you for your interest")
+        token = secrets.token_urlsafe(TOKEN_BYTES)
+        rec = dict(recruit) if recruit and recruit.get("id") else None
+        meta = {"recruitment": rec} if rec else {}
+        p = self.enrol(None, client_ts, meta, token=token_hash(token), recruit=rec)
+        return self.consent(p.participant, agreed, client_ts), token
+
+    def participant_of(self, token: Any) -> str | None:
+        """The participant holding `token`, or None (never says whether some participant id exists)."""
+        if not isinstance(token, str) or not 20 <= len(token) <= 200:
+            return None
+        return self.log.participant_of_token(self.study.study_id, token_hash(token))
 
     def enrol(self, participant: str | None = None, client_ts: float | None = None,
-              meta: Mapping[str, Any] | None = None) -> Progress:
-        """Create a participant (a generated id when None) or resume a known one."""
+              meta: Mapping[str, Any] | None = None, token: str | None = None,
+              recruit: Mapping[str, Any] | None = None) -> Progress:
+        """Create a participant (a generated id when None) or resume a known one (scripts and tests; the web
+        page enrols only through `join`). `token` is the hash kept for the participant's token."""
         pid = (participant or "").strip() or self.new_participant_id()
         if not ID_RE.match(pid):
             raise BadInputError(f"participant id {pid!r} is not valid: use 1-64 letters, digits, '_', '.' or '-'")
@@ -165,9 +261,12 @@ class StudyRunner:
             plan = self.plan_for(number, pid)
             return {**dict(meta or {}), "plan": [{"position": a.position, "task_index": a.task.index,
                                                   "target": a.task.target, "prompt": a.task.prompt,
-                                                  "rounds": a.task.rounds, "condition": a.condition} for a in plan]}
+                                                  "rounds": a.task.rounds, "condition": a.condition,
+                                                  "time_limit_s": a.task.time_limit_s, "practice": a.task.practice}
+                                                 for a in plan]}
 
-        number, new = self.log.enrol(self.study.study_id, pid, info)
+        number, new = self.log.enrol(self.study.study_id, pid, info, token_hash=token,
+                                     recruit=(recruit["platform"], recruit["id"]) if recruit else None)
         with self._locked(pid) as p:
             self._write(p, [self._event(p, "enrol" if new else "resume", {"number": number, **dict(meta or {})},
                                         client_ts, task=False)])
@@ -197,8 +296,8 @@ class StudyRunner:
                                "participant")
         stored = info["meta"].get("plan")
         plan = self._stored_plan(stored) if stored else self.plan_for(info["number"], pid)
-        p = Progress(participant=pid, number=info["number"], plan=plan)
-        consent = None
+        p = Progress(participant=pid, number=info["number"], plan=plan, recruit=info["meta"].get("recruitment") or {})
+        consent, screened = None, False
         for e in self.log.events(sid, pid):
             if e.type == "consent":
                 consent = bool(e.payload.get("agreed"))
@@ -206,11 +305,21 @@ class StudyRunner:
                 p.index, p.phase, p.ended, p.started_at, p.wrong_picks = e.task - 1, "search", "", e.server_ts, 0
             elif e.type == "wrong_pick":
                 p.wrong_picks += 1
-            elif e.type in ("found", "give_up", "budget_exhausted"):
+            elif e.type in TASK_END_TYPES:
                 p.ended, p.phase = e.type, "questionnaire"
+                p.forms = self.due_forms(p)
+                if not p.forms:
+                    p.index, p.ended, p.phase = e.task, "", "briefing"
             elif e.type == "questionnaire":
-                p.index, p.ended, p.phase = e.task, "", "briefing"
-        if consent is None:
+                form = e.payload.get("form", "task")
+                p.forms = [f for f in p.forms if f != form]
+                if not p.forms:
+                    p.index, p.ended, p.phase = e.task, "", "briefing"
+            elif e.type == "screened_out":
+                screened = True
+        if screened:
+            p.phase = "screened_out"
+        elif consent is None:
             p.phase = "consent"
         elif not consent:
             p.phase = "declined"
@@ -218,7 +327,7 @@ class StudyRunner:
             p.phase = "briefing"
         if p.phase == "briefing" and p.index >= len(p.plan):
             p.phase = "done"
-        if p.phase in ("search", "questionnaire"):
+        if p.phase in ("search", "questionnaire") and p.current is not None:
             saved = self.log.load_state(sid, pid, p.index + 1)
             p.session = Session.from_json(saved) if saved else self._new_session(p)
         return p
@@ -228,8 +337,11 @@ class StudyRunner:
         out = []
         for r in rows:
             task = by_index.get(r["task_index"])
+            if r.get("practice"):
+                task = self.practice if self.practice and self.practice.target == r["target"] else None
             if task is None or task.target != r["target"]:  # the study file changed: keep what was assigned
-                task = Task(index=r["task_index"], target=r["target"], prompt=r.get("prompt", ""), rounds=r["rounds"])
+                task = Task(index=r["task_index"], target=r["target"], prompt=r.get("prompt", ""), rounds=r["rounds"],
+                            time_limit_s=r.get("time_limit_s"), practice=bool(r.get("practice")))
             out.append(Assignment(position=r["position"], task=task, condition=r["condition"]))
         return out
 
@@ -288,9 +400,13 @@ class StudyRunner:
         """Leave the briefing: the clock of this task starts now."""
         with self._locked(participant) as p:
             self._require(p, "briefing")
+            if self.is_closed():
+                raise StudyClosed("this study has closed: your answers so far are saved, and no new task can start. "
+                                  "Please tell the researcher (on your recruitment platform, if you came from one)")
             a, c = p.current, self.condition_of(p)
             session = self._new_session(p)
-            e = self._event(p, "task_start", {"task_index": a.task.index, "total": p.total, "rounds": a.task.rounds,
+            e = self._event(p, "task_start", {"task_index": a.task.index, "total": p.n_tasks, "rounds": a.task.rounds,
+                                              "practice": a.task.practice, "time_limit_s": a.task.time_limit_s,
                                               "show_target": self.study.show_target, "prompt": a.task.prompt,
                                               "modes": list(c.modes), "label": c.label,
                                               "k": self.engine_of(c).config.k, "session_id": session.session_id},
@@ -307,6 +423,7 @@ class StudyRunner:
         session in one transaction. An error is logged (with the inputs) and raised; the session is unchanged."""
         with self._locked(participant) as p:
             self._require(p, "search")
+            self._check_time(p, client_ts)
             c = self.condition_of(p)
             try:
                 if p.ended:
@@ -321,7 +438,7 @@ class StudyRunner:
                     raise SessionError(f"the round budget ({p.budget}) is used up: pick the target among the "
                                        "results or end the task")
                 session = _copy(p.session)
-                turn = call(self.engine_of(c), session)
+                turn = retrieve_step(self.engine_of(c), session, call)
             except Exception as e:
                 rnd = len(p.session.turns) if p.session else None
                 msg = str(e) if isinstance(e, IIRError) else f"{type(e).__name__}: {e}"
@@ -355,49 +472,90 @@ class StudyRunner:
             events.append(self._event(p, "error", {"action": turn.kind, "message": turn.error}, None, turn.round))
         return events
 
-    def describe(self, participant: str, text: str, client_ts: float | None = None) -> Turn:
-        """Round 0: the first description (a conversation condition asks its first question after it)."""
+    def ask(self, participant: str, client_ts: float | None = None) -> Turn | None:
+        """The system's question about the round just shown (the slow LLM step, run after the results are on
+        the page); None when no question is due."""
+        with self._locked(participant) as p:
+            if p.phase != "search" or p.ended or not p.session or not p.session.meta.get("question_due"):
+                return None
+            session = _copy(p.session)
+            turn = ask_step(self.engine_of(self.condition_of(p)), session)
+            events = []
+            if turn.question:
+                events.append(self._event(p, "question_shown", {"question": turn.question,
+                                                                "fallback": turn.question_fallback,
+                                                                "model_latencies": _model_latencies(turn),
+                                                                "timings": dict(turn.timings)}, client_ts, turn.round))
+            if turn.error:
+                events.append(self._event(p, "error", {"action": "question", "message": turn.error}, None,
+                                          turn.round))
+            self._write(p, events, session)
+            p.session = session
+            return turn
+
+    def _then_ask(self, participant: str, turn: Turn, ask: bool, client_ts: float | None) -> Turn:
+        if not ask:
+            return turn
+        asked = self.ask(participant, client_ts)
+        if asked is not None:  # the caller's turn object (it keeps the transient query row) gains the question
+            for f in ("question", "question_fallback", "error", "llm_calls", "timings", "extra"):
+                setattr(turn, f, getattr(asked, f))
+        return turn
+
+    def describe(self, participant: str, text: str, client_ts: float | None = None, ask: bool = True) -> Turn:
+        """Round 0: the first description (a conversation condition asks its first question after it).
+
+        Every round method takes `ask`: True runs the question step too (scripts); the web page passes False,
+        shows the results, then calls `ask` (the slow LLM step) separately."""
         def call(engine, s):
             return engine.start(s, text) if s.meta.get("ask_questions") else engine.search_text(s, text)
 
-        return self._search(participant, None, "description", [("description", {"text": text})], call, client_ts,
+        turn = self._search(participant, None, "description", [("description", {"text": text})], call, client_ts,
                             first=True)
+        return self._then_ask(participant, turn, ask, client_ts)
 
-    def answer(self, participant: str, text: str, client_ts: float | None = None) -> Turn:
+    def answer(self, participant: str, text: str, client_ts: float | None = None, ask: bool = True) -> Turn:
         with self._locked(participant) as p:
             question = p.session.pending_question if p.session else ""
-        return self._search(participant, "conversation", "answer", [("answer", {"text": text, "question": question})],
-                            lambda e, s: e.answer(s, text), client_ts)
+        turn = self._search(participant, "conversation", "answer",
+                            [("answer", {"text": text, "question": question})], lambda e, s: e.answer(s, text),
+                            client_ts)
+        return self._then_ask(participant, turn, ask, client_ts)
 
-    def skip(self, participant: str, client_ts: float | None = None) -> Turn:
+    def skip(self, participant: str, client_ts: float | None = None, ask: bool = True) -> Turn:
         with self._locked(participant) as p:
             question = p.session.pending_question if p.session else ""
-        return self._search(participant, "conversation", "skip", [("skip", {"question": question})],
+        turn = self._search(participant, "conversation", "skip", [("skip", {"question": question})],
                             lambda e, s: e.skip(s), client_ts)
+        return self._then_ask(participant, turn, ask, client_ts)
 
     def feedback(self, participant: str, relevant: Sequence[str], irrelevant: Sequence[str] = (),
-                 client_ts: float | None = None) -> Turn:
+                 client_ts: float | None = None, ask: bool = True) -> Turn:
         rel, irr = list(relevant or []), list(irrelevant or [])
         with self._locked(participant) as p:
             method = self.condition_of(p).feedback_method if p.current else None
-        return self._search(participant, "feedback", "feedback", [("feedback", {"relevant": rel, "irrelevant": irr})],
+        turn = self._search(participant, "feedback", "feedback",
+                            [("feedback", {"relevant": rel, "irrelevant": irr})],
                             lambda e, s: e.feedback(s, rel, irr, method=method), client_ts)
+        return self._then_ask(participant, turn, ask, client_ts)
 
     def relative(self, participant: str, caption: str, reference: str | None = None,
-                 client_ts: float | None = None) -> Turn:
+                 client_ts: float | None = None, ask: bool = True) -> Turn:
         """A relative caption about `reference` (a shown image id; None: the previous round's top result)."""
         with self._locked(participant) as p:
             method = self.condition_of(p).composed_method if p.current else None
             default_ref = p.session.last.shown[0] if p.session and p.session.last and p.session.last.shown else None
         inputs = [("reference", {"reference": reference or default_ref, "default": reference is None}),
                   ("relative_caption", {"text": caption})]
-        return self._search(participant, "composed", "relative_caption", inputs,
+        turn = self._search(participant, "composed", "relative_caption", inputs,
                             lambda e, s: e.relative(s, caption, reference=reference, method=method), client_ts)
+        return self._then_ask(participant, turn, ask, client_ts)
 
-    def search(self, participant: str, text: str, client_ts: float | None = None) -> Turn:
+    def search(self, participant: str, text: str, client_ts: float | None = None, ask: bool = True) -> Turn:
         """A rewritten text query (text mode)."""
-        return self._search(participant, "text", "search", [("search", {"text": text})],
+        turn = self._search(participant, "text", "search", [("search", {"text": text})],
                             lambda e, s: e.search_text(s, text, kind="search"), client_ts)
+        return self._then_ask(participant, turn, ask, client_ts)
 
     # --- clicks and the end of a task --------------------------------------------------------------
     def click(self, participant: str, image_id: str, action: str = "open", client_ts: float | None = None) -> None:
@@ -413,6 +571,7 @@ class StudyRunner:
         """"This is the image": True (task solved) when it is the target, else False (logged, search goes on)."""
         with self._locked(participant) as p:
             self._require(p, "search")
+            self._check_time(p, client_ts)
             if p.ended:
                 raise SessionError("this task has ended")
             if not p.session or image_id not in p.session.shown_ids():
@@ -427,44 +586,90 @@ class StudyRunner:
             payload = {"image_id": image_id, "found_round": found["round"], "position": found["rank"],
                        "rounds_used": p.rounds_used, "time_s": round(self.clock() - p.started_at, 3),
                        "wrong_picks": p.wrong_picks}
-            self._write(p, [self._event(p, "found", payload, client_ts, rnd)], session)
-            p.session, p.ended, p.phase = session, "found", "questionnaire"
+            self._end(p, "found", payload, client_ts, rnd, session)
             return True
 
     def give_up(self, participant: str, client_ts: float | None = None) -> Progress:
         """End the task without the target ("budget_exhausted" when the budget was used up)."""
         with self._locked(participant) as p:
             self._require(p, "search")
+            self._check_time(p, client_ts)
             if p.ended:
                 raise SessionError("this task has ended")
             kind = "budget_exhausted" if p.described and p.rounds_used >= p.budget else "give_up"
-            session = _copy(p.session)
-            session.meta["gave_up"] = True
-            rnd = session.round if session.turns else None
-            payload = {"rounds_used": p.rounds_used, "time_s": round(self.clock() - p.started_at, 3),
-                       "wrong_picks": p.wrong_picks}
-            self._write(p, [self._event(p, kind, payload, client_ts, rnd)], session)
-            p.session, p.ended, p.phase = session, kind, "questionnaire"
+            self._stop(p, kind, client_ts)
             return p
 
-    # --- questionnaire ----------------------------------------------------------------------------
-    def check_answers(self, answers: Mapping[str, Any]) -> dict[str, Any]:
-        return check_answers(self.study.questions, answers)
+    def timeout(self, participant: str, client_ts: float | None = None) -> Progress:
+        """The page's timer ran out: end the task as "timeout" if its time is up (else nothing changes)."""
+        with self._locked(participant) as p:
+            if p.phase == "search" and not p.ended:
+                left = p.time_left(self.clock())
+                if left is not None and left <= TIME_GRACE_S:
+                    self._stop(p, "timeout", client_ts)
+            return p
+
+    def _check_time(self, p: Progress, client_ts: float | None) -> None:
+        """End the task as "timeout" (and say so) when its time limit has passed."""
+        left = p.time_left(self.clock())
+        if left is not None and left <= 0:
+            self._stop(p, "timeout", client_ts)
+            raise TaskTimeout(f"the {p.time_limit} s for this task are up, so it has ended")
+
+    def _stop(self, p: Progress, kind: str, client_ts: float | None) -> None:
+        """End the task without the target: give_up, budget_exhausted or timeout."""
+        session = _copy(p.session)
+        session.meta["gave_up" if kind != "timeout" else "timed_out"] = True
+        rnd = session.round if session.turns else None
+        payload = {"rounds_used": p.rounds_used, "time_s": round(self.clock() - p.started_at, 3),
+                   "wrong_picks": p.wrong_picks}
+        self._end(p, kind, payload, client_ts, rnd, session)
+
+    def _end(self, p: Progress, kind: str, payload: dict, client_ts: float | None, rnd: int | None,
+             session: Session) -> None:
+        """Log the end of the task; then its questionnaires, or (none due, e.g. practice) the next task."""
+        payload = {**payload, "practice": p.practising}
+        self._write(p, [self._event(p, kind, payload, client_ts, rnd)], session)
+        p.session, p.ended, p.phase = session, kind, "questionnaire"
+        p.forms = self.due_forms(p)
+        if not p.forms:
+            self._next(p)
+
+    def _next(self, p: Progress) -> None:
+        p.index += 1
+        p.session, p.ended, p.wrong_picks, p.forms = None, "", 0, []
+        p.phase = "done" if p.index >= len(p.plan) else "briefing"
+
+    # --- questionnaires ---------------------------------------------------------------------------
+    def check_answers(self, answers: Mapping[str, Any], form: str = "task") -> dict[str, Any]:
+        return check_answers(self.study.form(form), answers)
 
     def submit_questionnaire(self, participant: str, answers: Mapping[str, Any],
                              client_ts: float | None = None) -> Progress:
+        """Answers of the participant's current form (`Progress.form`), checked, scored and logged."""
         with self._locked(participant) as p:
             self._require(p, "questionnaire")
+            form = p.form or "task"
+            items = self.study.form(form)
             try:
-                clean = self.check_answers(answers)
+                clean = check_answers(items, answers)
             except BadInputError as e:
-                self._write(p, [self._event(p, "error", {"action": "questionnaire", "message": str(e)}, client_ts)])
+                self._write(p, [self._event(p, "error", {"action": "questionnaire", "form": form,
+                                                         "message": str(e)}, client_ts)])
                 raise
-            events = [self._event(p, "questionnaire", {"answers": clean, "ended": p.ended}, client_ts)]
-            if p.index + 1 >= len(p.plan):
-                events.append(self._event(p, "study_end", {"tasks": len(p.plan)}, None, task=False))
+            payload = {"form": form, "answers": clean, "scores": score_form(items, clean), "ended": p.ended,
+                       "attention": attention_results(items, clean)}
+            events = [self._event(p, "questionnaire", payload, client_ts)]
+            out = screened_out(items, clean)
+            last = p.index + 1 >= len(p.plan) and len(p.forms) <= 1
+            if out:
+                events.append(self._event(p, "screened_out", {"items": out}, None, task=False))
+            elif last:
+                events.append(self._event(p, "study_end", {"tasks": p.n_tasks}, None, task=False))
             self._write(p, events)
-            p.index += 1
-            p.session, p.ended, p.wrong_picks = None, "", 0
-            p.phase = "done" if p.index >= len(p.plan) else "briefing"
+            p.forms = p.forms[1:]
+            if out:
+                p.phase = "screened_out"
+            elif not p.forms:
+                self._next(p)
             return p
