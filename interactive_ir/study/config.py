@@ -548,7 +548,7 @@ def resolve_tasks(study: StudyConfig, ids: Sequence[str], caption_of: Callable[[
     """
     known = set(ids)
     if isinstance(study.tasks, SampleSpec):
-        pool = sorted(known)
+        pool = sorted(known - ({study.practice.target} if study.practice else set()))  # never the practice image
         if study.tasks.n > len(pool):
             raise StudyConfigError(f"tasks.sample: {study.tasks.n} tasks asked but the index holds {len(pool)} images")
         specs = [TaskSpec(target=t) for t in random.Random(study.tasks.seed).sample(pool, study.tasks.n)]

@@ -302,7 +302,8 @@ class StudyRunner:
             if e.type == "consent":
                 consent = bool(e.payload.get("agreed"))
             elif e.type == "task_start":
-                p.index, p.phase, p.ended, p.started_at, p.wrong_picks = e.task - 1, "search", "", e.server_ts, 0
+                p.index, p.phase, p.ended, p.wrong_picks = e.task - 1, "search", "", 0
+                p.started_at = float(e.payload.get("started_at") or e.server_ts)
             elif e.type == "wrong_pick":
                 p.wrong_picks += 1
             elif e.type in TASK_END_TYPES:
@@ -407,12 +408,14 @@ class StudyRunner:
             session = self._new_session(p)
             e = self._event(p, "task_start", {"task_index": a.task.index, "total": p.n_tasks, "rounds": a.task.rounds,
                                               "practice": a.task.practice, "time_limit_s": a.task.time_limit_s,
+                                              "started_at": self.clock(),
                                               "show_target": self.study.show_target, "prompt": a.task.prompt,
                                               "modes": list(c.modes), "label": c.label,
                                               "k": self.engine_of(c).config.k, "session_id": session.session_id},
                             client_ts)
             self._write(p, [e], session)
-            p.phase, p.session, p.ended, p.started_at, p.wrong_picks = "search", session, "", e.server_ts, 0
+            p.phase, p.session, p.ended, p.wrong_picks = "search", session, "", 0
+            p.started_at = e.payload["started_at"]
             return p
 
     # --- search rounds ----------------------------------------------------------------------------

@@ -1,0 +1,138 @@
+"""Task design through the runner: practice task, questionnaires after each condition and at the end,
+time limits ending a task as "timeout", screening, attention checks, a closed study."""
+
+from __future__ import annotations
+
+import pytest
+from iir_testutils import build_tiny
+
+from interactive_ir.engine import build_engine
+from interactive_ir.errors import SessionError
+from interactive_ir.study.config import parse_study
+from interactive_ir.study.log import StudyLog
+from interactive_ir.study.runner import StudyClosed, StudyRunner, TaskTimeout
+
+T0 = 1_800_000_000.0
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return build_tiny(tmp_path_factory.mktemp("tiny"))
+
+
+class Clock:
+    def __init__(self):
+        self.t = T0
+
+    def __call__(self):
+        return self.t
+
+
+def make(tiny, tmp_path, **changes):
+    r, ids, caps = tiny
+    d = {"study_id": "f", "rounds": 3, "k": 4, "counterbalance": "none",
+         "conditions": {"A": {"mode": "text"}, "B": {"mode": "feedback", "feedback_method": "rocchio"}},
+         "tasks": ids[:4], "practice": ids[10],
+         "questionnaires": {"after_task": [{"id": "effective", "text": "Effective?"}],
+                            "after_condition": ["sus"],
+                            "end": [{"id": "attn", "text": "Choose 4", "answer": 4}, "demographics"]}}
+    d.update(changes)
+    clock = Clock()
+    runner = StudyRunner(parse_study(d), build_engine(r), StudyLog(tmp_path / "f.sqlite"), clock=clock)
+    return runner, clock, ids
+
+
+SUS = {f"sus_{i}": 3 for i in range(1, 11)}
+DEMO = {"demo_age": 30, "demo_gender": "prefer not to say", "demo_search_frequency": "weekly"}
+
+
+def test_practice_then_forms_after_each_condition_and_at_the_end(tiny, tmp_path):
+    runner, clock, ids = make(tiny, tmp_path)
+    p = runner.enrol("p1")
+    runner.consent("p1", True)
+    assert [a.condition for a in p.plan] == ["A", "A", "A", "B", "B"] and p.plan[0].task.practice
+    p = runner.start_task("p1")
+    assert p.practising and p.task_number == 0 and p.n_tasks == 4
+    runner.describe("p1", "a picture")
+    p = runner.give_up("p1")
+    assert p.phase == "briefing" and p.index == 1  # no questionnaire after the practice task
+    seen = []
+    while runner.progress("p1").phase != "done":
+        runner.start_task("p1")
+        runner.describe("p1", "something")
+        p = runner.give_up("p1")
+        while p.phase == "questionnaire":
+            seen.append((p.task_number, p.form))
+            answers = {"task": {"effective": 4}, "condition": SUS, "end": {"attn": 2, **DEMO}}[p.form]
+            p = runner.submit_questionnaire("p1", answers)
+    assert seen == [(1, "task"), (2, "task"), (2, "condition"), (3, "task"), (4, "task"), (4, "condition"),
+                    (4, "end")]
+    q = [e for e in runner.log.events("f", "p1") if e.type == "questionnaire"]
+    assert [e.payload["form"] for e in q].count("condition") == 2
+    assert q[2].payload["scores"] == {"sus": 50.0} and q[-1].payload["attention"] == {"attn": False}
+    starts = [e for e in runner.log.events("f", "p1") if e.type == "task_start"]
+    assert starts[0].payload["practice"] is True and not any(e.payload["practice"] for e in starts[1:])
+    # the place is rebuilt from the log alone, forms included
+    fresh = StudyRunner(runner.study, runner.engine, runner.log)
+    assert fresh.progress("p1").phase == "done"
+
+
+def test_rebuild_in_the_middle_of_the_forms(tiny, tmp_path):
+    runner, clock, ids = make(tiny, tmp_path, practice=None)
+    runner.enrol("p2")
+    runner.consent("p2", True)
+    for _ in range(2):
+        runner.start_task("p2")
+        runner.describe("p2", "x")
+        runner.give_up("p2")
+        runner.submit_questionnaire("p2", {"effective": 3})
+    fresh = StudyRunner(runner.study, runner.engine, runner.log)
+    p = fresh.progress("p2")
+    assert p.phase == "questionnaire" and p.form == "condition" and p.index == 1
+
+
+def test_time_limit_ends_the_task_as_timeout(tiny, tmp_path):
+    runner, clock, ids = make(tiny, tmp_path, practice=None, time_limit_s=60)
+    runner.enrol("p3")
+    runner.consent("p3", True)
+    p = runner.start_task("p3")
+    assert p.time_left(clock()) == 60
+    runner.describe("p3", "a thing")
+    clock.t += 30
+    assert runner.timeout("p3").phase == "search"  # the page's timer fired too early: nothing happens
+    clock.t += 31
+    with pytest.raises(TaskTimeout, match="60 s for this task are up"):
+        runner.search("p3", "another thing")
+    p = runner.progress("p3")
+    assert p.ended == "timeout" and p.phase == "questionnaire"
+    ev = [e for e in runner.log.events("f", "p3") if e.type == "timeout"]
+    assert len(ev) == 1 and ev[0].payload["time_s"] == 61.0
+    runner.submit_questionnaire("p3", {"effective": 2})
+    runner.start_task("p3")
+    clock.t += 59
+    assert runner.timeout("p3").ended == "timeout"  # within the grace of the client's timer
+
+
+def test_screened_out_and_closed(tiny, tmp_path):
+    runner, clock, ids = make(tiny, tmp_path, practice=None, questionnaires={
+        "after_task": [{"id": "vision", "text": "Normal vision?", "type": "choice", "options": ["yes", "no"],
+                        "screen_out": ["no"]}]}, closes_at="2027-02-01T00:00:00Z")
+    runner.enrol("p4")
+    runner.consent("p4", True)
+    runner.start_task("p4")
+    runner.describe("p4", "x")
+    runner.give_up("p4")
+    p = runner.submit_questionnaire("p4", {"vision": "no"})
+    assert p.phase == "screened_out"
+    with pytest.raises(SessionError, match="not available now"):
+        runner.start_task("p4")
+    assert StudyRunner(runner.study, runner.engine, runner.log).progress("p4").phase == "screened_out"
+    runner.enrol("p5")
+    runner.consent("p5", True)
+    clock.t = parse_study({"study_id": "x", "conditions": {"A": "text"}, "tasks": ["a"],
+                           "closes_at": "2027-02-01T00:00:01Z"}).closes_at
+    with pytest.raises(StudyClosed, match="answers so far are saved"):
+        runner.start_task("p5")
+    with pytest.raises(StudyClosed, match="no new participants"):
+        runner.join(True)
+    assert runner.progress("p5").phase == "briefing"  # nothing lost
