@@ -176,8 +176,12 @@ def test_report_needs_ended_tasks(tmp_path):
 def test_write_report_files(db, tmp_path):
     rep = write_report(db, tmp_path / "out")
     names = sorted(p.split("/")[-1] for p in rep["files"])
-    assert names == ["bri_by_condition.png", "bri_vs_ratings.png", "hits_by_round.png", "ratings.png",
+    assert names == ["analysis_conditions.csv", "analysis_tasks.csv", "bri_by_condition.png", "bri_vs_ratings.png",
+                     "data_dictionary.csv", "hits_by_round.png", "questionnaires.csv", "ratings.png", "report.html",
                      "report.json", "sessions.csv", "summary.md"]
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "Mixed-effects models" in page and "<img src='ratings.png'" in page and "Data dictionary" in page
+    assert "participant(s): a mixed model needs at least 6" in page  # the design is too small: said so
     for f in rep["files"]:
         if f.endswith(".png"):
             with open(f, "rb") as fh:

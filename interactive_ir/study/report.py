@@ -54,6 +54,8 @@ class SessionSummary:
     rounds_used: int | None = None
     ratings: dict[str, Any] = field(default_factory=dict)  # questionnaire answers by question id
     bri: float | None = None  # per-session BRI over rounds 0..budget
+    practice: bool = False  # the practice task (never analysed)
+    scores: dict[str, float] = field(default_factory=dict)  # instrument scores of the after-task form
 
     @property
     def key(self) -> str:
@@ -70,7 +72,8 @@ def read_sessions(log: StudyLog, study_id: str | None = None) -> list[SessionSum
         if e.type == "task_start":
             sessions[key] = SessionSummary(participant=e.participant, task=e.task,
                                            task_index=e.payload.get("task_index"), target=e.target or "",
-                                           condition=e.condition or "", budget=int(e.payload.get("rounds") or 0))
+                                           condition=e.condition or "", budget=int(e.payload.get("rounds") or 0),
+                                           practice=bool(e.payload.get("practice")))
             continue
         s = sessions.get(key)
         if s is None:
@@ -85,9 +88,18 @@ def read_sessions(log: StudyLog, study_id: str | None = None) -> list[SessionSum
             s.rounds_used = e.payload.get("rounds_used")
             if e.type == "found":
                 s.found_round = e.payload.get("found_round", e.round)
-        elif e.type == "questionnaire":
+        elif e.type == "questionnaire" and e.payload.get("form", "task") == "task":
             s.ratings = dict(e.payload.get("answers") or {})
+            s.scores = dict(e.payload.get("scores") or {})
     return list(sessions.values())
+
+
+def read_forms(log: StudyLog, study_id: str | None = None) -> list[dict]:
+    """Every questionnaire submission: participant, form, task, condition, answers, scores, attention."""
+    return [{"participant": e.participant, "form": e.payload.get("form", "task"), "task": e.task,
+             "condition": e.condition, "answers": dict(e.payload.get("answers") or {}),
+             "scores": dict(e.payload.get("scores") or {}), "attention": dict(e.payload.get("attention") or {})}
+            for e in log.events(study_id, types=["questionnaire"])]
 
 
 def padded_ranks(s: SessionSummary, n_rounds: int) -> list[int | None]:
@@ -121,8 +133,9 @@ def _correlations(sessions: Sequence[SessionSummary], qids: Sequence[str]) -> di
 
 
 def ended_sessions(sessions: Sequence[SessionSummary], n_images: int | None) -> list[SessionSummary]:
-    """The ended sessions with at least one ranked round, each with its BRI over rounds 0..budget."""
-    out = [s for s in sessions if s.ended and s.ranks]
+    """The analysed sessions: ended with at least one ranked round, neither practice nor timed out; each with
+    its BRI over rounds 0..budget."""
+    out = [s for s in sessions if s.ended and s.ranks and not s.practice and s.ended != "timeout"]
     for s in out:
         t = max(s.budget, len(s.ranks) - 1)
         s.bri = bri_per_query({s.key: padded_ranks(s, t + 1)}, n_images)[s.key]
@@ -159,6 +172,7 @@ def build_report(log: StudyLog, study_id: str | None = None, ks: Sequence[int] =
             "bri": mean_ci([s.bri for s in group], 0.0, bri_max).to_dict(),
             "found_rate": len(found) / len(group),
             "gave_up": sum(s.ended == "give_up" for s in group),
+            "timeout": sum(s.ended == "timeout" and not s.practice and s.condition == c for s in all_sessions),
             "budget_exhausted": sum(s.ended == "budget_exhausted" for s in group),
             "rounds_to_found": mean_ci([s.found_round for s in found], 0.0).to_dict(),
             "time_to_found_s": mean_ci([s.time_s for s in found], 0.0).to_dict(),
@@ -167,8 +181,19 @@ def build_report(log: StudyLog, study_id: str | None = None, ks: Sequence[int] =
             "questionnaire": {q: mean_ci(_ratings(group, q), 1.0, float(points.get(q, 5))).to_dict() for q in qids},
             "correlation_bri_rating": _correlations(group, qids),
         }
+    forms = read_forms(log, study_id)
+    from interactive_ir.study.analysis import attention_flags, run_analysis
+
+    analysis = run_analysis(ended, forms, conditions, qids)
     return {
         "study_id": study.get("study_id") if study else study_id,
+        "excluded": {"practice": sum(s.practice for s in all_sessions),
+                     "timeout": sum(s.ended == "timeout" and not s.practice for s in all_sessions)},
+        "analysis": analysis["models"],
+        "warnings": analysis["warnings"],
+        "end_scores": analysis["end_scores"],
+        "tables": analysis["tables"],
+        "attention": attention_flags(forms),
         "database": str(log.path),
         "n_images": n_images,
         "ks": list(ks),
@@ -179,7 +204,8 @@ def build_report(log: StudyLog, study_id: str | None = None, ks: Sequence[int] =
         "likert_questions": qids,
         "conditions": per_condition,
         "correlation_bri_rating": _correlations(ended, qids),
-        "notes": ["BRI is lower-better: agreement with ratings shows as a negative correlation",
+        "notes": ["practice and timed-out tasks are left out of every analysis (counted under excluded)",
+                  "BRI is lower-better: agreement with ratings shows as a negative correlation",
                   "ranks are collection ranks of the target; sessions that ended early carry their last rank "
                   "forward to their round budget"],
     }
@@ -226,19 +252,54 @@ def summary_markdown(rep: dict) -> str:
                   "| question | n | Spearman | Pearson |", "|---|---|---|---|"]
         for q, r in rep["correlation_bri_rating"].items():
             lines.append(f"| {q} | {r['n']} | {_fmt(r['spearman'])} | {_fmt(r['pearson'])} |")
+    if rep.get("analysis"):
+        lines += ["", "## Mixed-effects models (condition fixed; participant and task random; see report.html)", "",
+                  "| metric | condition | estimated mean [95% CI] | contrast | difference | p (Holm) | d |",
+                  "|---|---|---|---|---|---|---|"]
+        for m in rep["analysis"].values():
+            if m["error"]:
+                lines.append(f"| {m['metric']} | - | {m['error']} | | | | |")
+                continue
+            cons = m["contrasts"]
+            for i, (c, d) in enumerate(m["means"].items()):
+                con = cons[i] if i < len(cons) else None
+                lines.append(f"| {m['metric'] if i == 0 else ''} | {c} | {_fmt(d['mean'])} [{_fmt(d['ci_low'])}, "
+                             f"{_fmt(d['ci_high'])}] | " + (f"{con['a']} - {con['b']} | {_fmt(con['diff'])} | "
+                                                            f"{_fmt(con['p_holm'])} | {_fmt(con['d'], 2)} |"
+                                                            if con else "| | | |"))
+    if rep.get("warnings"):
+        lines += ["", "## Design warnings", "", *[f"- {w}" for w in rep["warnings"]]]
     lines += ["", *[f"- {n}" for n in rep["notes"]], ""]
     return "\n".join(lines)
 
 
 def write_sessions_csv(sessions: Sequence[SessionSummary], path: Path, qids: Sequence[str]) -> None:
     cols = ["participant", "task", "task_index", "target", "condition", "budget", "ended", "found_round", "time_s",
-            "rounds_used", "bri", "ranks", *[f"rating_{q}" for q in qids]]
+            "rounds_used", "bri", "ranks", "practice", *[f"rating_{q}" for q in qids]]
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(cols)
         for s in sessions:
             d = asdict(s)
-            w.writerow([d[c] for c in cols[:10]] + [s.bri, json.dumps(s.ranks)] + [s.ratings.get(q) for q in qids])
+            w.writerow([d[c] for c in cols[:10]] + [s.bri, json.dumps(s.ranks), s.practice]
+                       + [s.ratings.get(q) for q in qids])
+
+
+def write_rows(rows: Sequence[dict], path: Path) -> None:
+    """A CSV of dict rows (columns in order of first appearance)."""
+    cols: dict[str, None] = {}
+    for r in rows:
+        cols.update(dict.fromkeys(r))
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(cols), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+
+
+def questionnaire_rows(forms: Sequence[dict]) -> list[dict]:
+    return [{"participant": f["participant"], "form": f["form"], "task": f["task"], "condition": f["condition"],
+             **f["answers"], **f["scores"],
+             "attention_failed": ";".join(k for k, ok in f["attention"].items() if not ok)} for f in forms]
 
 
 def write_report(log: StudyLog, out_dir: str | Path, study_id: str | None = None,
@@ -252,13 +313,25 @@ def write_report(log: StudyLog, out_dir: str | Path, study_id: str | None = None
     all_sessions = read_sessions(log, study_id)
     rep = build_report(log, study_id, ks, all_sessions)
     sessions = [s for s in all_sessions if s.bri is not None]
-    files = [out / "report.json", out / "summary.md", out / "sessions.csv"]
+    tables = rep.pop("tables")
+    files = [out / "report.json", out / "summary.md", out / "sessions.csv", out / "questionnaires.csv",
+             out / "analysis_tasks.csv", out / "analysis_conditions.csv", out / "data_dictionary.csv",
+             out / "report.html"]
     write_sessions_csv(all_sessions, files[2], rep["likert_questions"])  # every started task (bri blank: not scored)
+    write_rows(questionnaire_rows(read_forms(log, study_id)), files[3])
+    write_rows(tables["tasks"], files[4])
+    write_rows(tables["conditions"], files[5])
     (out / "summary.md").write_text(summary_markdown(rep), encoding="utf-8")
+    pngs = []
     if plots:
         from interactive_ir.study.plots import write_plots
 
-        files += write_plots(rep, sessions, out)
-    rep["files"] = [str(f) for f in files]
+        pngs = write_plots(rep, sessions, out)
+    from interactive_ir.study.report_html import data_dictionary, write_dictionary, write_html
+
+    dictionary = data_dictionary(log.get_meta("study"))
+    write_dictionary(dictionary, files[6])
+    write_html(rep, files[7], pngs, dictionary)
+    rep["files"] = [str(f) for f in files + pngs]
     (out / "report.json").write_text(json.dumps(rep, indent=2, default=str), encoding="utf-8")
     return rep
