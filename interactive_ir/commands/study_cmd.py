@@ -3,7 +3,8 @@
   study validate STUDY.yaml [--index DIR]            check the file (and its targets against the index)
   study plan STUDY.yaml --participants N [--index DIR]  print each participant's counterbalanced plan
   study export --db FILE --format csv|jsonl|parquet [--out FILE]   one row per logged event
-  study report --db FILE --out DIR [--k 1,5,10] [--no-plots]       metrics, questionnaire, correlations, PNGs
+  study report --db FILE --out DIR [--k 1,5,10] [--no-plots]       mixed models, report.html, tables, PNGs
+  study simulate STUDY.yaml --participants N [--db FILE] [--out DIR]  a dry run with simulated participants
 
 The study itself runs in the web app: `python app.py --study STUDY.yaml` (logs in IIR_STUDY_DIR,
 default ./study_data, as <study_id>.sqlite).
@@ -38,6 +39,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--out", required=True, type=Path, help="folder for report.json, summary.md, sessions.csv, PNGs")
     r.add_argument("--k", default="1,5,10", help="cut-offs for Hits@K (default 1,5,10; the study's k is added)")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots (no matplotlib needed)")
+    sm = sub.add_parser("simulate", help="dry run: simulated participants through the whole study, then the report")
+    sm.add_argument("study_file", type=Path, metavar="STUDY.yaml")
+    sm.add_argument("--participants", type=int, default=8, help="how many simulated participants (default 8)")
+    sm.add_argument("--db", type=Path, help="database to write (default: <IIR_STUDY_DIR>/<study_id>.simulated.sqlite; "
+                                           "never the real study's)")
+    sm.add_argument("--out", type=Path, help="report folder (default: beside the database, <name>_report)")
+    sm.add_argument("--index", type=Path, help="index folder (default: the study's index)")
+    sm.add_argument("--llm", default="", help="the app's LLM for questions (default: IIR_LLM; 'fake' for a fast check)")
+    sm.add_argument("--embedder", default="", help="embedder spec (default: the index's own)")
+    sm.add_argument("--seed", type=int, default=0, help="seed of the simulated participants (default 0)")
+    sm.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
 
 def _validate(args) -> int:
@@ -103,10 +115,26 @@ def _report(args) -> int:
     return 0
 
 
+def _simulate(args) -> int:
+    from interactive_ir.study.dry_run import dry_run
+
+    if args.participants < 1:
+        raise BadInputError("--participants must be at least 1")
+    rep = dry_run(args.study_file, args.participants, db=args.db, out=args.out, index=args.index, llm=args.llm,
+                  embedder=args.embedder, seed=args.seed, plots=not args.no_plots)
+    print(f"simulated {args.participants} participant(s): {rep['outcomes']}; database {rep['database']}")
+    print(f"report of {rep['n_sessions_ended']} analysed task(s) written to {rep['out']} (open report.html)")
+    for w in rep["warnings"]:
+        print(f"warning: {w}")
+    print("note: simulated participants check the study's flow and analysis; their results compare nothing")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
-    actions = {"validate": _validate, "plan": _plan, "export": _export, "report": _report}
+    actions = {"validate": _validate, "plan": _plan, "export": _export, "report": _report, "simulate": _simulate}
     action = actions.get(getattr(args, "study_command", None))
     if action is None:
-        print("usage: python -m interactive_ir study {validate,plan,export,report} ... (see --help)", file=sys.stderr)
+        print("usage: python -m interactive_ir study {validate,plan,export,report,simulate} ... (see --help)",
+              file=sys.stderr)
         return 2
     return action(args)

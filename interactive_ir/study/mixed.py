@@ -142,7 +142,9 @@ def fit_metric(df, metric: str, conditions: list[str], with_task: bool = True) -
             if note not in res.warnings:
                 res.warnings.append(note)
     names = list(fit.fe_params.index)
-    cov = fit.cov_params().loc[names, names].to_numpy()
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("ignore", RuntimeWarning)
+        cov = fit.cov_params().loc[names, names].to_numpy()
     beta = fit.fe_params.to_numpy()
 
     def row(c: str) -> np.ndarray:
@@ -173,9 +175,14 @@ def fit_metric(df, metric: str, conditions: list[str], with_task: bool = True) -
         c.p_holm = ph
     res.contrasts = raw
     if "position" in order_fit.fe_params.index:
-        est = float(order_fit.fe_params["position"])
-        se = float(order_fit.bse_fe["position"])
-        res.order_slope = {"estimate": est, "se": se, "p": _z_p(est / se) if se > 0 else 1.0}
+        with _warnings.catch_warnings():
+            _warnings.simplefilter("ignore", RuntimeWarning)  # a singular fit gives NaN standard errors
+            est = float(order_fit.fe_params["position"])
+            se = float(order_fit.bse_fe["position"])
+        if math.isfinite(se) and se > 0:
+            res.order_slope = {"estimate": est, "se": se, "p": _z_p(est / se)}
+        else:
+            res.warnings.append(f"{metric}: the order effect could not be estimated (singular fit)")
     return res
 
 

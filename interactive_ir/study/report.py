@@ -187,6 +187,7 @@ def build_report(log: StudyLog, study_id: str | None = None, ks: Sequence[int] =
     analysis = run_analysis(ended, forms, conditions, qids)
     return {
         "study_id": study.get("study_id") if study else study_id,
+        "simulated": log.get_meta("simulated"),
         "excluded": {"practice": sum(s.practice for s in all_sessions),
                      "timeout": sum(s.ended == "timeout" and not s.practice for s in all_sessions)},
         "analysis": analysis["models"],

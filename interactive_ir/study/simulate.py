@@ -1,0 +1,147 @@
+"""Dry run of a study: simulated participants go through the whole study file with the same runner,
+database and report as people, so a researcher checks the flow, the timings and the analysis before
+recruiting anyone.
+
+A simulated participant consents (with a made-up recruitment id when the study recruits on a
+platform), then for each task in their plan: describes the target with one of the target's captions,
+and while the round budget lasts uses the condition's first mode, driven by the evaluation's simulated
+user (`interactive_ir.evaluation.simulators.make_user`): answers questions, marks results, writes
+relative captions, or searches with another caption. It picks the target when the simulated user's
+relevance actor says it is shown (in this or an earlier round), else gives up. Questionnaire items get
+seeded random valid answers (attention checks answered right 90% of the time; screening answers avoided).
+
+Time is simulated: the runner's clock advances by a plausible time per action (`SimTiming`), so time to
+success and time limits behave as in a real session. The simulated user is a stand-in that knows the
+target's captions; its results check the study's plumbing and give no comparison of the conditions.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from interactive_ir.errors import SessionError
+from interactive_ir.study.config import Question
+from interactive_ir.study.runner import StudyRunner, TaskTimeout
+
+
+@dataclass(frozen=True)
+class SimTiming:
+    """Seconds a simulated participant spends per action (uniform between the two bounds)."""
+
+    read_brief: tuple[float, float] = (5, 20)  # reading a task's briefing
+    describe: tuple[float, float] = (10, 40)  # typing the first description
+    round: tuple[float, float] = (8, 35)  # looking at results and acting on them
+    form_item: tuple[float, float] = (2, 6)  # answering one questionnaire item
+
+
+class SimClock:
+    """A settable clock for the runner."""
+
+    def __init__(self, start: float):
+        self.t = start
+
+    def __call__(self) -> float:
+        return self.t
+
+    def wait(self, rng: random.Random, span: tuple[float, float]) -> None:
+        self.t += rng.uniform(*span)
+
+
+def answer_item(q: Question, rng: random.Random) -> object:
+    """A seeded random valid answer to one item."""
+    if q.answer is not None:
+        return q.answer if rng.random() < 0.9 else _random_answer(q, rng, avoid=(q.answer,))
+    return _random_answer(q, rng, avoid=q.screen_out)
+
+
+def _random_answer(q: Question, rng: random.Random, avoid=()) -> object:
+    for _ in range(100):
+        if q.type == "likert":
+            v = rng.randint(1, q.points)
+        elif q.type == "choice":
+            v = rng.choice(q.options)
+        elif q.type in ("slider", "number"):
+            steps = int((q.maximum - q.minimum) / (q.step or 1))
+            v = q.minimum + rng.randint(0, steps) * (q.step or 1)
+            v = int(v) if float(v).is_integer() else v
+        else:
+            return ""
+        if v not in avoid:
+            return v
+    return v
+
+
+def simulate_participant(runner: StudyRunner, user, clock: SimClock, n: int, captions_of: Callable[[str], list],
+                         timing: SimTiming = SimTiming(), seed: int = 0) -> str:
+    """Run one simulated participant through the study; how it ended (the progress phase)."""
+    from interactive_ir.evaluation.queries import Query
+
+    rng = random.Random(f"{seed}:{n}")
+    rec = runner.study.recruitment
+    arrival = None
+    if rec.platform != "none":
+        key = {"prolific": "PROLIFIC_PID", "mturk": "workerId"}[rec.platform]
+        arrival = {"platform": rec.platform, "id": f"SIM{seed}x{n:05d}", "params": {key: f"SIM{seed}x{n:05d}"}}
+    p, _token = runner.join(True, arrival)
+    pid = p.participant
+    while True:
+        p = runner.progress(pid)
+        if p.phase == "questionnaire":
+            items = runner.study.form(p.form)
+            clock.t += sum(rng.uniform(*timing.form_item) for _ in items)
+            runner.submit_questionnaire(pid, {q.id: answer_item(q, rng) for q in items})
+            continue
+        if p.phase != "briefing":
+            return p.phase
+        clock.wait(rng, timing.read_brief)
+        p = runner.start_task(pid)
+        target = p.current.task.target
+        caps = [c for c in captions_of(target) if c] or [p.current.task.prompt or target]
+        query = Query(qid=f"{pid}:{p.current.position}", target=target, description=caps[0],
+                      captions=tuple(caps[1:]))
+        modes = runner.condition_of(p).modes
+        try:
+            _search_task(runner, pid, user, query, modes, clock, rng, timing)
+        except TaskTimeout:
+            continue
+
+
+def _search_task(runner, pid, user, query, modes, clock, rng, timing) -> None:
+    clock.wait(rng, timing.describe)
+    runner.describe(pid, query.description)
+    extra = list(query.captions)
+    while True:
+        p = runner.progress(pid)
+        s = p.session
+        judgement = user.actor.judge(query, s.shown_ids(), s.round)  # the actor judges everything seen
+        clock.wait(rng, timing.round)
+        if query.target in judgement.truth:
+            runner.pick(pid, query.target)
+            return
+        if not p.can_search:
+            runner.give_up(pid)
+            return
+        mode = modes[0]
+        try:
+            if mode == "conversation" and s.pending_question:
+                runner.answer(pid, user.answerer.answer(query, s.pending_question).text or "I do not know")
+            elif mode == "conversation":
+                runner.skip(pid)
+            elif mode == "feedback":
+                j = user.actor.judge(query, s.last.shown, s.round)
+                if j.relevant or j.irrelevant:
+                    runner.feedback(pid, j.relevant, j.irrelevant)
+                else:
+                    runner.give_up(pid)
+                    return
+            elif mode == "composed":
+                runner.relative(pid, user.relative.describe(query, s.last.shown[0]).text or query.description)
+            else:
+                runner.search(pid, extra.pop(0) if extra else query.description)
+        except TaskTimeout:
+            raise
+        except SessionError:
+            runner.give_up(pid)
+            return
