@@ -1,7 +1,8 @@
 """Study mode in headless Chromium: `python app.py --study FILE` on the demo gallery with fake models.
 
 A participant goes through consent, two tasks (a mixed condition and a text condition), reloads the page
-mid-task and resumes, fills the questionnaires; then the admin page lists them and exports the log.
+mid-task and resumes (the browser keeps the participant's token), fills the questionnaires; another
+browser sees only the consent page; then the admin page lists them and exports the log.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_MS = 30_000
 TARGETS = ["animals_bee_0145.png", "food_cake_0122.png"]
+ADMIN_PASSWORD = "browser-Test-pw-7731"
 
 
 def expect(locator):
@@ -58,7 +60,7 @@ def study_app(browser, app_env, tmp_path_factory):
     study.write_text("study_id: browser-study\ntitle: Browser study\nrounds: 2\nk: 6\ncounterbalance: none\n"
                      "conditions:\n  A: {mode: mixed, label: System A}\n  B: {mode: text, label: System B}\n"
                      f"tasks: [{TARGETS[0]}, {TARGETS[1]}]\n")
-    env = {**app_env, "IIR_STUDY_DIR": str(tmp / "data"), "IIR_STUDY_ADMIN_PASSWORD": "letmein"}
+    env = {**app_env, "IIR_STUDY_DIR": str(tmp / "data"), "IIR_STUDY_ADMIN_PASSWORD": ADMIN_PASSWORD}
     port = _free_port()
     log = tmp / "app.log"
     with open(log, "w") as out:
@@ -96,6 +98,8 @@ def _finish_task(page, target: str, shot, name: str) -> str:
         how = "found"
     else:
         page.click("#iir-give-up")
+        expect(page.locator("#iir-give-up-yes")).to_be_visible(timeout=TIMEOUT_MS)  # asks first
+        page.click("#iir-give-up-yes")
         how = "gave up"
     expect(page.locator("#iir-submit")).to_be_visible(timeout=TIMEOUT_MS)
     shot(page, f"{name}-questionnaire")
@@ -111,12 +115,11 @@ def test_participant_runs_the_study_and_admin_exports(browser, study_app, shot):
     ctx = browser.new_context(viewport={"width": 1280, "height": 900})
     page = ctx.new_page()
     page.goto(url)
-    expect(page.locator("#iir-new-participant")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.locator("#iir-agree")).to_be_visible(timeout=TIMEOUT_MS)  # the consent page comes first
     shot(page, "start")
-    page.click("#iir-new-participant")
-    expect(page.locator("#iir-agree")).to_be_visible(timeout=TIMEOUT_MS)
-    pid = page.locator("#iir-status").inner_text().split("participant id is")[1].split(":")[0].strip()
     page.click("#iir-agree")
+    expect(page.locator("#iir-study-header")).to_contain_text("Participant", timeout=TIMEOUT_MS)
+    pid = re.search(r"Participant (\S+)", page.locator("#iir-study-header").inner_text()).group(1)
 
     # task 1: mixed condition (questions, marks, reference)
     expect(page.locator("#iir-start-task")).to_be_visible(timeout=TIMEOUT_MS)
@@ -126,8 +129,8 @@ def test_participant_runs_the_study_and_admin_exports(browser, study_app, shot):
     page.click("#iir-start-task")
     page.fill("#iir-desc textarea", "a cartoon insect")
     page.press("#iir-desc textarea", "Enter")
-    expect(page.locator("#iir-results .iir-card")).to_have_count(6, timeout=TIMEOUT_MS)
-    expect(page.locator("#iir-dialogue")).to_contain_text("System asks", timeout=TIMEOUT_MS)
+    expect(page.locator("#iir-results .iir-card")).to_have_count(6, timeout=TIMEOUT_MS)  # results first
+    expect(page.locator("#iir-dialogue")).to_contain_text("System asks", timeout=TIMEOUT_MS)  # then the question
     expect(page.locator("#iir-desc")).to_be_hidden()
     first = _card_ids(page)[0]
     page.locator(f'#iir-results .iir-card[data-id="{first}"] button[data-action="relevant"]').click()
@@ -135,15 +138,21 @@ def test_participant_runs_the_study_and_admin_exports(browser, study_app, shot):
                                                                                      timeout=TIMEOUT_MS)
     shot(page, "marked")
 
-    page.reload()  # the participant id is in localStorage: the page resumes mid-task
+    page.reload()  # the participant's token is in localStorage: the page resumes mid-task
     expect(page.locator("#iir-results .iir-card")).to_have_count(6, timeout=TIMEOUT_MS)
     expect(page.locator("#iir-study-header")).to_contain_text("Task 1 of 2")
+    other = browser.new_context().new_page()  # another browser knows nothing of this participant
+    other.goto(url)
+    expect(other.locator("#iir-agree")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(other.locator("#iir-results .iir-card")).to_have_count(0)
+    other.context.close()
     page.locator(f'#iir-results .iir-card[data-id="{first}"] button[data-action="relevant"]').click()
     page.click("#iir-feedback")
     expect(page.locator("#iir-study-budget")).to_contain_text("1 of 2 rounds after your description used", timeout=TIMEOUT_MS)
     page.fill("#iir-caption textarea", "but bigger")
     page.press("#iir-caption textarea", "Enter")
     expect(page.locator("#iir-give-up")).to_have_text("End task", timeout=TIMEOUT_MS)
+    expect(page.locator("#iir-earlier")).to_be_attached()  # earlier rounds stay pickable
     expect(page.locator("#iir-study-budget")).to_contain_text("All rounds used")
     shot(page, "budget-used")
     first_how = _finish_task(page, TARGETS[0], shot, "task1")
@@ -181,7 +190,7 @@ def test_participant_runs_the_study_and_admin_exports(browser, study_app, shot):
     admin.click("#iir-admin-login")
     expect(admin.locator(".toast-body").filter(has_text="Wrong password").first).to_be_visible(timeout=TIMEOUT_MS)
     expect(admin.locator("#iir-admin-summary")).to_be_hidden()
-    admin.fill("#iir-admin-password input", "letmein")
+    admin.fill("#iir-admin-password input", ADMIN_PASSWORD)
     admin.click("#iir-admin-login")
     expect(admin.locator("#iir-admin-summary")).to_contain_text("1 finished", timeout=TIMEOUT_MS)
     expect(admin.locator("#iir-admin-table")).to_contain_text(pid)
