@@ -141,9 +141,15 @@ def test_resume_logs_and_keeps_the_place(tiny, tmp_path):
     tok, tab = page.act("join", "", TabState(), True)
     for name, args in (("start", ()), ("describe", ("a cat",))):
         tok, tab = page.act(name, tok, tab, *args)
+    shown = page.runner.progress(page.who(tok)).session.last.shown
+    for action, image in (("relevant", shown[0]), ("irrelevant", shown[1]), ("relevant", shown[2]),
+                          ("relevant", shown[2])):  # the last click unmarks
+        tok, tab = page.act("card", tok, tab, action, image)
     before = page.view(tok, tab).results
+    # a restarted server (a fresh runner over the same database) and a reloaded page (a fresh tab)
     fresh = StudyPage(make_runner(page.engine, page.study, StudyLog(tmp_path / "ui.sqlite")))
     tok2, tab2 = fresh.act("resume", tok, TabState(), client_ts=NOW)
+    assert tab2.marks == {shown[0]: True, shown[1]: False}  # marks were logged at click time: none lost
     assert tok2 == tok and fresh.view(tok2, tab2).results == before
     assert fresh.runner.log.events("ui", fresh.who(tok))[-1].type == "resume"
 

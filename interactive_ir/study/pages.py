@@ -145,7 +145,7 @@ def timer_html(p: Progress, now: float) -> str:
         return ""
     m, s = divmod(int(left), 60)
     return (f'<span class="iir-timer" role="timer" data-left="{left:.1f}" data-key="{p.index}:{left:.1f}">'
-            f'⏱ <span class="iir-clock">{m}:{s:02d}</span> left</span>')
+            f'Time left: <span class="iir-clock">{m}:{s:02d}</span></span>')
 
 
 def budget_md(p: Progress, now: float | None = None) -> str:

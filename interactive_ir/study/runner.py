@@ -570,6 +570,27 @@ class StudyRunner:
             self._write(p, [self._event(p, "click", {"image_id": image_id, "action": action,
                                                      "is_target": image_id == p.current.task.target}, client_ts, rnd)])
 
+    def current_marks(self, participant: str) -> tuple[dict[str, bool], str]:
+        """The marks (image id -> relevant) and reference the participant clicked on the current round's
+        results, rebuilt from the click events (a reloaded page or a restarted server loses none)."""
+        with self._locked(participant) as p:
+            if p.phase != "search" or not p.session or not p.session.turns:
+                return {}, ""
+            rnd, task = p.session.round, p.current.position
+        marks: dict[str, bool] = {}
+        ref = ""
+        for e in self.log.events(self.study.study_id, participant, types=["click"]):
+            if e.task != task or e.round != rnd:
+                continue
+            image_id, action = e.payload.get("image_id", ""), e.payload.get("action", "")
+            if action in ("mark_relevant", "mark_irrelevant"):
+                marks[image_id] = action == "mark_relevant"
+            elif action == "unmark":
+                marks.pop(image_id, None)
+            elif action in ("reference", "unreference"):
+                ref = image_id if action == "reference" else ""
+        return marks, ref
+
     def pick(self, participant: str, image_id: str, client_ts: float | None = None) -> bool:
         """"This is the image": True (task solved) when it is the target, else False (logged, search goes on)."""
         with self._locked(participant) as p:

@@ -160,7 +160,8 @@ class StudyPage:
                                              "here. Your answers so far are kept.",
                                              end_message(rec, "screened_out")) if x)
         elif p.phase == "done":
-            v.done = "\n\n".join(x for x in (f"## Thank you!\nYou completed all {p.n_tasks} tasks.",
+            v.done = "\n\n".join(x for x in (f"## Thank you!\nYou completed all {p.n_tasks} tasks." if p.n_tasks != 1 else
+                                             "## Thank you!\nYou completed the task.",
                                              end_message(rec, "completed") or "You can close this page.") if x)
         elif p.phase in ("briefing", "search", "questionnaire") and p.current is not None:
             cond = self.runner.condition_of(p)
@@ -233,13 +234,18 @@ class StudyPage:
             log.exception("could not log an error of participant %s", pid)
 
     def _resume(self, pid, tab, ts):
-        self.runner.enrol(pid, client_ts=ts)  # logs "resume"
+        p = self.runner.enrol(pid, client_ts=ts)  # logs "resume"
+        if p.phase == "search" and p.session is not None and p.session.turns:  # marks were logged at click time
+            tab.marks, tab.reference = self.runner.current_marks(pid)
+            tab.round = p.session.round
 
     def _join(self, pid, tab, agreed, ts):
         if tab.link_error:
             raise LinkError(tab.link_error)
         if pid:  # this browser already takes part
             return None
+        if self.study.recruitment.platform != "none" and not (tab.arrival or {}).get("id"):
+            raise SessionError("the page has not read your link yet: reload the page, then answer again")
         try:
             p, token = self.runner.join(bool(agreed), tab.arrival, ts)
         except AlreadyEnrolled:
@@ -422,7 +428,7 @@ def _layout(page: StudyPage, password: str):
 
         with gr.Column(visible=True, elem_id="iir-study-consent") as pg_start:
             consent_md = gr.Markdown(study.consent)
-            with gr.Row() as consent_row:
+            with gr.Row(visible=False) as consent_row:  # shown once the page load has read the link
                 agree_btn = gr.Button("I agree", variant="primary", elem_id="iir-agree")
                 decline_btn = gr.Button("I do not agree", elem_id="iir-decline")
         with gr.Column(visible=False, elem_id="iir-study-brief") as pg_brief:
@@ -555,7 +561,8 @@ def _layout(page: StudyPage, password: str):
         def with_question(event):  # results first; then the system's question (the slow LLM step)
             event.then(None, None, None, js=IDLE_JS).then(on_ask, [*base, clock], outputs, **asking)
 
-        demo.load(on_load, [*base, clock], outputs, js=CLOCK_JS).then(on_ask, [*base, clock], outputs, **asking)
+        demo.load(on_load, [*base, clock], outputs, js=CLOCK_JS, show_progress="hidden").then(
+            on_ask, [*base, clock], outputs, **asking)
         agree_btn.click(lambda t, tab, ts: render(*page.act("join", t, tab, True, client_ts=ts)),
                         [*base, clock], outputs, **quick)
         decline_btn.click(lambda t, tab, ts: render(*page.act("join", t, tab, False, client_ts=ts)),

@@ -1,0 +1,153 @@
+"""Recruitment platforms in headless Chromium: Prolific and MTurk URL flows with their completion codes,
+the no-consent code, a recruitment id that comes back in another browser, bad links, and the task timer.
+
+Each test starts `python app.py --study FILE` on the demo gallery with fake models.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from conftest import free_port, wait_until_up
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT_MS = 30_000
+TARGET = "animals_bee_0145.png"
+
+
+def expect(locator):
+    from playwright.sync_api import expect as _expect
+
+    return _expect(locator)
+
+
+@contextmanager
+def study_app(app_env, tmp: Path, text: str):
+    study = tmp / "study.yaml"
+    study.write_text(text)
+    env = {**app_env, "IIR_STUDY_DIR": str(tmp / "data")}
+    env.pop("IIR_STUDY_ADMIN_PASSWORD", None)
+    port = free_port()
+    log = tmp / "app.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--study", str(study), "--host", "127.0.0.1",
+                                 "--port", str(port)], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_until_up(f"http://127.0.0.1:{port}/", proc, log, timeout=180)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def _one_task(page):
+    """Describe, give up (confirmed), answer the one after-task question."""
+    page.click("#iir-start-task")
+    page.fill("#iir-desc textarea", "a cartoon insect")
+    page.press("#iir-desc textarea", "Enter")
+    expect(page.locator("#iir-results .iir-card").first).to_be_visible(timeout=TIMEOUT_MS)
+    page.click("#iir-give-up")
+    page.click("#iir-give-up-yes")
+    expect(page.locator("#iir-submit")).to_be_visible(timeout=TIMEOUT_MS)
+    page.locator("#iir-q-effective label").filter(has_text="4").first.click()
+    page.click("#iir-submit")
+
+
+PROLIFIC = ("study_id: prolific-study\nrounds: 2\nk: 6\n"
+            "recruitment: {platform: prolific, completion_code: C1PR0L1C, no_consent_code: CN0C0NS}\n"
+            f"conditions: {{A: {{mode: text, label: System A}}}}\ntasks: [{TARGET}]\n"
+            "questionnaires: {after_task: [{id: effective, text: The system was effective}]}\n")
+
+
+def test_prolific_flow_completion_code_and_one_participation(browser, app_env, tmp_path, shot):
+    pid = "5f1a2b3c4d5e6f7a8b9c0d1e"
+    with study_app(app_env, tmp_path, PROLIFIC) as url:
+        page = browser.new_context().new_page()
+        page.goto(f"{url}?PROLIFIC_PID={pid}&STUDY_ID=st123&SESSION_ID=se456")
+        page.click("#iir-agree")
+        expect(page.locator("#iir-start-task")).to_be_visible(timeout=TIMEOUT_MS)
+        expect(page.locator("#iir-study-brief-text")).to_contain_text("You will use System A")
+        _one_task(page)
+        end = page.locator("#iir-study-end")
+        expect(end).to_contain_text("C1PR0L1C", timeout=TIMEOUT_MS)
+        link = page.locator("#iir-completion-link")
+        expect(link).to_have_attribute("href", "https://app.prolific.com/submissions/complete?cc=C1PR0L1C")
+        shot(page, "prolific-done")
+        page.reload()  # coming back: still the end page with the code, never a new start
+        expect(page.locator("#iir-study-end")).to_contain_text("C1PR0L1C", timeout=TIMEOUT_MS)
+        # the same Prolific id in another browser cannot take part again
+        other = browser.new_context().new_page()
+        other.goto(f"{url}?PROLIFIC_PID={pid}&STUDY_ID=st123&SESSION_ID=se789")
+        other.click("#iir-agree")
+        expect(other.locator("#iir-status")).to_contain_text("already started", timeout=TIMEOUT_MS)
+        expect(other.locator("#iir-start-task")).to_be_hidden()
+        shot(other, "prolific-second-browser")
+        # a link without the id, and ids with markup or 10,000 characters: a clear message, no consent buttons
+        for query in ("", "?PROLIFIC_PID=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E", "?PROLIFIC_PID=" + "a" * 10_000):
+            bad = browser.new_context().new_page()
+            bad.goto(url + query)
+            expect(bad.locator("#iir-status")).to_contain_text("open the study again from Prolific",
+                                                               timeout=TIMEOUT_MS)
+            expect(bad.locator("#iir-agree")).to_be_hidden()
+            assert bad.locator("#iir-status img").count() == 0
+            bad.context.close()
+        # declining shows the no-consent code
+        no = browser.new_context().new_page()
+        no.goto(f"{url}?PROLIFIC_PID=aaaabbbbccccddddeeeeffff")
+        no.click("#iir-decline")
+        expect(no.locator("#iir-study-end")).to_contain_text("CN0C0NS", timeout=TIMEOUT_MS)
+        shot(no, "prolific-no-consent")
+    con = sqlite3.connect(tmp_path / "data" / "prolific-study.sqlite")
+    recruits = con.execute("SELECT platform, recruit_id FROM recruits ORDER BY recruit_id").fetchall()
+    meta = con.execute("SELECT meta FROM participants WHERE participant IN (SELECT participant FROM recruits "
+                       "WHERE recruit_id=?)", (pid,)).fetchone()[0]
+    con.close()
+    assert recruits == [("prolific", pid), ("prolific", "aaaabbbbccccddddeeeeffff")]
+    assert '"STUDY_ID": "st123"' in meta and '"SESSION_ID": "se456"' in meta
+
+
+MTURK = ("study_id: mturk-study\nrounds: 2\nk: 6\nrecruitment: {platform: mturk, completion_code: MTURK42}\n"
+         f"time_limit_s: 10\nconditions: {{A: text}}\ntasks: [{TARGET}]\n"
+         "questionnaires: {after_task: [{id: effective, text: The system was effective}]}\n")
+
+
+def test_mturk_flow_preview_timer_and_completion_code(browser, app_env, tmp_path, shot):
+    with study_app(app_env, tmp_path, MTURK) as url:
+        page = browser.new_context().new_page()
+        page.goto(f"{url}?workerId=A1B2C3D4&assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=H1")
+        expect(page.locator("#iir-status")).to_contain_text("accept it on Mechanical Turk", timeout=TIMEOUT_MS)
+        expect(page.locator("#iir-agree")).to_be_hidden()
+        page.goto(f"{url}?workerId=A1B2C3D4&assignmentId=3ASSIGN&hitId=H1&turkSubmitTo=https://www.mturk.com")
+        page.click("#iir-agree")
+        page.click("#iir-start-task")
+        timer = page.locator("#iir-study-budget .iir-timer")
+        expect(timer).to_be_visible(timeout=TIMEOUT_MS)
+        first = page.locator("#iir-study-budget .iir-clock").inner_text()
+        page.fill("#iir-desc textarea", "a cartoon insect")
+        page.press("#iir-desc textarea", "Enter")
+        expect(page.locator("#iir-results .iir-card").first).to_be_visible(timeout=TIMEOUT_MS)
+        shot(page, "mturk-timer")
+        # the 10 s run out: the page's timer ends the task as "timeout" without any click
+        expect(page.locator("#iir-submit")).to_be_visible(timeout=TIMEOUT_MS)
+        expect(page.locator("#iir-status")).to_contain_text("time for this task is up")
+        assert first in ("0:10", "0:09", "0:08")
+        page.locator("#iir-q-effective label").filter(has_text="2").first.click()
+        page.click("#iir-submit")
+        expect(page.locator("#iir-study-end")).to_contain_text("MTURK42", timeout=TIMEOUT_MS)
+        expect(page.locator("#iir-study-end")).to_contain_text("into the HIT")
+        shot(page, "mturk-done")
+    con = sqlite3.connect(tmp_path / "data" / "mturk-study.sqlite")
+    types = [r[0] for r in con.execute("SELECT type FROM events ORDER BY id")]
+    con.close()
+    assert "timeout" in types and types[-1] == "study_end"
