@@ -53,16 +53,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _validate(args) -> int:
-    from interactive_ir.study.config import load_study, resolve_tasks, study_warnings
+    from interactive_ir.study.config import load_study, resolve_practice, resolve_tasks, study_warnings
     from interactive_ir.study.index_choice import study_index_ids
 
     study = load_study(args.study_file)
     ids, caps = study_index_ids(study, args.index)
     tasks = resolve_tasks(study, ids, caps.get)
+    practice = resolve_practice(study, ids, caps.get)
     modes = ", ".join(f"{c.name}={c.preset}" for c in study.conditions)
     print(f"{args.study_file}: OK: study {study.study_id!r}, {len(study.conditions)} condition(s) ({modes}), "
           f"{len(tasks)} task(s) on {len(ids)} images, {study.rounds} round(s) per task, "
           f"counterbalance {study.counterbalance}, {len(study.questions)} question(s)")
+    forms = {f: sorted({q.instrument or "custom" for q in study.form(f)}) for f in ("task", "condition", "end")}
+    print(f"questionnaires: after each task {forms['task'] or 'none'}, after each condition "
+          f"{forms['condition'] or 'none'}, at the end {forms['end'] or 'none'}; practice task: "
+          f"{practice.target if practice else 'none'}; time limit: "
+          f"{f'{study.time_limit_s} s' if study.time_limit_s else 'none'}; recruitment: {study.recruitment.platform}")
     for note in study_warnings(study, len(tasks)):
         print(f"note: {note}")
     return 0

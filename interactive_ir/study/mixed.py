@@ -33,6 +33,7 @@ import numpy as np
 
 MIN_PARTICIPANTS = 6  # below this many participants the random-effect variances are guesswork
 MIN_PER_CONDITION = 4  # rows per condition
+FIT_METHODS = ["lbfgs", "bfgs", "cg"]  # optimisers tried in order until one converges
 
 
 @dataclass
@@ -82,6 +83,23 @@ def _z_p(z: float) -> float:
     return math.erfc(abs(z) / math.sqrt(2))
 
 
+def _fit(model):
+    """REML fit with the first optimiser (FIT_METHODS) that converges; else the first that gave a fit."""
+    first, error = None, None
+    for method in FIT_METHODS:
+        try:
+            fit = model.fit(reml=True, method=method)
+        except (np.linalg.LinAlgError, ValueError) as e:
+            error = error or e
+            continue
+        if fit.converged:
+            return fit
+        first = first or fit
+    if first is None:
+        raise error
+    return first
+
+
 def design_warnings(df, metric: str, conditions: list[str]) -> list[str]:
     """Why this metric's design is too small or unbalanced for a mixed model."""
     out = []
@@ -128,19 +146,18 @@ def fit_metric(df, metric: str, conditions: list[str], with_task: bool = True) -
     try:
         with _warnings.catch_warnings(record=True) as caught:
             _warnings.simplefilter("always")
-            fit = smf.mixedlm(formula, data, groups=data["_all"], re_formula="0", vc_formula=vc).fit(reml=True)
-            order_fit = smf.mixedlm(formula + " + position", data, groups=data["_all"], re_formula="0",
-                                    vc_formula=vc).fit(reml=True)
+            fit = _fit(smf.mixedlm(formula, data, groups=data["_all"], re_formula="0", vc_formula=vc))
+            order_fit = _fit(smf.mixedlm(formula + " + position", data, groups=data["_all"], re_formula="0",
+                                         vc_formula=vc))
     except (np.linalg.LinAlgError, ValueError) as e:
         res.error = f"the mixed model could not be fitted ({e}); the design may be too small"
         return res
     res.converged = bool(fit.converged)
-    for w in caught:
-        msg = str(w.message).split("\n")[0]
-        if "converge" in msg.lower() or "singular" in msg.lower() or "boundary" in msg.lower():
-            note = f"{metric}: {msg}"
-            if note not in res.warnings:
-                res.warnings.append(note)
+    if not res.converged:
+        res.warnings.append(f"{metric}: the model fit did not converge; read the estimates with care")
+    if any("boundary" in str(w.message).lower() or "singular" in str(w.message).lower() for w in caught):
+        res.warnings.append(f"{metric}: a random-effect variance is estimated as 0 (participants or tasks differ "
+                            "little on this metric); the condition estimates still hold")
     names = list(fit.fe_params.index)
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore", RuntimeWarning)
