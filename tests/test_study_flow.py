@@ -136,3 +136,44 @@ def test_screened_out_and_closed(tiny, tmp_path):
     with pytest.raises(StudyClosed, match="no new participants"):
         runner.join(True)
     assert runner.progress("p5").phase == "briefing"  # nothing lost
+
+
+def test_the_question_step_does_not_hold_the_participant(tiny, tmp_path):
+    """While the LLM writes the question, the participant's clicks go through; a stale question is dropped."""
+    import threading
+
+    from interactive_ir.backends.llms import FakeLLM
+
+    class SlowLLM(FakeLLM):
+        def __init__(self):
+            super().__init__()
+            self.entered, self.release = threading.Event(), threading.Event()
+
+        def _reply(self, prompt):
+            self.entered.set()
+            assert self.release.wait(20)
+            return super()._reply(prompt)
+
+    r, ids, caps = tiny
+    llm = SlowLLM()
+    study = parse_study({"study_id": "q", "rounds": 3, "k": 4, "conditions": {"M": "mixed"}, "tasks": ids[:1],
+                         "questions": []})
+    runner = StudyRunner(study, build_engine(r, llm=llm), StudyLog(tmp_path / "q.sqlite"))
+    runner.enrol("p")
+    runner.consent("p", True)
+    runner.start_task("p")
+    turn = runner.describe("p", "a photo", ask=False)
+    assert turn.question == "" and runner.progress("p").session.meta["question_due"]
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("turn", runner.ask("p")))
+    t.start()
+    assert llm.entered.wait(20)
+    shown = runner.progress("p").session.last.shown  # not blocked by the model step
+    runner.click("p", shown[0], "mark_relevant")
+    runner.feedback("p", [shown[0]], [], ask=False)  # a new round while the question is being written
+    llm.release.set()
+    t.join(20)
+    assert out["turn"] is None  # the question about the old round is dropped
+    p = runner.progress("p")
+    assert p.rounds_used == 1 and p.session.pending_question == "" and p.session.meta["question_due"]
+    assert runner.ask("p").question and runner.progress("p").session.pending_question

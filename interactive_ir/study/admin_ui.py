@@ -98,7 +98,8 @@ def add_admin_page(demo, page, password: str, limiter: LoginLimiter | None = Non
             login_btn = gr.Button("Sign in", variant="primary", elem_id="iir-admin-login")
         with gr.Column(visible=False) as panel:
             summary = gr.Markdown("", elem_id="iir-admin-summary")
-            table = gr.Dataframe(headers=["participant", "number", "phase", "tasks done", "tasks", "last activity (UTC)"],
+            table = gr.Dataframe(headers=["participant", "number", "phase", "tasks done", "tasks", "last activity (UTC)",
+                                          "recruitment id"],
                                  interactive=False, elem_id="iir-admin-table")
             with gr.Row():
                 refresh_btn = gr.Button("Refresh", elem_id="iir-admin-refresh")

@@ -231,6 +231,9 @@ def question_html(p: Progress) -> str:
     if s.pending_question:
         return (f'{past}<div class="iir-question" role="status"><b class="iir-who">System asks:</b> '
                 f"{esc(s.pending_question)}</div>")
+    if s.meta.get("question_due"):
+        return (f'{past}<div class="iir-working" role="status" id="iir-question-working">The system is writing a '
+                "question about these results: look through them meanwhile</div>")
     return f'{past}<div class="iir-msg iir-note">No question this round: skip to get one, or end the task.</div>'
 
 
@@ -259,13 +262,14 @@ def form_title(form: str, condition: Condition | None) -> str:
 
 
 def admin_rows(progresses: Sequence[Progress], last_seen: dict[str, float]) -> list[list]:
-    """One row per participant: id, number, phase, tasks done, total, last activity (UTC)."""
+    """One row per participant: id, number, phase, tasks done, total, last activity (UTC), recruitment id."""
     rows = []
     for p in progresses:
         done = p.index if p.phase in ("briefing", "search", "questionnaire", "done") else 0
         when = last_seen.get(p.participant)
         rows.append([p.participant, p.number, p.phase, min(done, p.total), p.total,
-                     time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(when)) if when else ""])
+                     time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(when)) if when else "",
+                     p.recruit.get("id", "")])
     return rows
 
 

@@ -142,6 +142,12 @@ def _copy(session: Session) -> Session:
     return Session.from_dict(session.to_dict())
 
 
+def _keep_transient(src: Turn | None, dst: Turn | None) -> None:
+    """Carry a turn's transient attributes (the query row it ranked with) over to its copy."""
+    if src is not None and dst is not None:
+        dst.__dict__.update({k: v for k, v in src.__dict__.items() if k.startswith("_")})
+
+
 def _model_latencies(turn: Turn) -> list[dict]:
     return [{"stage": c.get("stage", ""), "model": c.get("model") or c.get("backend", ""),
              "latency_s": c.get("latency_s"), "error": c.get("error")} for c in turn.llm_calls]
@@ -477,12 +483,25 @@ class StudyRunner:
 
     def ask(self, participant: str, client_ts: float | None = None) -> Turn | None:
         """The system's question about the round just shown (the slow LLM step, run after the results are on
-        the page); None when no question is due."""
+        the page); None when no question is due.
+
+        The model runs outside the participant's lock, so their clicks (marks, "This is it") go on meanwhile;
+        a question whose round is no longer the current one when it arrives (the participant picked the
+        target, gave up or searched again) is dropped."""
         with self._locked(participant) as p:
             if p.phase != "search" or p.ended or not p.session or not p.session.meta.get("question_due"):
                 return None
             session = _copy(p.session)
-            turn = ask_step(self.engine_of(self.condition_of(p)), session)
+            _keep_transient(p.session.last, session.last)
+            engine = self.engine_of(self.condition_of(p))
+            n_turns, position = len(p.session.turns), p.current.position
+        turn = ask_step(engine, session)
+        with self._locked(participant) as p:
+            current = (p.phase == "search" and not p.ended and p.current is not None and p.session is not None
+                       and p.current.position == position and len(p.session.turns) == n_turns
+                       and p.session.meta.get("question_due"))
+            if not current:
+                return None
             events = []
             if turn.question:
                 events.append(self._event(p, "question_shown", {"question": turn.question,

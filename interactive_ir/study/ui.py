@@ -77,6 +77,7 @@ class View:
     budget: str = ""
     show_describe: bool = False
     show_conversation: bool = False
+    show_answer: bool = False  # a question is pending: the answer box shows
     show_feedback: bool = False
     show_composed: bool = False
     show_text: bool = False
@@ -186,6 +187,7 @@ class StudyPage:
                 v.show_composed = open_ and "composed" in cond.modes
                 v.show_text = open_ and "text" in cond.modes
                 v.question = question_html(p) if v.show_conversation else ""
+                v.show_answer = v.show_conversation and bool(p.session.pending_question)
                 v.reference = reference_html(self.engine, p, tab) if v.show_composed else ""
                 v.results = results_html(self.engine, p, cond, tab)
                 v.give_up_label = "End task" if p.described and not p.can_search else "Give up"
@@ -498,7 +500,8 @@ def _layout(page: StudyPage, password: str):
                    consent_md: v.consent or study.consent, brief: v.brief, brief_target: v.brief_target,
                    search_target: v.search_target, budget: v.budget,
                    desc: gr.update(visible=v.show_describe), g_conv: gr.update(visible=v.show_conversation),
-                   question: v.question, fb_btn: gr.update(visible=v.show_feedback),
+                   question: v.question, answer_box: gr.update(visible=v.show_answer),
+                   fb_btn: gr.update(visible=v.show_feedback),
                    g_comp: gr.update(visible=v.show_composed), reference: v.reference,
                    query_box: gr.update(visible=v.show_text), results: v.results,
                    give_up_btn: gr.update(value=v.give_up_label, visible=not v.confirm_give_up),

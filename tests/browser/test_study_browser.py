@@ -127,10 +127,15 @@ def test_participant_runs_the_study_and_admin_exports(browser, study_app, shot):
     expect(page.locator("#iir-study-brief-target img")).to_be_visible()
     shot(page, "brief")
     page.click("#iir-start-task")
+    page.evaluate("""() => { window.iirBusySeen = false; new MutationObserver(() => {
+        if (document.body.classList.contains('iir-busy')) window.iirBusySeen = true; })
+        .observe(document.body, {attributes: true}); }""")
     page.fill("#iir-desc textarea", "a cartoon insect")
     page.press("#iir-desc textarea", "Enter")
     expect(page.locator("#iir-results .iir-card")).to_have_count(6, timeout=TIMEOUT_MS)  # results first
+    assert page.evaluate("window.iirBusySeen")  # the page's own working state showed while searching
     expect(page.locator("#iir-dialogue")).to_contain_text("System asks", timeout=TIMEOUT_MS)  # then the question
+    expect(page.locator("body")).not_to_have_class(re.compile("iir-busy"))
     expect(page.locator("#iir-desc")).to_be_hidden()
     first = _card_ids(page)[0]
     page.locator(f'#iir-results .iir-card[data-id="{first}"] button[data-action="relevant"]').click()
@@ -146,11 +151,14 @@ def test_participant_runs_the_study_and_admin_exports(browser, study_app, shot):
     expect(other.locator("#iir-agree")).to_be_visible(timeout=TIMEOUT_MS)
     expect(other.locator("#iir-results .iir-card")).to_have_count(0)
     other.context.close()
-    page.locator(f'#iir-results .iir-card[data-id="{first}"] button[data-action="relevant"]').click()
+    # the mark made before the reload was logged when clicked: it is still there
+    expect(page.locator(f'#iir-results .iir-card[data-id="{first}"]')).to_have_class("iir-card is-rel",
+                                                                                     timeout=TIMEOUT_MS)
     page.click("#iir-feedback")
     expect(page.locator("#iir-study-budget")).to_contain_text("1 of 2 rounds after your description used", timeout=TIMEOUT_MS)
     page.fill("#iir-caption textarea", "but bigger")
     page.press("#iir-caption textarea", "Enter")
+    shot(page, "searching")  # the page's own working note, no overlay on the components
     expect(page.locator("#iir-give-up")).to_have_text("End task", timeout=TIMEOUT_MS)
     expect(page.locator("#iir-earlier")).to_be_attached()  # earlier rounds stay pickable
     expect(page.locator("#iir-study-budget")).to_contain_text("All rounds used")
