@@ -268,3 +268,23 @@ def test_the_question_panel_keeps_the_dialogue_in_view():
         pending_question="What colour is it?")
     html = question_html(Progress(participant="p1", number=0, plan=[], session=s))
     assert html.index("Is it &lt;b&gt;big&lt;/b&gt;?") < html.index("yes, huge") < html.index("What colour is it?")
+
+
+def test_a_closed_study_and_the_next_participant_button(tiny, tmp_path):
+    page, caps = make_page(tiny, tmp_path)
+    tok, tab = page.act("join", "", TabState(), True)
+    tok, tab = page.act("leave", tok, tab)  # lab study: "Next participant" forgets this browser's token
+    assert tok == "" and page.view(tok, tab).phase == "start"
+    closed, _ = make_page(tiny, tmp_path / "closed", closes_at="2020-01-01T00:00:00Z")
+    v = closed.view("", TabState())
+    assert v.phase == "start" and not v.can_join and "closed and takes no new participants" in v.status
+    _, tab = closed.act("join", "", TabState(), True)
+    assert "closed" in tab.notice and closed.runner.log.participants("ui") == []
+    # someone enrolled before the study closed comes back after it: told their answers are saved and what to do
+    later, _ = make_page(tiny, tmp_path / "later", closes_at="2030-01-01T00:00:00Z")
+    tok, tab = later.act("join", "", TabState(), True)
+    later.runner.clock = lambda: 1_900_000_000.0  # 2030-03
+    v = later.view(tok, TabState())
+    assert v.phase == "briefing" and "closed: your answers so far are saved" in v.status
+    tok, tab = later.act("start", tok, TabState())
+    assert "answers so far are saved" in tab.notice and later.runner.progress(later.who(tok)).phase == "briefing"

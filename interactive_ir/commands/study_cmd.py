@@ -118,6 +118,9 @@ def _report(args) -> int:
         print(f"  {f}")
     print(json.dumps({c: {"bri": d["bri"]["mean"], "found_rate": d["found_rate"]}
                       for c, d in rep["conditions"].items()}))
+    for w in rep["warnings"]:
+        print(f"warning: {w}")
+    print(f"open {Path(args.out) / 'report.html'} for the mixed-effects models, plots and the data dictionary")
     return 0
 
 
