@@ -42,6 +42,7 @@ STYLE = """<style>
 .iir-strip figure { margin: 0; text-align: center; font-size: .75rem; }
 .iir-strip img { height: 64px; border-radius: 4px; }
 .iir-hidden { display: none !important; }
+.iir-scale .wrap { gap: 2px !important; } .iir-scale label { padding: 2px 6px !important; min-width: 0 !important; }
 </style>"""
 
 

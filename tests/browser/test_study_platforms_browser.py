@@ -67,7 +67,24 @@ def _one_task(page):
 PROLIFIC = ("study_id: prolific-study\nrounds: 2\nk: 6\n"
             "recruitment: {platform: prolific, completion_code: C1PR0L1C, no_consent_code: CN0C0NS}\n"
             f"conditions: {{A: {{mode: text, label: System A}}}}\ntasks: [{TARGET}]\n"
-            "questionnaires: {after_task: [{id: effective, text: The system was effective}]}\n")
+            "questionnaires: {after_task: [{id: effective, text: The system was effective}], "
+            "after_condition: [nasa_tlx], end: [sus]}\n")
+
+
+def _forms(page, shot):
+    """NASA-TLX after the condition (required items enforced), then SUS at the end."""
+    expect(page.locator("#iir-submit-condition")).to_be_visible(timeout=TIMEOUT_MS)
+    for sid in ("mental", "physical", "temporal", "performance", "effort"):
+        page.locator(f"#iir-q-tlx_{sid} label").filter(has_text="50").first.click()
+    page.click("#iir-submit-condition")  # frustration left out
+    expect(page.locator("#iir-status")).to_contain_text("Please answer: Frustration", timeout=TIMEOUT_MS)
+    page.locator("#iir-q-tlx_frustration label").filter(has_text="25").first.click()
+    shot(page, "nasa-tlx")
+    page.click("#iir-submit-condition")
+    expect(page.locator("#iir-submit-end")).to_be_visible(timeout=TIMEOUT_MS)
+    for i in range(1, 11):
+        page.locator(f"#iir-q-sus_{i} label").filter(has_text="4" if i % 2 else "2").first.click()
+    page.click("#iir-submit-end")
 
 
 def test_prolific_flow_completion_code_and_one_participation(browser, app_env, tmp_path, shot):
@@ -79,6 +96,7 @@ def test_prolific_flow_completion_code_and_one_participation(browser, app_env, t
         expect(page.locator("#iir-start-task")).to_be_visible(timeout=TIMEOUT_MS)
         expect(page.locator("#iir-study-brief-text")).to_contain_text("You will use System A")
         _one_task(page)
+        _forms(page, shot)
         end = page.locator("#iir-study-end")
         expect(end).to_contain_text("C1PR0L1C", timeout=TIMEOUT_MS)
         link = page.locator("#iir-completion-link")
@@ -115,6 +133,10 @@ def test_prolific_flow_completion_code_and_one_participation(browser, app_env, t
     con.close()
     assert recruits == [("prolific", pid), ("prolific", "aaaabbbbccccddddeeeeffff")]
     assert '"STUDY_ID": "st123"' in meta and '"SESSION_ID": "se456"' in meta
+    con = sqlite3.connect(tmp_path / "data" / "prolific-study.sqlite")
+    scores = [r[0] for r in con.execute("SELECT payload FROM events WHERE type='questionnaire' ORDER BY id")]
+    con.close()
+    assert '"tlx_raw": 45.833' in scores[1] and '"sus": 75.0' in scores[2]  # (5 x 50 + 25) / 6; (5 x 3 + 5 x 3) x 2.5
 
 
 MTURK = ("study_id: mturk-study\nrounds: 2\nk: 6\nrecruitment: {platform: mturk, completion_code: MTURK42}\n"
