@@ -72,6 +72,13 @@ def test_a_participant_through_the_page(tiny, tmp_path):
     pid, tab = page.act("give_up_no", pid, tab)
     assert not page.view(pid, tab).confirm_give_up
     pid, tab = page.act("give_up", pid, tab)
+    pid, tab = page.act("feedback", pid, tab)  # searching on instead: the question goes away
+    assert "Mark at least one" in tab.notice and page.view(pid, tab).confirm_give_up
+    extra = page.runner.progress(page.who(pid)).session.last.shown[0]
+    page.act("card", pid, tab, "relevant", extra)
+    pid, tab = page.act("feedback", pid, tab)
+    assert not page.view(pid, tab).confirm_give_up
+    pid, tab = page.act("give_up", pid, tab)
     pid, tab = page.act("give_up_yes", pid, tab)
     v = page.view(pid, tab)
     assert v.phase == "questionnaire" and "rate the system" in v.status
@@ -83,7 +90,8 @@ def test_a_participant_through_the_page(tiny, tmp_path):
 
     events = page.runner.log.events("ui", page.who(pid))
     clicks = [(e.payload["action"], e.payload["image_id"]) for e in events if e.type == "click"]
-    assert clicks == [("mark_relevant", first), ("mark_irrelevant", second), ("unmark", second)]
+    assert clicks == [("mark_relevant", first), ("mark_irrelevant", second), ("unmark", second),
+                      ("mark_relevant", extra)]
     assert events[1].type == "consent" and events[1].client_ts == NOW and [e for e in events if e.type == "description"][0].client_ts == NOW + 1
     assert [e for e in events if e.type == "task_start"][0].client_ts is None  # not sent
 

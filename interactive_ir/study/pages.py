@@ -60,6 +60,8 @@ class TabState:
 
     def sync(self, p: Progress | None) -> None:
         rnd = p.session.round if p is not None and p.session is not None else -1
+        if rnd != self.round or p is None or p.phase != "search":
+            self.confirm_give_up = False  # a new round, task or page drops a pending "Give up?"
         if rnd != self.round:
             self.marks.clear()
             self.reference = ""
