@@ -117,6 +117,12 @@ def test_mixed_condition_views_and_reference(tiny, tmp_path):
     pid, tab = page.act("answer", pid, tab, "yes")
     v = page.view(pid, tab)
     assert "earlier rounds" in v.results.lower() and 'id="iir-earlier"' in v.results
+    sess = page.runner.progress(page.who(pid)).session
+    earlier = next(i for i in sess.turns[0].shown if i not in sess.last.shown)
+    assert f'data-action="pick" data-id="{earlier}"' in v.results  # a passed-over image can still be picked
+    pid, tab = page.act("card", pid, tab, "pick", earlier)
+    target = page.runner.progress(page.who(pid)).current.task.target
+    assert ("not the image" in tab.notice) == (earlier != target)
     assert not v.can_search and v.give_up_label == "End task" and not v.show_conversation
     assert "All rounds used" in v.budget
 

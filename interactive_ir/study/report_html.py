@@ -29,6 +29,26 @@ EVENT_DOC = {
     "server_ts": "the server's clock (unix seconds) when the event was written",
     "server_time": "server_ts as ISO 8601 UTC",
 }
+PAYLOAD_DOC = {  # event type -> the keys of its payload
+    "enrol": "number (enrolment number), recruitment {platform, id, params: the URL parameters}",
+    "resume": "number",
+    "consent": "agreed (true/false)",
+    "task_start": "task_index, total, rounds, practice, time_limit_s, started_at, show_target, prompt, modes, label, "
+                  "k, session_id",
+    "description / answer / skip / search / feedback / reference / relative_caption":
+        "what the participant gave: text, question, relevant and irrelevant ids, reference",
+    "results": "kind, method, query, shown (ids), scores, target_rank (collection rank), target_position (on the "
+               "page), timings, model_latencies, llm_calls, why, error, n_images, elapsed_s",
+    "question_shown": "question, fallback (true: a candidate-built fallback question), model_latencies, timings",
+    "click": "image_id, action (mark_relevant, mark_irrelevant, unmark, reference, unreference), is_target",
+    "wrong_pick": "image_id",
+    "found": "image_id, found_round, position, rounds_used, time_s, wrong_picks, practice",
+    "give_up / budget_exhausted / timeout": "rounds_used, time_s, wrong_picks, practice",
+    "questionnaire": "form, answers {item id: answer}, scores {score: value}, attention {item id: passed}, ended",
+    "screened_out": "items (the answers that screened the participant out)",
+    "error": "action, message (and what the participant gave)",
+    "study_end": "tasks",
+}
 SESSION_DOC = {
     "participant": "participant id", "task": "position in the participant's plan", "task_index":
     "the task's index in the study file (-1: practice)", "target": "target image id", "condition": "condition name",
@@ -47,6 +67,7 @@ QUESTIONNAIRE_DOC = {
 def data_dictionary(study: dict | None) -> list[tuple[str, str, str]]:
     """(file, column, meaning) for every column the export and the report write."""
     rows = [("events.csv|jsonl|parquet", c, EVENT_DOC.get(c, "")) for c in EVENT_COLUMNS]
+    rows += [("events.csv|jsonl|parquet", f"payload of {t}", d) for t, d in PAYLOAD_DOC.items()]
     rows += [("sessions.csv", c, d) for c, d in SESSION_DOC.items()]
     items, scores = [], []
     for form in ("questions", "after_condition", "end_questions"):
