@@ -191,7 +191,7 @@ class ComposedMixin:
         rerank = self.vlm is not None and cfg.rerank
         n = max(want, cfg.rerank_k, cfg.alpha) if rerank else want
         exclude = self.exclude_for(session) + ([ref.id] if ref.id else [])
-        if self.config.exclude_shown:  # earlier references were seen too
+        if self.config.hide_seen:  # earlier references were seen too
             exclude += [prev.reference for prev in session.turns if prev.reference]
         hits = self.retriever.search_row(qrow, n, exclude=exclude)
         turn.timings["retrieve"] = round(time.perf_counter() - t, 6)

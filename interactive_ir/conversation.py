@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from interactive_ir.engine import PAGING_KINDS
 from interactive_ir.errors import BackendError, BadInputError, IIRError, SessionError
 from interactive_ir.llm_log import LoggedLLM
 from interactive_ir.plugir import grounded
@@ -125,7 +126,7 @@ class ConversationMixin:
         turn.extra["plugir"] = {"reformulated": ref.reformulated,
                                 "reformulate_fallback": bool(cfg.reformulates and llm is not None and not ref.reformulated)}
         # the session changes only from here on
-        session.pending_question = ""
+        session.set_question(None)
         self._add_llm_log(turn, llm)
         hits = self._retrieve_for_question(session, turn, cfg)
         return self.record(session, turn, hits, t_start)
@@ -142,8 +143,8 @@ class ConversationMixin:
         t_start = time.perf_counter()
         turn = Turn(round=len(session.turns), kind="skip", query=query, method=cfg.method, started_at=time.time())
         turn.extra["plugir"] = {"skipped_question": session.pending_question, "reformulated": False}
-        session.pending_question = ""
-        hits = self._retrieve_for_question(session, turn, cfg)
+        session.set_question(None)
+        hits = self._retrieve_for_question(session, turn, cfg, page=True)  # the same query: the next page
         return self.record(session, turn, hits, t_start)
 
     def after_turn(self, session: Session, turn: Turn) -> None:
@@ -323,10 +324,12 @@ class ConversationMixin:
         return (self.plugir_config.ask_questions and session.meta.get("ask_questions") is not False
                 and not session.ended and bool(self.questioner_for(session)))
 
-    def _retrieve_for_question(self, session: Session, turn: Turn, cfg: PlugIRConfig, qrow=None) -> list[Hit]:
+    def _retrieve_for_question(self, session: Session, turn: Turn, cfg: PlugIRConfig, qrow=None,
+                               page: bool = False) -> list[Hit]:
         """Retrieve this turn's results; in the same search, the candidate set S_R for the question step.
 
-        `qrow` None: the row of the turn's query text (with the carried row mixed in)."""
+        `qrow` None: the row of the turn's query text (with the carried row mixed in). `page`: leave out
+        every image shown before (skip), whatever `EngineConfig.hide_seen` says."""
         t = time.perf_counter()
         k = self.config.k
         wants = cfg.uses_candidates or self.questioner_for(session) == "grounded"
@@ -334,7 +337,7 @@ class ConversationMixin:
         if qrow is None:
             qrow = self.retriever.text_query_row(self.retriever.encode_text(turn.query))
             qrow = carry_mix(qrow, self._carry(session), cfg.carry_weight)
-        hits = self.retrieve_row(session, qrow, max(k, n))
+        hits = self.retrieve_row(session, qrow, max(k, n), page=page)
         self.note_row(turn, qrow)
         turn.candidates = hits[:n] if n else None  # S_R of this round's question (None: the question step searches it)
         turn.timings["retrieve"] = round(time.perf_counter() - t, 6)
@@ -346,7 +349,8 @@ class ConversationMixin:
         if not cfg.uses_candidates and not grounded:
             return self.hits_of(turn)
         t = time.perf_counter()
-        earlier = {i for t_ in session.turns if t_ is not turn for i in t_.shown} if self.config.exclude_shown else set()
+        pages = self.config.hide_seen or turn.kind in PAGING_KINDS
+        earlier = {i for t_ in session.turns if t_ is not turn for i in t_.shown} if pages else set()
         qrow = turn.query_row  # the row the turn ranked with (feedback, relative caption)
         if qrow is None:
             qrow = self.retriever.text_query_row(self.retriever.encode_text(query))

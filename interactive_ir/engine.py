@@ -9,6 +9,7 @@ The engine receives its backends; it never builds them.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 import threading
@@ -29,12 +30,31 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class EngineConfig:
+    """Engine settings; each field can be set by env `IIR_<FIELD>` (`engine_config`)."""
+
     k: int = 10  # results shown per round
-    exclude_shown: bool = True  # each round shows only images not shown before in the session
+    hide_seen: bool = False  # False: a round shows the top-k over the whole collection, images shown before marked
+    #                          seen (Hit.seen, Turn.seen), so a better query brings the best ones back; "More like my
+    #                          marks" (feedback) and skip still page through unseen images. True: every round shows
+    #                          only images not shown before in the session (the evaluation protocols' setting)
     max_text_chars: int = 2000  # longest description, answer or relative caption accepted
     caption_cache_size: int = 10_000  # captioner captions kept per engine (by image id); 0 turns the cache off
+    exclude_shown: bool | None = None  # the old name of hide_seen: when given, it sets hide_seen (then reads None)
+
+    def __post_init__(self):
+        if self.exclude_shown is not None:
+            object.__setattr__(self, "hide_seen", bool(self.exclude_shown))
+            object.__setattr__(self, "exclude_shown", None)  # dataclasses.replace(cfg, hide_seen=...) then works
 
 
+def engine_config(environ=None, **overrides) -> EngineConfig:
+    """The defaults, then `IIR_*` env vars (IIR_K, IIR_HIDE_SEEN, ...), then non-None `overrides` (CLI flags)."""
+    from interactive_ir.config import apply_env, apply_overrides
+
+    return apply_overrides(apply_env(EngineConfig(), environ=environ), **overrides)
+
+
+PAGING_KINDS = ("feedback", "skip")  # rounds that page through unseen images whatever EngineConfig.hide_seen says
 QUERY_ROW_ATTR = "query_row"  # the Turn field with the row the turn ranked with (transient: never serialised)
 
 # what to do when a text field is empty, by field
@@ -83,8 +103,9 @@ class EngineBase:
         except BadInputError as e:
             raise BadInputError(str(e).replace("the query", f"the {what}")) from None
 
-    def exclude_for(self, session: Session) -> list[str]:
-        return session.shown_ids() if self.config.exclude_shown else []
+    def exclude_for(self, session: Session, page: bool = False) -> list[str]:
+        """The ids a round leaves out: those shown before when it pages (`page`) or the config hides them."""
+        return session.shown_ids() if page or self.config.hide_seen else []
 
     def caption_of(self, image_id: str) -> str:
         """Stored caption, else one from the captioner, else ''."""
@@ -150,11 +171,14 @@ class EngineBase:
         return made
 
     def hits_of(self, turn: Turn) -> list[Hit]:
-        """The hits a turn showed, rebuilt from the index (for the UI and CLI)."""
-        return [self.retriever.hit(self.index.row_of[i], s) for i, s in zip(turn.shown, turn.scores)]
+        """The hits a turn showed, rebuilt from the index (for the UI and CLI); `seen` marks those an earlier
+        round showed too."""
+        seen = set(turn.seen)
+        return [dataclasses.replace(self.retriever.hit(self.index.row_of[i], s), seen=i in seen)
+                for i, s in zip(turn.shown, turn.scores)]
 
-    def retrieve_row(self, session: Session, qrow, k: int | None = None) -> list[Hit]:
-        return self.retriever.search_row(qrow, k or self.config.k, exclude=self.exclude_for(session))
+    def retrieve_row(self, session: Session, qrow, k: int | None = None, page: bool = False) -> list[Hit]:
+        return self.retriever.search_row(qrow, k or self.config.k, exclude=self.exclude_for(session, page))
 
     @staticmethod
     def note_row(turn: Turn, qrow) -> None:
@@ -167,7 +191,9 @@ class EngineBase:
         `t_start` is the `time.perf_counter()` reading when the turn began.
         """
         hits = list(hits)
+        earlier = set(session.shown_ids())
         turn.shown = [h.id for h in hits]
+        turn.seen = [i for i in turn.shown if i in earlier]
         turn.scores = [round(float(h.score), 6) for h in hits]
         turn.why = {h.id: list(h.why) for h in hits if h.why}
         turn.started_at = turn.started_at or time.time()
