@@ -221,3 +221,11 @@ def test_clicking_the_cluster_with_the_target_improves_its_rank(tmp_path):
         after.append(r.rank_of(t1.query_row, target))
     assert np.mean(after) < np.mean(before)
     assert sum(a < b for a, b in zip(after, before)) > sum(a > b for a, b in zip(after, before))
+
+
+def test_the_plugir_evaluation_protocols_keep_llm_questions():
+    """`auto` would ask grounded questions with SmolLM2; the PlugIR protocols measure PlugIR's questioner."""
+    from interactive_ir.evaluation.protocols import get_protocol
+
+    for name in ("plugir", "zs", "mixed"):
+        assert get_protocol(name).mode_configs()["plugir"].questioner == "llm"
