@@ -211,7 +211,7 @@ class Chat:
         if not hits:
             self.say("  (no more results)")
         for i, h in enumerate(hits, 1):
-            self.say(f"  {i}. {h.path}  {h.caption}")
+            self.say(f"  {i}. {h.path}  {h.caption}" + ("  (seen before)" if h.seen else ""))
         if turn.error:
             self.say(f"! {turn.error}")
         if turn.question:
