@@ -241,3 +241,21 @@ def test_the_plugir_evaluation_protocols_keep_llm_questions():
 
     for name in ("plugir", "zs", "mixed"):
         assert get_protocol(name).mode_configs()["plugir"].questioner == "llm"
+
+
+def test_the_questioner_is_a_study_condition(tiny_index):
+    """A study condition chooses its questioner through its plugir settings (dataclasses.replace)."""
+    from types import SimpleNamespace
+
+    from interactive_ir.study.config import Condition
+    from interactive_ir.study.engines import condition_engine
+
+    r, ids, caps = tiny_index
+    base = build_engine(r, llm=FakeLLM())
+    study = SimpleNamespace(k=4)  # condition_engine reads only the study's k
+    cond = Condition("G", "conversation", ("conversation",), settings={"plugir": {"questioner": "grounded"}})
+    eng = condition_engine(base, study, cond)
+    s = eng.new_session()
+    eng.start(s, "a red dog")
+    assert eng.questioner_for(s) == "grounded" and s.question.kind == "choice"
+    assert base.questioner_for(base.new_session()) == "llm"
