@@ -10,8 +10,7 @@ import pytest
 from interactive_ir import cli
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.commands.chat_cmd import Chat
-from interactive_ir.conversation import ConversationMixin
-from interactive_ir.engine import EngineBase, EngineConfig
+from interactive_ir.engine import Engine, EngineConfig
 
 
 def run_chat(monkeypatch, capsys, args, lines):
@@ -65,7 +64,8 @@ def test_chat_quit_and_eof(tiny_index, monkeypatch, capsys):
 
 def test_chat_reports_errors_and_goes_on(tiny_index, monkeypatch, capsys):
     r, ids, caps = tiny_index
-    rc, out = run_chat(monkeypatch, capsys, ["--index", str(r.index.path), "--llm", "none", "-k", "2"],
+    rc, out = run_chat(monkeypatch, capsys, ["--index", str(r.index.path), "--llm", "none", "-k", "2",
+                                             "--questioner", "llm"],
                        ["   ", "a red dog", "yes", "/found x", "/bogus", "/help", "/skip", "/found 1"])
     text = out.out
     assert rc == 0
@@ -89,7 +89,7 @@ def test_like_unlike_ref_call_the_engine(tiny_index):
     r, ids, caps = tiny_index
     calls = []
 
-    class Recording(ConversationMixin, EngineBase):
+    class Recording(Engine):
         def feedback(self, session, relevant, irrelevant=(), method=None):
             calls.append(("feedback", list(relevant), list(irrelevant)))
             return self.search_text(session, session.current_query, kind="feedback")
@@ -112,7 +112,7 @@ def test_like_takes_several_results_and_bad_numbers_change_nothing(tiny_index):
     r, ids, caps = tiny_index
     calls = []
 
-    class Recording(ConversationMixin, EngineBase):
+    class Recording(Engine):
         def feedback(self, session, relevant, irrelevant=(), method=None):
             calls.append((list(relevant), list(irrelevant)))
             return self.search_text(session, session.current_query, kind="feedback")
@@ -142,10 +142,18 @@ def test_chat_builds_the_captioner_and_vlm_from_flags_or_env(tiny_index, monkeyp
 def test_like_and_ref_without_those_modes_say_so(tiny_index):
     r, ids, caps = tiny_index
 
-    class ConversationOnly(ConversationMixin, EngineBase):
-        pass
+    class ConversationOnly:
+        """An engine without the feedback and composed modes (a front-end may get one)."""
 
-    eng = ConversationOnly(r, llm=FakeLLM(), config=EngineConfig(k=3))
+        def __init__(self, engine):
+            self._engine = engine
+
+        def __getattr__(self, name):
+            if name in ("feedback", "relative"):
+                raise AttributeError(name)
+            return getattr(self._engine, name)
+
+    eng = ConversationOnly(Engine(r, llm=FakeLLM(), config=EngineConfig(k=3)))
     out = io.StringIO()
     chat = Chat(eng, io.StringIO("/like 1\n/ref 1 but red\n/quit\n"), out)
     assert chat.run("a red dog") == 0
@@ -160,3 +168,39 @@ def test_chat_rejects_unknown_choices(tiny_index, monkeypatch, capsys, flag, val
     r, ids, caps = tiny_index
     with pytest.raises(SystemExit):
         run_chat(monkeypatch, capsys, ["--index", str(r.index.path), "--llm", "fake", flag, value], [])
+
+
+def test_chat_lists_the_options_of_a_grounded_question_and_a_number_chooses(tiny_index, monkeypatch, capsys):
+    r, ids, caps = tiny_index
+    rc, out = run_chat(monkeypatch, capsys, ["--index", str(r.index.path), "--llm", "none", "-k", "2"],
+                       ["a red dog", "9", "2", "it is red", "/found 1"])
+    text = out.out
+    assert rc == 0 and "type the option's number" in text
+    assert "Q: Which is closest to your image?" in text and "  [1] " in text and "none of these" in text
+    assert "there is no option 9" in text
+    assert "round 1 (answer)" in text and "round 2 (answer)" in text  # "2" chose, "it is red" was typed
+    assert "in round 2 at rank 1" in text
+
+
+def test_chat_marks_results_seen_in_an_earlier_round(tiny_index, monkeypatch, capsys):
+    r, ids, caps = tiny_index
+    rc, out = run_chat(monkeypatch, capsys, ["--index", str(r.index.path), "--llm", "fake", "-k", "4"],
+                       ["a red dog on the beach", "a red dog on the beach", "/quit"])
+    lists = results(out.out)
+    again = [line for line in out.out.splitlines() if line.endswith("(seen before)")]
+    assert rc == 0 and len(lists) == 2 and again and len(again) == len(set(lists[0]) & set(lists[1]))
+
+
+def test_chat_hide_seen_from_the_flag_or_env(tiny_index, monkeypatch, capsys):
+    from interactive_ir.commands import chat_cmd
+
+    r, ids, caps = tiny_index
+    seen = {}
+    monkeypatch.setattr(chat_cmd.Chat, "run", lambda self, d=None: seen.update(hide=self.engine.config.hide_seen) or 0)
+    run_chat(monkeypatch, capsys, ["--index", str(r.index.path), "--llm", "none"], [])
+    assert seen["hide"] is False
+    run_chat(monkeypatch, capsys, ["--index", str(r.index.path), "--llm", "none", "--hide-seen"], [])
+    assert seen["hide"] is True
+    monkeypatch.setenv("IIR_HIDE_SEEN", "1")
+    run_chat(monkeypatch, capsys, ["--index", str(r.index.path), "--llm", "none"], [])
+    assert seen["hide"] is True

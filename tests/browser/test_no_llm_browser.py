@@ -15,8 +15,11 @@ def url(demo_retriever, app_env):
     from conftest import serve_in_process
 
     from interactive_ir.engine import EngineConfig, build_engine
+    from interactive_ir.plugir.config import PlugIRConfig
 
-    engine = build_engine(demo_retriever.retriever, llm=None, config=EngineConfig(k=K))
+    # no LLM and LLM questions chosen: the question mode is off (the default, "auto", asks grounded questions)
+    engine = build_engine(demo_retriever.retriever, llm=None, config=EngineConfig(k=K),
+                          plugir=PlugIRConfig(questioner="llm"))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IIR_CACHE_DIR", app_env["IIR_CACHE_DIR"])
         with serve_in_process(engine, [*demo_retriever.notes, OFF], questions_off_reason=OFF) as u:
