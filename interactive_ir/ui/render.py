@@ -92,7 +92,12 @@ def results_html(engine, st: UIState) -> str:
             f'<div class="iir-pic"><span class="iir-rank">#{rank}</span>{pic}</div>'
             f'<p class="iir-cap">{esc(h.caption or h.id)}</p>'
             f"{_why(turn.why.get(h.id, []))}{actions}</article>")
-    head = f'<div class="iir-page-head">Round {turn.round + 1}: {len(hits)} results</div>'
+    badge = ""
+    if st.refined:
+        badge = ' <span class="iir-badge iir-refined" title="The LLM rewrote the query: these results replace the first ones">Refined</span>'
+    elif "refine" in st.todo or st.working == "refine":
+        badge = ' <span class="iir-badge iir-quick" title="Results of the plain text; the LLM is refining them">Quick results, refining…</span>'
+    head = f'<div class="iir-page-head">Round {turn.round + 1}: {len(hits)} results{badge}</div>'
     ask = ""  # on a phone the dialogue panel sits below the results: say the question above them too
     if s.pending_question and not ended:
         ask = (f'<div class="iir-ask-narrow">System asks: <b>{esc(s.pending_question)}</b> '
@@ -165,9 +170,9 @@ def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "
         label = f'<b class="iir-who">{role}:</b> ' if role else ""
         out.append(f'<div class="iir-msg iir-{who}">{label}{esc(text)}</div>')
     pending = s.pending_question if s else ""
-    if (st.asking or st.question_due) and s and s.turns and not s.ended:
-        out.append('<div class="iir-msg iir-note" role="status">The system is writing a question about these '
-                   "results…</div>")
+    if (st.question_due or st.working == "ask") and s and s.turns and not s.ended:
+        out.append('<div class="iir-msg iir-note iir-asking" role="status">The system is writing a question about '
+                   "these results… (you can mark results or start again meanwhile)</div>")
     elif pending and not (s and s.ended):
         fb = s.last.question_fallback if s.last else False
         note = ('<div class="iir-qnote">A question built from these results (the LLM gave none that helps).</div>'
@@ -216,5 +221,23 @@ def status_md(st: UIState) -> str:
     marks = (f" · marked {len(rel)} relevant, {len(irr)} not relevant: press **More like my marks**"
              if rel or irr else (" · answer the question, mark results, or use one as a reference" if s.pending_question
                                  else " · mark results, or use one as a reference"))
-    asking = " · the LLM is writing a question about these results…" if st.asking or st.question_due else ""
-    return notice + f"Round {s.last.round + 1} · {len(s.last.shown)} results{marks}{asking}"
+    return notice + f"Round {s.last.round + 1} · {len(s.last.shown)} results{marks}{working_md(st)}"
+
+
+WORKING = {  # what the status line says while a model step is due or runs
+    "refine": {"answer": "the LLM is rewriting the dialogue to refine these results",
+               "feedback": "the LLM is rewriting the query from your marks to refine these results",
+               "relative": "the LLM is reading your caption to refine these results"},
+    "ask": "the system is writing a question about these results",
+}
+
+
+def working_md(st: UIState) -> str:
+    """' · <what the models are doing>…' while model work of the round is due, else ''."""
+    step = st.working or (st.todo[0] if st.todo else "")
+    if not step or not st.started or st.ended:
+        return ""
+    say = WORKING.get(step, "")
+    if isinstance(say, dict):
+        say = say.get(st.redo.action if st.redo else "", "the LLM is refining these results")
+    return f" · {say}…" if say else ""

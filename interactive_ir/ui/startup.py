@@ -33,6 +33,7 @@ class AppConfig:
     host: str = "0.0.0.0"  # interface to listen on
     port: int = 7860  # port (also from PORT or GRADIO_SERVER_PORT)
     concurrency: int = 2  # model steps running at once across all users (queue concurrency limit)
+    search_concurrency: int = 4  # actions' retrievals running at once across all users (never behind model steps)
     queue_size: int = 64  # most waiting requests before new ones are turned away
     study: Path | None = None  # a user-study file: serve the study page instead (interactive_ir.study.ui)
 
