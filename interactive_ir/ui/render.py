@@ -170,9 +170,10 @@ def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "
         label = f'<b class="iir-who">{role}:</b> ' if role else ""
         out.append(f'<div class="iir-msg iir-{who}">{label}{esc(text)}</div>')
     pending = s.pending_question if s else ""
-    if (st.question_due or st.working == "ask") and s and s.turns and not s.ended:
-        out.append('<div class="iir-msg iir-note iir-asking" role="status">The system is writing a question about '
-                   "these results… (you can mark results or start again meanwhile)</div>")
+    if st.pending and s and s.turns and not s.ended:
+        say = working_md(st).lstrip(" ·").rstrip("…") or "the system is working on these results"
+        out.append(f'<div class="iir-msg iir-note iir-asking" role="status">{esc(say[0].upper() + say[1:])}… '
+                   "(you can mark results or start again meanwhile)</div>")
     elif pending and not (s and s.ended):
         fb = s.last.question_fallback if s.last else False
         note = ('<div class="iir-qnote">A question built from these results (the LLM gave none that helps).</div>'
