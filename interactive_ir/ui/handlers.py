@@ -187,6 +187,25 @@ def skip(engine, st: UIState, *, defer_question: bool = False, later: bool = Fal
     return st
 
 
+def choose(engine, st: UIState, index, question: str = "", *, defer_question: bool = False,
+           later: bool = False) -> UIState:
+    """A click on option `index` (0-based) of the pending question; `question` is the text of the question
+    the click was made on (a question a newer action replaced is refused, nothing changes)."""
+    s = _open(st)
+    if not hasattr(engine, "answer_choice"):
+        raise BadInputError("questions with options are not available in this app")
+    try:
+        index = int(index)
+    except (TypeError, ValueError):
+        raise BadInputError(f"not an option: {index!r}") from None
+    with _question_later(engine, st, s, defer_question or later):
+        engine.answer_choice(s, index, question or None)
+    _moved(st)
+    st.new_page()
+    st.notice = ""
+    return st
+
+
 # --- relevance feedback -------------------------------------------------------------------------
 def toggle_mark(engine, st: UIState, image_id: str, relevant: bool) -> UIState:
     """Mark a result on the page relevant (or not); the same click again removes the mark."""

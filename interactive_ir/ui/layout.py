@@ -75,10 +75,11 @@ def in_background(fn, *args) -> futures.Future:
 
 
 def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title: str = TITLE,
-               search_concurrency: int = 4):
+               search_concurrency: int = 4, examples=render.EXAMPLES):
     """The Gradio page over a shared, read-only `engine`; per-tab state lives in `gr.State`.
 
     `search_concurrency`: actions' retrievals running at once (model steps use the queue's default limit).
+    `examples`: descriptions offered on the empty page (a click runs the search).
     """
     import gradio as gr
 
@@ -114,12 +115,13 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
                     fb_btn = gr.Button("More like my marks", variant="secondary", elem_id="iir-feedback", size="md",
                                        visible=m.feedback, scale=0, min_width=190,
                                        interactive=False)
-                results = gr.HTML(render.results_html(engine, UIState()), elem_id="iir-results", js_on_load=js,
+                results = gr.HTML(render.results_html(engine, UIState(), examples), elem_id="iir-results",
+                                  js_on_load=js,
                                   min_height=120)
             with gr.Column(scale=2, min_width=300):
                 with gr.Group(elem_id="iir-dialogue-panel"):
-                    dialogue = gr.HTML(render.dialogue_html(UIState(), m.questions, off), elem_id="iir-dialogue",
-                                       js_on_load=None, padding=True)
+                    dialogue = gr.HTML(render.dialogue_html(UIState(), m.questions, off, engine),
+                                       elem_id="iir-dialogue", js_on_load=js, padding=True)
                     answer_box = gr.Textbox(label="Your answer", elem_id="iir-answer", lines=1, max_lines=4,
                                             submit_btn="Answer", interactive=False,
                                             placeholder="Questions are off (no LLM)" if not m.questions
@@ -143,6 +145,10 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
                                               visible=m.composed)
         with gr.Accordion("Earlier rounds", open=True, elem_id="iir-strip-panel"):
             strip = gr.HTML(render.strip_html(engine, UIState()), elem_id="iir-strip", js_on_load=js)
+        with gr.Row(visible=False):  # inputs of the "choose" API endpoint (the page clicks options instead)
+            api_option = gr.Number(precision=0, label="option")
+            api_question = gr.Textbox(label="question")
+            api_choose = gr.Button("choose")
 
         outputs = [state, status, results, dialogue, strip, reference, desc, answer_box, caption_box, upload, skip_btn,
                    fb_btn]
@@ -159,8 +165,8 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
             return "The system's next question will appear above" if st.started else "Describe your image first"
 
         def view(st: UIState, clear: tuple[str, ...] = ()) -> dict:
-            out = {state: st, status: render.status_md(st), results: render.results_html(engine, st),
-                   dialogue: render.dialogue_html(st, m.questions, off), strip: render.strip_html(engine, st),
+            out = {state: st, status: render.status_md(st), results: render.results_html(engine, st, examples),
+                   dialogue: render.dialogue_html(st, m.questions, off, engine), strip: render.strip_html(engine, st),
                    reference: render.reference_html(engine, st),
                    desc: gr.Textbox(label=DESC_AGAIN if st.started else DESC_FIRST),  # Enter there starts over
                    # controls that cannot act now are greyed out: Answer and Skip with no question, More like
@@ -291,6 +297,18 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
                 (caption_box.submit, "relative", [state, caption_box, comp_method], ("caption", "upload"))):
             trigger(act_event(name, clear), inputs, outputs, api_name=name, **act).then(
                 follow_up, [state], outputs, api_name=f"{name}_model", **model)
+
+        choose = act_event("choose")
+
+        def on_choose(st: UIState, evt: gr.EventData):
+            """A click on one of the question's options (thumbnails, none of these, yes/no)."""
+            data = getattr(evt, "_data", None) or {}
+            return choose(st, data.get("index"), str(data.get("question") or ""))
+
+        dialogue.click(on_choose, [state], outputs, api_name="on_choose", **act).then(
+            follow_up, [state], outputs, api_name="choose_model", **model)
+        # the same through the HTTP API (option number from 0, the question's text as shown): for scripts
+        api_choose.click(choose, [state, api_option, api_question], outputs, api_name="choose", **act)
         results.click(on_card, [state], outputs, **cheap)
         strip.click(on_card, [state], outputs, **cheap)  # "Found" under an earlier round's thumbnail
         upload.upload(on_upload, [state, upload], outputs, **cheap)

@@ -59,6 +59,11 @@ class AppPage:
         self.page.wait_for_function("() => !document.querySelector('.progress-text, .eta-bar, .wrap.pending')",
                                     timeout=TIMEOUT_MS)
 
+    def wait_model(self) -> None:
+        """The model work of the round on the page (refinement, question) is done."""
+        self.page.wait_for_function(
+            "() => !document.querySelector('#iir-dialogue .iir-asking, #iir-results .iir-quick')", timeout=TIMEOUT_MS)
+
     # --- doing things -----------------------------------------------------------------------------
     def search(self, text: str) -> None:
         box = self.page.locator("#iir-desc textarea")

@@ -48,6 +48,7 @@ def test_full_search_every_mode(app, shot):
     question = page.locator("#iir-dialogue .iir-question").inner_text()
     app.answer("it is black and white")
     app.expect_round(2)
+    app.wait_model()  # the plain dialogue's results, then the LLM's rewrite's
     assert "You: it is black and white" in app.dialogue()
     assert page.locator("#iir-answer textarea").input_value() == ""
     ids2 = app.ids()
@@ -69,6 +70,7 @@ def test_full_search_every_mode(app, shot):
 
     app.more_like_marks()
     app.expect_round(3)
+    app.wait_model()
     ids3 = app.ids()
     assert len(ids3) == K and not set(ids3) & (set(ids1) | set(ids2))
     assert "(you marked 1 relevant, 1 not relevant)" in app.dialogue()
@@ -84,6 +86,7 @@ def test_full_search_every_mode(app, shot):
     assert app.button(1, "reference").get_attribute("aria-pressed") == "true"
     app.relative("the same but with a blue background")
     app.expect_round(4)
+    app.wait_model()
     ids4 = app.ids()
     assert ref not in ids4 and not set(ids4) & (set(ids1) | set(ids2) | set(ids3))
     strip = page.locator("#iir-strip").inner_text()
@@ -96,10 +99,11 @@ def test_full_search_every_mode(app, shot):
     app.button(2, "found").click()
     app.expect_status("Found")
     assert f"{target}" in app.status() and "round 4 at rank 3" in app.status()
-    assert page.locator("#iir-results button[data-action]").count() == 0
+    assert page.locator("#iir-results .iir-actions button[data-action]").count() == 0
     assert page.locator("#iir-results .iir-card.is-found").get_attribute("data-id") == target
-    expect(page.locator("#iir-answer textarea")).to_be_disabled()  # no more questions for an ended search
-    expect(page.locator("#iir-skip")).to_be_disabled()
+    expect(page.locator("#iir-answer")).to_be_hidden()  # no more questions for an ended search
+    expect(page.locator("#iir-skip")).to_be_hidden()
+    expect(page.locator("#iir-caption")).to_be_hidden()
     shot(page, "found")
 
     # new search: an empty page and boxes
@@ -107,7 +111,7 @@ def test_full_search_every_mode(app, shot):
     app.expect_status("Start by describing")
     assert app.cards.count() == 0 and page.locator("#iir-desc textarea").input_value() == ""
     shot(page, "new-search")
-    expect(page.locator("#iir-answer textarea")).to_be_enabled()
+    expect(page.locator("#iir-answer textarea")).to_be_disabled()  # no question yet
     app.search("a red flag")
     app.expect_round(1)
     assert "a cat" not in app.dialogue()
@@ -304,4 +308,4 @@ def test_double_click_i_found_it(app, shot):
     assert app.page.locator(".toast-body").filter(has_text="Something went wrong").count() == 0
     assert app.page.locator("#iir-results .iir-card.is-found").count() == 1
     shot(app.page, "found-twice")
-    expect(app.page.locator("#iir-answer textarea")).to_be_disabled()  # no answering after the end
+    expect(app.page.locator("#iir-answer")).to_be_hidden()  # no answering after the end
