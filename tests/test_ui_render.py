@@ -83,3 +83,30 @@ def test_yes_no_options_render_as_buttons():
     s.set_question(Question("Is it on grass?", "yesno", (Option("yes"), Option("no")), 0))
     html = render.dialogue_html(UIState(session=s), True, "", Eng())
     assert re.findall(r'iir-opt-label">([^<]+)<', html) == ["Yes", "No"] and "iir-opts-yesno" in html
+
+
+def test_options_have_plain_names_and_hide_what_needs_a_missing_llm(grounded):
+    from interactive_ir.ui.handlers import FEEDBACK_CHOICES, QUESTIONER_CHOICES, choices
+
+    with_llm = choices(FEEDBACK_CHOICES, True)
+    assert [v for _, v in with_llm] == ["", "summary", "keywords", "cot", "expand", "rocchio"]
+    assert all(":" in label and label.split(":")[0] not in {"summary", "cot", "rocchio"} for label, _ in with_llm)
+    assert [v for _, v in choices(FEEDBACK_CHOICES, False)] == ["", "expand", "rocchio"]
+    assert "llm" not in [v for _, v in choices(QUESTIONER_CHOICES, False)]
+
+
+def test_the_chosen_kind_of_question_holds_for_this_and_later_searches(grounded, tiny_index):
+    from interactive_ir.backends.llms import FakeLLM
+    from interactive_ir.errors import BadInputError
+
+    st = h.set_questioner(grounded, UIState(), "grounded")
+    st = h.start(grounded, st, "a red dog")
+    assert st.session.meta["questioner"] == "grounded"
+    with pytest.raises(BadInputError, match="need an LLM"):
+        h.set_questioner(grounded, st, "llm")
+    eng = build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=K))
+    st = h.set_questioner(eng, st, "llm")
+    assert st.session.meta["questioner"] == "llm"
+    h.new_search(eng, st)
+    assert h.start(eng, st, "a cat").session.meta["questioner"] == "llm"
+    assert "questioner" not in h.set_questioner(eng, st, "").session.meta

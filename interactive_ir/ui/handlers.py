@@ -21,6 +21,32 @@ log = logging.getLogger(__name__)
 
 FEEDBACK_METHODS = ("summary", "keywords", "cot", "expand", "rocchio")
 COMPOSED_METHODS = ("imagescope", "compose")
+QUESTIONERS = ("grounded", "llm")
+
+# the Options panel: (plain name: one-line explanation, value); "llm" marks the choices that need an LLM
+FEEDBACK_CHOICES = (
+    ("Automatic: the best method available here", "", False),
+    ("LLM summary: the LLM merges the captions of your relevant images into one description", "summary", True),
+    ("LLM keywords: the LLM lists the keywords your relevant images share", "keywords", True),
+    ("LLM reasoning: the LLM reasons about what your marks share, then describes it (slower)", "cot", True),
+    ("Add captions: the captions of your relevant images are added to your description (no LLM)", "expand", False),
+    ("Move the query: towards the images you marked relevant, away from the others (no LLM)", "rocchio", False),
+)
+COMPOSED_CHOICES = (
+    ("Automatic: the best method available here", "", False),
+    ("LLM rewrite: the LLM describes the reference as changed by your caption (ImageScope)", "imagescope", True),
+    ("Add the caption to the picture: the reference's vector plus your caption's (no LLM)", "compose", False),
+)
+QUESTIONER_CHOICES = (
+    ("Automatic: written questions with a good LLM, picture questions otherwise", "", False),
+    ("Picture questions: pick the closest image or answer yes/no (no LLM, instant)", "grounded", False),
+    ("Written questions: the LLM asks about the results, you type the answer", "llm", True),
+)
+
+
+def choices(table, has_llm: bool) -> list[tuple[str, str]]:
+    """(label, value) pairs of an Options table, without the choices that need an absent LLM."""
+    return [(label, value) for label, value, llm in table if has_llm or not llm]
 
 
 @dataclass(frozen=True)
@@ -122,6 +148,23 @@ def ask_question(engine, st: UIState) -> UIState:
     return st
 
 
+def set_questioner(engine, st: UIState, questioner: str) -> UIState:
+    """The user's choice of questions ("" automatic, "grounded", "llm"), for this search and the next ones."""
+    questioner = (questioner or "").strip().lower()
+    if questioner and questioner not in QUESTIONERS:
+        raise BadInputError(f"unknown kind of question {questioner!r}; choose one of {', '.join(QUESTIONERS)}")
+    if questioner == "llm" and getattr(engine, "llm", None) is None:
+        raise BadInputError("written questions need an LLM, and none is loaded: picture questions are used")
+    st.questioner = questioner
+    if st.session is not None:
+        if questioner:
+            st.session.meta["questioner"] = questioner
+        else:
+            st.session.meta.pop("questioner", None)
+    st.notice = "The next question will follow your choice." if st.started and not st.ended else ""
+    return st
+
+
 # --- starting and resetting --------------------------------------------------------------------
 def start(engine, st: UIState, description: str, *, defer_question: bool = False, later: bool = False) -> UIState:
     """A new search from a first description (replaces any search in this tab).
@@ -131,7 +174,7 @@ def start(engine, st: UIState, description: str, *, defer_question: bool = False
     "refine" step (`interactive_ir.ui.work`): the round is shown from retrieval alone, then replaced.
     """
     text = engine.check_text(description, "description")
-    session = engine.new_session(source="web")
+    session = engine.new_session(source="web", **({"questioner": st.questioner} if st.questioner else {}))
     with _question_later(engine, st, session, defer_question or later):
         if modes(engine).conversation:
             engine.start(session, text)

@@ -16,7 +16,7 @@ from pathlib import Path
 from interactive_ir.errors import IIRError
 from interactive_ir.ui import handlers, render, work
 from interactive_ir.ui.gpu import gpu
-from interactive_ir.ui.handlers import COMPOSED_METHODS, FEEDBACK_METHODS, modes
+from interactive_ir.ui.handlers import modes
 from interactive_ir.ui.state import UIState
 
 log = logging.getLogger(__name__)
@@ -137,18 +137,24 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
                                              placeholder="e.g. the same, but at night with two dogs")
                     clear_ref_btn = gr.Button("Clear reference", elem_id="iir-clear-ref", size="sm")
                 with gr.Accordion("Options", open=False, elem_id="iir-options"):
-                    fb_method = gr.Dropdown([("engine default", ""), *FEEDBACK_METHODS], value="",
-                                            label="Relevance feedback method", elem_id="iir-fb-method",
-                                            visible=m.feedback)
-                    comp_method = gr.Dropdown([("engine default", ""), *COMPOSED_METHODS], value="",
-                                              label="Reference + caption method", elem_id="iir-comp-method",
-                                              visible=m.composed)
+                    has_llm = getattr(engine, "llm", None) is not None
+                    questioner = gr.Radio(handlers.choices(handlers.QUESTIONER_CHOICES, has_llm), value="",
+                                          label="Questions", elem_id="iir-questioner", visible=m.questions)
+                    fb_method = gr.Radio(handlers.choices(handlers.FEEDBACK_CHOICES, has_llm), value="",
+                                         label="More like my marks: how", elem_id="iir-fb-method",
+                                         visible=m.feedback)
+                    comp_method = gr.Radio(handlers.choices(handlers.COMPOSED_CHOICES, has_llm), value="",
+                                           label="Reference + caption: how", elem_id="iir-comp-method",
+                                           visible=m.composed)
         with gr.Accordion("Earlier rounds", open=True, elem_id="iir-strip-panel"):
             strip = gr.HTML(render.strip_html(engine, UIState()), elem_id="iir-strip", js_on_load=js)
-        with gr.Row(visible=False):  # inputs of the "choose" API endpoint (the page clicks options instead)
+        with gr.Row(visible=False):  # the HTTP API's inputs for what the page does with clicks (for scripts)
             api_option = gr.Number(precision=0, label="option")
             api_question = gr.Textbox(label="question")
             api_choose = gr.Button("choose")
+            api_action = gr.Textbox(label="card action")
+            api_id = gr.Textbox(label="image id")
+            api_card = gr.Button("card")
 
         outputs = [state, status, results, dialogue, strip, reference, desc, answer_box, caption_box, upload, skip_btn,
                    fb_btn]
@@ -309,10 +315,17 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
             follow_up, [state], outputs, api_name="choose_model", **model)
         # the same through the HTTP API (option number from 0, the question's text as shown): for scripts
         api_choose.click(choose, [state, api_option, api_question], outputs, api_name="choose", **act)
+        api_card.click(lambda st, a, i: quick(handlers.card_action, st, a or "", i or ""), [state, api_action, api_id],
+                       outputs, api_name="card", **cheap)
         results.click(on_card, [state], outputs, **cheap)
         strip.click(on_card, [state], outputs, **cheap)  # "Found" under an earlier round's thumbnail
         upload.upload(on_upload, [state, upload], outputs, **cheap)
         upload.clear(on_clear_upload, [state], outputs, **cheap)
         clear_ref_btn.click(on_clear_reference, [state], outputs, **cheap)
         new_btn.click(on_new, [state], outputs, **cheap)
+
+        def on_questioner(st: UIState, value):
+            return quick(handlers.set_questioner, st, value or "")
+
+        questioner.change(on_questioner, [state, questioner], outputs, **cheap)
     return demo

@@ -36,6 +36,7 @@ class UIState:
     redo: Redo | None = None  # how to make this round again with the LLM ("refine"), when it is due
     working: str = ""  # the model step running now for this tab ("" none)
     refined: bool = False  # this round's results were replaced by the model's ("refine" adopted)
+    questioner: str = ""  # the kind of questions chosen in Options ("" automatic, "grounded", "llm")
 
     def __post_init__(self) -> None:
         self.lock = threading.RLock()  # not a field: asdict/deepcopy/pickle of the state never touch it
@@ -43,7 +44,8 @@ class UIState:
     # gr.State deep-copies its initial value for every new tab: give each copy its own lock.
     def __deepcopy__(self, memo) -> UIState:
         return UIState(copy.deepcopy(self.session, memo), dict(self.marks), self.reference, self.upload, self.notice,
-                       self.epoch, list(self.todo), copy.deepcopy(self.redo, memo), self.working, self.refined)
+                       self.epoch, list(self.todo), copy.deepcopy(self.redo, memo), self.working, self.refined,
+                       self.questioner)
 
     def __getstate__(self) -> dict:  # picklable (a spaces.GPU worker receives a copy)
         d = dict(self.__dict__)
