@@ -34,7 +34,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from interactive_ir.ui.logs import browser_url, setup_logging
+
+    setup_logging()
     args = parse_args(argv)
     from interactive_ir.errors import IIRError
     from interactive_ir.ui import build_demo, launch_options
@@ -62,8 +64,12 @@ def main(argv=None) -> int:
         demo = build_demo(parts.engine, parts.notes, questions_off_reason=parts.questions_off_reason,
                           search_concurrency=cfg.search_concurrency)
     demo.queue(default_concurrency_limit=cfg.concurrency, max_size=cfg.queue_size)
-    log.info("serving on http://%s:%d", cfg.host, cfg.port)
-    demo.launch(server_name=cfg.host, server_port=cfg.port, **launch_options(parts.engine))
+    demo.launch(server_name=cfg.host, server_port=cfg.port, quiet=True, prevent_thread_lock=True,
+                **launch_options(parts.engine))
+    url = browser_url(cfg.host, cfg.port)
+    where = "" if f"//{cfg.host}:" in url else f" (listening on {cfg.host}:{cfg.port})"
+    log.info("ready: open %s in a browser%s", url, where)
+    demo.block_thread()
     return 0
 
 

@@ -86,13 +86,20 @@ def load_optional(kind: str, spec: str, make: Callable[[str], object]) -> tuple[
 
 
 def _progress_logger() -> Callable[[int, int, str], None]:
-    last = {"pct": -10}
+    """Index-building progress: one line rewritten in place on a terminal, a log line per quarter otherwise."""
+    import sys
+
+    tty = sys.stderr.isatty()
+    last = {"pct": -25}
 
     def progress(done: int, total: int, msg: str = "") -> None:
         pct = int(100 * done / total) if total else 100
-        if pct >= last["pct"] + 10 or done == total:
+        if tty:
+            sys.stderr.write(f"\rbuilding the index: {done}/{total} images ({pct}%)" + ("\n" if done >= total else ""))
+            sys.stderr.flush()
+        elif pct >= last["pct"] + 25 or done == total:
             last["pct"] = pct
-            log.info("building the index: %d/%d images (%d%%) %s", done, total, pct, msg or "")
+            log.info("building the index: %d/%d images (%d%%)", done, total, pct)
 
     return progress
 
