@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from interactive_ir.config import apply_env
+from interactive_ir.core import TextSearch
 from interactive_ir.errors import BackendError, BadInputError, SessionError
 from interactive_ir.session import Session, Turn
 from interactive_ir.types import Hit
@@ -115,12 +116,32 @@ def load_upload(image, max_bytes: int | None = None):
     raise BadInputError(f"cannot read an image from a {type(image).__name__}: upload a JPEG, PNG, WebP, GIF or BMP")
 
 
-class ComposedMixin:
-    """`relative(session, caption, reference=None, image=None, method=None) -> Turn`."""
+class Composed:
+    """`relative(session, caption, reference=None, image=None, method=None) -> Turn`. Receives the search
+    core, the LLM (None: the compose method only), the VLM (None: no re-ranking) and its config."""
+
+    def __init__(self, core: TextSearch, llm, vlm, config: ComposedConfig):
+        self.core = core
+        self.llm = llm
+        self.vlm = vlm
+        self.composed_config = config
 
     @property
-    def composed_config(self) -> ComposedConfig:
-        return composed_config(self.mode_configs.get("composed"))
+    def retriever(self):
+        return self.core.retriever
+
+    @property
+    def index(self):
+        return self.core.index
+
+    @property
+    def captioner(self):
+        return self.core.captioner
+
+    @property
+    def config(self):
+        """The engine's config (k, the seen/hidden policy)."""
+        return self.core.config
 
     # --- validation (nothing changes before all of it passes) ----------------------------------------
     def resolve_method(self, method: str | None) -> str:
@@ -157,8 +178,8 @@ class ComposedMixin:
     def relative(self, session: Session, caption: str, reference: str | None = None, image=None,
                  method: str | None = None) -> Turn:
         """One composed-search round: the reference changed as the relative caption says."""
-        self._check_open(session)
-        caption = self.check_text(caption, "relative caption")
+        self.core.check_open(session)
+        caption = self.core.check_text(caption, "relative caption")
         m = self.resolve_method(method)
         ref = self.resolve_reference(session, reference, image)
         cfg = self.composed_config
@@ -190,8 +211,8 @@ class ComposedMixin:
         want = self.config.k
         rerank = self.vlm is not None and cfg.rerank
         n = max(want, cfg.rerank_k, cfg.alpha) if rerank else want
-        exclude = self.exclude_for(session) + ([ref.id] if ref.id else [])
-        if self.config.exclude_shown:  # earlier references were seen too
+        exclude = self.core.exclude_for(session) + ([ref.id] if ref.id else [])
+        if self.config.hide_seen:  # earlier references were seen too
             exclude += [prev.reference for prev in session.turns if prev.reference]
         hits = self.retriever.search_row(qrow, n, exclude=exclude)
         turn.timings["retrieve"] = round(time.perf_counter() - t, 6)
@@ -199,9 +220,9 @@ class ComposedMixin:
             hits = self._rerank(turn, caption, ref, hits, m, errors)
         turn.error = "; ".join(errors)
         session.composed_history.append([float(x) for x in row])
-        self.note_row(turn, qrow)
+        turn.query_row = qrow
         session.carry_row = [float(x) for x in qrow]  # later answers and skips keep this round's effect
-        return self.record(session, turn, hits[:want], t_start)
+        return self.core.record(session, turn, hits[:want], t_start)
 
     # --- building blocks -----------------------------------------------------------------------------
     def _reference_vector(self, ref: Reference, errors: list[str]) -> np.ndarray:
@@ -229,7 +250,7 @@ class ComposedMixin:
 
         if ref.id:
             try:
-                cap = self.caption_of(ref.id)
+                cap = self.core.caption_of(ref.id)
             except BackendError as e:
                 errors.append(f"the captioner failed on the reference ({e})")
                 cap = ""
@@ -321,5 +342,5 @@ class ComposedMixin:
         return hits
 
 
-__all__ = ["ComposedConfig", "ComposedMixin", "Reference", "compose_vector", "composed_config", "history_mean",
+__all__ = ["ComposedConfig", "Composed", "Reference", "compose_vector", "composed_config", "history_mean",
            "load_upload"]

@@ -1,229 +1,202 @@
 """The search engine: one object, shared read-only by every user, that moves a `Session` forward.
 
-Modes are mixins, one module each, so they can be mixed within a session:
-- conversation (PlugIR questions and answers): `interactive_ir.conversation.ConversationMixin`
-- relevance feedback: `interactive_ir.feedback.FeedbackMixin`
-- composed search (reference + relative caption): `interactive_ir.composed.ComposedMixin`
+`Engine` owns plain mode objects, each given its dependencies:
+- `core` (`core.TextSearch`): retrieval, captions, recording a round, text search, "found";
+- `asker` (`asking.Asker`): the ASK step, PlugIR's LLM questioner or grounded questions without an LLM;
+- `conversation_mode` (`conversation.Conversation`): describe, answer, skip, clicked answers, REFINE;
+- `feedback_mode` (`feedback.Feedback`): relevance feedback;
+- `composed_mode` (`composed.Composed`): reference image + relative caption.
+A round is named steps with typed results: RETRIEVE (every action method: the `Turn` with its results,
+no LLM except where a method's own rewrite needs one), REFINE (`refine`: an answer's LLM rewrite,
+`steps.Refinement`) and ASK (`ask`: the next `types.Question`). By default an action method runs them
+all, as one call (`ask=True`, `refine=True`); the web page passes False and runs the model steps
+afterwards, dropping their result when a newer action superseded them (the session is left as is).
 The engine receives its backends; it never builds them.
 """
 
 from __future__ import annotations
 
-import importlib
-import logging
-import threading
-import time
-from collections import OrderedDict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 
-import numpy as np
-
-from interactive_ir.errors import BackendError, BadInputError, SessionError
-from interactive_ir.retrieval import Retriever, check_query_text
+from interactive_ir.asking import Asker
+from interactive_ir.composed import Composed, ComposedConfig, composed_config
+from interactive_ir.conversation import Conversation
+from interactive_ir.core import PAGING_KINDS, QUERY_ROW_ATTR, EngineConfig, TextSearch, engine_config
+from interactive_ir.feedback import Feedback, FeedbackConfig, feedback_config
+from interactive_ir.plugir.config import PlugIRConfig, plugir_config
+from interactive_ir.retrieval import Retriever
 from interactive_ir.session import Session, Turn
-from interactive_ir.types import Hit
+from interactive_ir.steps import QuestionStep, Refinement
+from interactive_ir.types import Question
 
-log = logging.getLogger(__name__)
+__all__ = ["Engine", "EngineBase", "EngineConfig", "PAGING_KINDS", "QUERY_ROW_ATTR", "build_engine",
+           "engine_config"]
 
-
-@dataclass(frozen=True)
-class EngineConfig:
-    k: int = 10  # results shown per round
-    exclude_shown: bool = True  # each round shows only images not shown before in the session
-    max_text_chars: int = 2000  # longest description, answer or relative caption accepted
-    caption_cache_size: int = 10_000  # captioner captions kept per engine (by image id); 0 turns the cache off
+EngineBase = TextSearch  # the old name of the mode-less engine (plain text search, found, captions)
 
 
-QUERY_ROW_ATTR = "query_row"  # the Turn field with the row the turn ranked with (transient: never serialised)
+class Engine:
+    """Every mode over one index, with the given backends (None where a backend is absent)."""
 
-# what to do when a text field is empty, by field
-_EMPTY_HINTS = {
-    "answer": "type an answer, or skip the question",
-    "relative caption": "say how your image differs from the reference",
-}
-
-
-def _mixins() -> tuple[type, ...]:
-    found = []
-    for mod, cls in (("interactive_ir.conversation", "ConversationMixin"), ("interactive_ir.feedback", "FeedbackMixin"),
-                     ("interactive_ir.composed", "ComposedMixin")):
-        try:
-            found.append(getattr(importlib.import_module(mod), cls))
-        except ModuleNotFoundError as e:
-            if e.name != mod:
-                raise
-    return tuple(found)
-
-
-class EngineBase:
-    """Text search turns, paging, 'found', and caption lookup. Mode mixins build on these."""
-
-    def __init__(self, retriever: Retriever, llm=None, captioner=None, vlm=None,
-                 config: EngineConfig = EngineConfig(), **mode_configs):
-        self.retriever = retriever
-        self.llm = llm  # an LLM backend or None (question mode disabled, feedback/compose still work)
-        self.captioner = captioner  # a Captioner or None (stored captions only)
+    def __init__(self, retriever: Retriever, llm=None, captioner=None, vlm=None, config: EngineConfig = EngineConfig(),
+                 *, plugir: PlugIRConfig | None = None, feedback: FeedbackConfig | None = None,
+                 composed: ComposedConfig | None = None):
+        self.llm = llm  # an LLM backend or None (grounded questions; feedback and compose still work)
         self.vlm = vlm  # a VLM or None (no re-ranking)
-        self.config = config
-        self.mode_configs = mode_configs  # per-mode config dataclasses, by name ("plugir", "feedback", ...)
-        self._captions: OrderedDict[str, str] = OrderedDict()  # captioner captions by image id, oldest first
-        self._captions_lock = threading.Lock()  # the engine is shared by every user's thread
+        self.core = TextSearch(retriever, captioner, config)
+        self.asker = Asker(self.core, llm, plugir if plugir is not None else plugir_config())
+        self.conversation_mode = Conversation(self.core, llm, self.asker)
+        self.feedback_mode = Feedback(self.core, llm, feedback_config(feedback))
+        self.composed_mode = Composed(self.core, llm, vlm, composed_config(composed))
+
+    # --- what the engine is made of ------------------------------------------------------------------
+    @property
+    def retriever(self) -> Retriever:
+        return self.core.retriever
 
     @property
     def index(self):
-        return self.retriever.index
+        return self.core.index
 
-    # --- building blocks ---------------------------------------------------------------------
+    @property
+    def captioner(self):
+        return self.core.captioner
+
+    @property
+    def config(self) -> EngineConfig:
+        return self.core.config
+
+    @property
+    def plugir_config(self) -> PlugIRConfig:
+        return self.asker.config
+
+    @property
+    def feedback_config(self) -> FeedbackConfig:
+        return self.feedback_mode.feedback_config
+
+    @property
+    def composed_config(self) -> ComposedConfig:
+        return self.composed_mode.composed_config
+
+    @property
+    def mode_configs(self) -> dict:
+        """The mode configs by name, as `build_engine` takes them (a copy)."""
+        return {"plugir": self.plugir_config, "feedback": self.feedback_config, "composed": self.composed_config}
+
+    @property
+    def questions_enabled(self) -> bool:
+        return self.asker.questions_enabled
+
+    def questioner_for(self, session: Session) -> str:
+        return self.asker.questioner_for(session)
+
+    def add_record_hook(self, hook: Callable[[Session, Turn], None]) -> None:
+        """Call `hook(session, turn)` whenever a round is recorded (before its question is asked)."""
+        self.core.record_hooks.append(hook)
+
+    # --- plain building blocks -----------------------------------------------------------------------
+    def new_session(self, **meta) -> Session:
+        return self.core.new_session(**meta)
+
     def check_text(self, text: str, what: str = "text") -> str:
-        if what in _EMPTY_HINTS and not (text or "").strip():
-            raise BadInputError(f"the {what} is empty: {_EMPTY_HINTS[what]}")
-        try:
-            return check_query_text(text, self.config.max_text_chars)
-        except BadInputError as e:
-            raise BadInputError(str(e).replace("the query", f"the {what}")) from None
-
-    def exclude_for(self, session: Session) -> list[str]:
-        return session.shown_ids() if self.config.exclude_shown else []
+        return self.core.check_text(text, what)
 
     def caption_of(self, image_id: str) -> str:
-        """Stored caption, else one from the captioner, else ''."""
-        return self.captions_of([image_id])[0]
+        return self.core.caption_of(image_id)
 
-    def captions_of(self, image_ids: Sequence[str]) -> list[str]:
-        """Each image's stored caption, else the captioner's, else ''.
+    def captions_of(self, image_ids) -> list[str]:
+        return self.core.captions_of(image_ids)
 
-        The images with neither a stored nor a cached caption go to the captioner in one call; its
-        captions are kept in a per-engine LRU cache (`EngineConfig.caption_cache_size` entries). Raises
-        SessionError for an id not in the index and BackendError when the captioner fails; an image file
-        that cannot be opened gets '' (and a warning in the log).
-        """
-        rows = []
-        for image_id in image_ids:
-            row = self.index.row_of.get(image_id)
-            if row is None:
-                raise SessionError(f"no image {image_id!r} in this index")
-            rows.append(row)
-        out = [self.index.records[row].caption for row in rows]
-        if self.captioner is None:
-            return out
-        todo: dict[str, int] = {}  # id -> row, for the captions still missing
-        with self._captions_lock:
-            for i, (image_id, row) in enumerate(zip(image_ids, rows)):
-                if out[i]:
-                    continue
-                if image_id in self._captions:
-                    self._captions.move_to_end(image_id)
-                    out[i] = self._captions[image_id]
-                else:
-                    todo[image_id] = row
-        if todo:
-            made = self._caption_rows(todo)
-            out = [made.get(image_id, c) if not c else c for image_id, c in zip(image_ids, out)]
-        return out
-
-    def _caption_rows(self, todo: dict[str, int]) -> dict[str, str]:
-        """One captioner call for the images `todo` (id -> row); caches and returns {id: caption}."""
-        from interactive_ir.imageio import open_image
-
-        ids, images = [], []
-        for image_id, row in todo.items():
-            try:
-                images.append(open_image(self.index.image_path(row)))
-                ids.append(image_id)
-            except BadInputError as e:
-                log.warning("cannot caption %s: %s", image_id, e)
-        if not images:
-            return {}
-        caps = self.captioner.caption(images)
-        if len(caps) != len(images):
-            raise BackendError(f"the captioner returned {len(caps)} captions for {len(images)} images")
-        made = {i: " ".join((c or "").split()) for i, c in zip(ids, caps)}
-        size = max(0, int(self.config.caption_cache_size))
-        if size:
-            with self._captions_lock:
-                for image_id, cap in made.items():
-                    self._captions[image_id] = cap
-                    self._captions.move_to_end(image_id)
-                while len(self._captions) > size:
-                    self._captions.popitem(last=False)
-        return made
-
-    def hits_of(self, turn: Turn) -> list[Hit]:
-        """The hits a turn showed, rebuilt from the index (for the UI and CLI)."""
-        return [self.retriever.hit(self.index.row_of[i], s) for i, s in zip(turn.shown, turn.scores)]
-
-    def retrieve_row(self, session: Session, qrow, k: int | None = None) -> list[Hit]:
-        return self.retriever.search_row(qrow, k or self.config.k, exclude=self.exclude_for(session))
-
-    @staticmethod
-    def note_row(turn: Turn, qrow) -> None:
-        """Remember the query row `turn` ranked with (transient: the next question's candidates use it)."""
-        turn.query_row = np.asarray(qrow, np.float32)
-
-    def record(self, session: Session, turn: Turn, hits: Iterable[Hit], t_start: float) -> Turn:
-        """Attach hits and timings, append the turn to the session, and return it.
-
-        `t_start` is the `time.perf_counter()` reading when the turn began.
-        """
-        hits = list(hits)
-        turn.shown = [h.id for h in hits]
-        turn.scores = [round(float(h.score), 6) for h in hits]
-        turn.why = {h.id: list(h.why) for h in hits if h.why}
-        turn.started_at = turn.started_at or time.time()
-        turn.finished_at = time.time()
-        for prev in session.turns:
-            prev.candidates = None  # only the newest round's candidates feed a question
-        session.turns.append(turn)
-        self.after_turn(session, turn)
-        turn.timings["total"] = round(time.perf_counter() - t_start, 6)
-        return turn
-
-    def after_turn(self, session: Session, turn: Turn) -> None:
-        """Hook run after every turn of any mode (the conversation mode asks its next question here)."""
-
-    # --- plain text search (no LLM) ----------------------------------------------------------
-    def new_session(self, **meta) -> Session:
-        return Session(meta=dict(meta))
-
-    def search_text(self, session: Session, text: str, kind: str = "search") -> Turn:
-        """Retrieve for `text` as this round's query (the description on round 0)."""
-        self._check_open(session)
-        text = self.check_text(text, "description" if not session.turns else "query")
-        t_start = time.perf_counter()
-        if not session.turns:
-            session.description = text
-            kind = "describe"
-        turn = Turn(round=len(session.turns), kind=kind, query=text, user_text=text, method="text",
-                    started_at=time.time())
-        t = time.perf_counter()
-        qrow = self.retriever.text_query_row(self.retriever.encode_text(text))
-        hits = self.retrieve_row(session, qrow)
-        turn.timings["retrieve"] = round(time.perf_counter() - t, 6)
-        self.note_row(turn, qrow)
-        # a typed query starts afresh: it replaces what feedback and relative captions built up
-        session.carry_row, session.composed_history, session.feedback_query = [], [], []
-        return self.record(session, turn, hits, t_start)
+    def hits_of(self, turn: Turn):
+        return self.core.hits_of(turn)
 
     def found(self, session: Session, image_id: str) -> dict:
-        """The user found the target: record round and rank (in the round it was shown)."""
-        if session.found:
-            raise SessionError(f"this search already ended: {session.found['id']} was found in round "
-                               f"{session.found['round']}; start a new search")
-        for t in reversed(session.turns):
-            if image_id in t.shown:
-                session.found = {"id": image_id, "round": t.round, "rank": t.shown.index(image_id) + 1,
-                                 "time": time.time()}
-                return session.found
-        raise SessionError(f"image {image_id!r} was never shown in this search")
+        return self.core.found(session, image_id)
 
-    def _check_open(self, session: Session) -> None:
-        if session.ended:
-            raise SessionError("this search has ended; start a new search")
+    def resolve_feedback_method(self, method: str | None) -> str:
+        return self.feedback_mode.resolve_feedback_method(method)
+
+    def resolve_method(self, method: str | None) -> str:
+        """The composed-search method that `relative(method=...)` would use."""
+        return self.composed_mode.resolve_method(method)
+
+    # --- actions: RETRIEVE, then (ask=True) ASK --------------------------------------------------------
+    def search_text(self, session: Session, text: str, kind: str = "search", *, ask: bool = True) -> Turn:
+        return self._then_ask(session, self.core.search_text(session, text, kind), ask)
+
+    def start(self, session: Session, description: str, *, ask: bool = True) -> Turn:
+        return self._then_ask(session, self.conversation_mode.start(session, description), ask)
+
+    def answer(self, session: Session, answer: str, *, refine: bool = True, ask: bool = True) -> Turn:
+        """An answer to the pending question. `refine=False`: results of the dialogue as typed at once
+        (`refine` rewrites them later); `ask=False`: no question yet (`ask`)."""
+        return self._then_ask(session, self.conversation_mode.answer(session, answer, refine=refine), ask)
+
+    def skip(self, session: Session, *, ask: bool = True) -> Turn:
+        return self._then_ask(session, self.conversation_mode.skip(session), ask)
+
+    def answer_choice(self, session: Session, option: int, question: Question | str | None = None, *,
+                      ask: bool = True) -> Turn:
+        """A click on option `option` (0-based) of the pending question (see `Conversation.answer_choice`)."""
+        return self._then_ask(session, self.conversation_mode.answer_choice(session, option, question), ask)
+
+    def feedback(self, session: Session, relevant, irrelevant=(), method: str | None = None, *,
+                 ask: bool = True) -> Turn:
+        return self._then_ask(session, self.feedback_mode.feedback(session, relevant, irrelevant, method), ask)
+
+    def relative(self, session: Session, caption: str, reference: str | None = None, image=None,
+                 method: str | None = None, *, ask: bool = True) -> Turn:
+        turn = self.composed_mode.relative(session, caption, reference=reference, image=image, method=method)
+        return self._then_ask(session, turn, ask)
+
+    def _then_ask(self, session: Session, turn: Turn, ask: bool) -> Turn:
+        if ask and self.asker.asks(session):
+            self.asker.ask(session)
+        return turn
+
+    # --- model steps ---------------------------------------------------------------------------------
+    def refine(self, session: Session) -> Refinement | None:
+        """REFINE the last round (an answer made with `refine=False`): the LLM's rewrite of the dialogue
+        replaces its query and results, and the round is marked refined. None: nothing to refine."""
+        r = self.conversation_mode.prepare_refine(session)
+        if r is not None:
+            self.conversation_mode.apply_refine(session, r)
+        return r
+
+    def prepare_refine(self, session: Session) -> Refinement | None:
+        """`refine` without changing the session (apply it with `apply_refine`, or drop it)."""
+        return self.conversation_mode.prepare_refine(session)
+
+    def apply_refine(self, session: Session, r: Refinement) -> Turn:
+        """Apply a prepared refinement; SessionError when the session moved past its round."""
+        return self.conversation_mode.apply_refine(session, r)
+
+    def ask(self, session: Session) -> Question | None:
+        """ASK: the next question about the last round's results, made the pending one (None: nothing
+        to ask, or this session asks no questions)."""
+        self.core.check_open(session)
+        return self.asker.ask(session)
+
+    def prepare_question(self, session: Session) -> QuestionStep:
+        """`ask` without changing the session (apply it with `apply_question`, or drop it)."""
+        return self.asker.prepare(session)
+
+    def apply_question(self, session: Session, step: QuestionStep) -> Question | None:
+        """Apply a prepared question; SessionError when the session moved past its round."""
+        return self.asker.apply(session, step)
+
+    def after_turn(self, session: Session, turn: Turn) -> None:
+        """The old name of the ASK step for `turn` (the last round): asks when this session asks."""
+        if session.last is turn and self.asker.asks(session):
+            self.asker.ask(session)
+        else:
+            session.set_question(None)
 
 
 def build_engine(retriever: Retriever, llm=None, captioner=None, vlm=None, config: EngineConfig = EngineConfig(),
-                 **mode_configs) -> EngineBase:
-    """An engine with every available mode mixed in."""
-    cls = type("Engine", (*_mixins(), EngineBase), {})
-    return cls(retriever, llm=llm, captioner=captioner, vlm=vlm, config=config, **mode_configs)
+                 **mode_configs) -> Engine:
+    """An `Engine` with every mode; `mode_configs` by name: plugir=, feedback=, composed=."""
+    unknown = set(mode_configs) - {"plugir", "feedback", "composed"}
+    if unknown:
+        raise TypeError(f"unknown mode config {sorted(unknown)[0]!r}: use plugir=, feedback= or composed=")
+    return Engine(retriever, llm=llm, captioner=captioner, vlm=vlm, config=config, **mode_configs)

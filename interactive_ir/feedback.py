@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from interactive_ir.config import apply_env
+from interactive_ir.core import TextSearch
 from interactive_ir.errors import BackendError, BadInputError
 from interactive_ir.feedback_prompts import METHODS as LLM_METHODS
 from interactive_ir.session import Session, Turn
@@ -77,12 +78,27 @@ def _shorten(text: str, limit: int) -> str:
     return cut[: cut.rfind(" ")] if " " in cut else cut
 
 
-class FeedbackMixin:
-    """`feedback(session, relevant, irrelevant=(), method=None) -> Turn`."""
+class Feedback:
+    """`feedback(session, relevant, irrelevant=(), method=None) -> Turn`. Receives the search core, the LLM
+    (None: the text methods expand with captions only) and its config."""
+
+    def __init__(self, core: TextSearch, llm, config: FeedbackConfig):
+        self.core = core
+        self.llm = llm
+        self.feedback_config = config
 
     @property
-    def feedback_config(self) -> FeedbackConfig:
-        return feedback_config(self.mode_configs.get("feedback"))
+    def retriever(self):
+        return self.core.retriever
+
+    @property
+    def index(self):
+        return self.core.index
+
+    @property
+    def config(self):
+        """The engine's config (k, text limits)."""
+        return self.core.config
 
     def resolve_feedback_method(self, method: str | None) -> str:
         m = (method or self.feedback_config.method or "auto").strip().lower()
@@ -97,7 +113,7 @@ class FeedbackMixin:
     def feedback(self, session: Session, relevant: list[str], irrelevant: list[str] = (),
                  method: str | None = None) -> Turn:
         """One feedback round over the marks; the page shows only unseen images."""
-        self._check_open(session)
+        self.core.check_open(session)
         rel = list(dict.fromkeys(str(i) for i in (relevant or [])))
         irr = list(dict.fromkeys(str(i) for i in (irrelevant or [])))
         if not rel and not irr:
@@ -130,9 +146,9 @@ class FeedbackMixin:
         turn.timings["retrieve"] = round(time.perf_counter() - t, 6)
         if new_rocchio is not None:
             session.feedback_query = [float(x) for x in new_rocchio]
-        self.note_row(turn, qrow)
+        turn.query_row = qrow
         session.carry_row = [float(x) for x in qrow]  # later answers and skips keep this round's effect
-        return self.record(session, turn, hits, t_start)
+        return self.core.record(session, turn, hits, t_start)
 
     # --- vector space --------------------------------------------------------------------------------
     def _rocchio_vector(self, session: Session, rel: list[str], irr: list[str], turn: Turn) -> np.ndarray:
@@ -165,7 +181,7 @@ class FeedbackMixin:
         """Captions of the first relevant images (one captioner call for those without a stored one)."""
         ids = rel[: max(0, self.feedback_config.max_relevant_captions)]
         try:
-            caps = self.captions_of(ids)
+            caps = self.core.captions_of(ids)
         except BackendError as e:  # the stored captions still count
             caps = [self.index.records[self.index.row_of[i]].caption for i in ids]
             turn.extra.setdefault("caption_errors", []).extend(f"{i}: {e}" for i, c in zip(ids, caps) if not c)
@@ -212,4 +228,4 @@ class FeedbackMixin:
         return vec
 
 
-__all__ = ["FeedbackConfig", "FeedbackMixin", "METHODS", "feedback_config", "plain_expansion", "rocchio"]
+__all__ = ["FeedbackConfig", "Feedback", "METHODS", "feedback_config", "plain_expansion", "rocchio"]

@@ -10,8 +10,7 @@ import pytest
 from interactive_ir import cli
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.commands.chat_cmd import Chat
-from interactive_ir.conversation import ConversationMixin
-from interactive_ir.engine import EngineBase, EngineConfig
+from interactive_ir.engine import Engine, EngineConfig
 
 
 def run_chat(monkeypatch, capsys, args, lines):
@@ -90,7 +89,7 @@ def test_like_unlike_ref_call_the_engine(tiny_index):
     r, ids, caps = tiny_index
     calls = []
 
-    class Recording(ConversationMixin, EngineBase):
+    class Recording(Engine):
         def feedback(self, session, relevant, irrelevant=(), method=None):
             calls.append(("feedback", list(relevant), list(irrelevant)))
             return self.search_text(session, session.current_query, kind="feedback")
@@ -113,7 +112,7 @@ def test_like_takes_several_results_and_bad_numbers_change_nothing(tiny_index):
     r, ids, caps = tiny_index
     calls = []
 
-    class Recording(ConversationMixin, EngineBase):
+    class Recording(Engine):
         def feedback(self, session, relevant, irrelevant=(), method=None):
             calls.append((list(relevant), list(irrelevant)))
             return self.search_text(session, session.current_query, kind="feedback")
@@ -143,10 +142,18 @@ def test_chat_builds_the_captioner_and_vlm_from_flags_or_env(tiny_index, monkeyp
 def test_like_and_ref_without_those_modes_say_so(tiny_index):
     r, ids, caps = tiny_index
 
-    class ConversationOnly(ConversationMixin, EngineBase):
-        pass
+    class ConversationOnly:
+        """An engine without the feedback and composed modes (a front-end may get one)."""
 
-    eng = ConversationOnly(r, llm=FakeLLM(), config=EngineConfig(k=3))
+        def __init__(self, engine):
+            self._engine = engine
+
+        def __getattr__(self, name):
+            if name in ("feedback", "relative"):
+                raise AttributeError(name)
+            return getattr(self._engine, name)
+
+    eng = ConversationOnly(Engine(r, llm=FakeLLM(), config=EngineConfig(k=3)))
     out = io.StringIO()
     chat = Chat(eng, io.StringIO("/like 1\n/ref 1 but red\n/quit\n"), out)
     assert chat.run("a red dog") == 0

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from interactive_ir.engine import EngineConfig, build_engine
+from interactive_ir.engine import Engine, EngineConfig
 from interactive_ir.errors import BadInputError, IIRError
 from interactive_ir.evaluation.protocols import Protocol, StopQuery, first_round, next_round
 from interactive_ir.evaluation.queries import Query
@@ -107,13 +107,18 @@ class ProbeRetriever:
         return self._inner.search_row(qrow, k, exclude)
 
 
-class _RankProbe:
-    """Engine mixin: when a turn is recorded, keep the query row it was retrieved with."""
+class EvalEngine(Engine):
+    """An `Engine` that keeps, for each recorded round, the query row it was retrieved with."""
 
-    def record(self, session, turn, hits, t_start):
+    def __init__(self, retriever, **kw):
+        proxy = ProbeRetriever(retriever)
+        super().__init__(proxy, **kw)
+        self._probe_rows: dict[int, np.ndarray | None] = {}
+        self.add_record_hook(self._probe)
+
+    def _probe(self, session, turn) -> None:
         self._probe_rows[id(turn)] = self.retriever.last_row
         self.retriever.last_row = None
-        return super().record(session, turn, hits, t_start)
 
     def take_row(self, turn):
         return self._probe_rows.pop(id(turn), None)
@@ -121,13 +126,8 @@ class _RankProbe:
 
 def probed_engine(retriever, llm=None, vlm=None, captioner=None, config: EngineConfig = EngineConfig(),
                   **mode_configs):
-    """`build_engine` with the rank probe mixed in."""
-    proxy = ProbeRetriever(retriever)
-    base = type(build_engine(proxy, llm=llm, captioner=captioner, vlm=vlm, config=config, **mode_configs))
-    cls = type("EvalEngine", (_RankProbe, base), {})
-    engine = cls(proxy, llm=llm, captioner=captioner, vlm=vlm, config=config, **mode_configs)
-    engine._probe_rows = {}
-    return engine
+    """`build_engine` with the rank probe."""
+    return EvalEngine(retriever, llm=llm, captioner=captioner, vlm=vlm, config=config, **mode_configs)
 
 
 # --- one query ----------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ import threading
 
 import numpy as np
 
-from interactive_ir.engine import QUERY_ROW_ATTR
+from interactive_ir.engine import QUERY_ROW_ATTR, Engine
 from interactive_ir.errors import IIRError
 from interactive_ir.plugir.pipeline import carry_mix
 from interactive_ir.session import Session, Turn
@@ -60,24 +60,17 @@ class ThreadProbeRetriever:
         return row
 
 
-class _RowProbe:
-    """Engine mixin: attach the row a turn was retrieved with to the turn when it is recorded."""
-
-    def record(self, session, turn, hits, t_start):
-        turn.__dict__[PROBE_ATTR] = self.retriever.take_row()
-        return super().record(session, turn, hits, t_start)
-
-
 def probing_engine(engine, config=None, mode_configs: dict | None = None):
     """A copy of `engine` (same backends; optionally another EngineConfig and mode configs) that records
     each turn's query row for `target_rank`."""
     retriever = engine.retriever
     inner = retriever._inner if isinstance(retriever, ThreadProbeRetriever) else retriever
-    base_cls = type(engine)
-    cls = base_cls if issubclass(base_cls, _RowProbe) else type("StudyEngine", (_RowProbe, base_cls), {})
+    probe = ThreadProbeRetriever(inner)
     configs = dict(engine.mode_configs if mode_configs is None else mode_configs)
-    return cls(ThreadProbeRetriever(inner), llm=engine.llm, captioner=engine.captioner, vlm=engine.vlm,
-               config=config or engine.config, **configs)
+    out = Engine(probe, llm=engine.llm, captioner=engine.captioner, vlm=engine.vlm, config=config or engine.config,
+                 **configs)
+    out.add_record_hook(lambda session, turn: turn.__dict__.__setitem__(PROBE_ATTR, probe.take_row()))
+    return out
 
 
 def _tau(engine, section: str):

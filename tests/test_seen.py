@@ -1,0 +1,55 @@
+"""Seen, not hidden: by default a round ranks the whole collection and marks what earlier rounds showed."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from interactive_ir.engine import EngineConfig, build_engine, engine_config
+from interactive_ir.session import Session
+
+
+def _exact(r, text, k, exclude=()):
+    return [h.id for h in r.search_row(r.text_query_row(r.encode_text(text)), len(r.index)) if h.id not in exclude][:k]
+
+
+def test_a_new_query_shows_the_top_k_of_the_whole_collection_with_seen_ones_marked(tiny_index):
+    r, ids, caps = tiny_index
+    eng = build_engine(r, config=EngineConfig(k=5))
+    s = eng.new_session()
+    t0 = eng.search_text(s, "a red dog on the beach")
+    t1 = eng.search_text(s, "a red dog on the beach in the sun")
+    assert t1.shown == _exact(r, "a red dog on the beach in the sun", 5)  # nothing hidden
+    assert t1.seen and t1.seen == [i for i in t1.shown if i in t0.shown]
+    hits = eng.hits_of(t1)
+    assert [h.id for h in hits if h.seen] == t1.seen and not any(h.seen for h in eng.hits_of(t0))
+    assert Session.from_json(s.to_json()).turns[1].seen == t1.seen
+
+
+def test_more_like_my_marks_and_skip_page_through_unseen_images(tiny_index):
+    r, ids, caps = tiny_index
+    eng = build_engine(r, config=EngineConfig(k=4))
+    s = eng.new_session()
+    t0 = eng.start(s, "a red dog on the beach")
+    t1 = eng.feedback(s, [t0.shown[0]], method="rocchio")
+    assert not set(t1.shown) & set(t0.shown) and t1.seen == []
+    t2 = eng.skip(s)
+    assert not set(t2.shown) & (set(t0.shown) | set(t1.shown))
+
+
+def test_hide_seen_shows_only_unseen_images_in_every_round(tiny_index):
+    r, ids, caps = tiny_index
+    eng = build_engine(r, config=EngineConfig(k=5, hide_seen=True))
+    s = eng.new_session()
+    t0 = eng.search_text(s, "a red dog on the beach")
+    t1 = eng.search_text(s, "a red dog on the beach in the sun")
+    assert t1.shown == _exact(r, "a red dog on the beach in the sun", 5, set(t0.shown)) and t1.seen == []
+
+
+def test_hide_seen_from_env_and_the_old_name(monkeypatch):
+    assert not EngineConfig().hide_seen
+    monkeypatch.setenv("IIR_HIDE_SEEN", "1")
+    assert engine_config().hide_seen and not engine_config(hide_seen=False).hide_seen
+    assert engine_config(environ={}).hide_seen is False
+    old = EngineConfig(k=3, exclude_shown=True)  # the evaluation runner's name for it
+    assert old.hide_seen and old.exclude_shown is None
+    assert dataclasses.replace(old, hide_seen=False).hide_seen is False
