@@ -24,7 +24,7 @@ def grounded(tiny_index):
 
 def ask(engine, st):
     while (job := work.claim(st)) is not None:
-        work.adopt(st, job, work.run(engine, job))
+        work.adopt(engine, st, job, work.run(engine, job))
     return st
 
 

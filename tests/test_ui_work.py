@@ -22,7 +22,7 @@ def finish(engine, st: UIState) -> list[str]:
     """Run every model step due, as the page does; returns the steps applied."""
     done = []
     while (job := work.claim(st)) is not None:
-        if work.adopt(st, job, work.run(engine, job)):
+        if work.adopt(engine, st, job, work.run(engine, job)):
             done.append(job.step)
     return done
 
@@ -41,17 +41,19 @@ def test_an_answer_shows_the_plain_dialogue_then_the_llms_rewrite(engine):
     h.answer(engine, st, "it is a big brown dog", later=True)
     plain = st.session.last
     assert len(engine.llm.calls) == calls  # no model call before the results are shown
-    assert plain.kind == "answer" and plain.method == "zs" and "big brown dog" in plain.query
+    assert plain.kind == "answer" and plain.extra["plugir"]["refine_due"] and "big brown dog" in plain.query
+    plain_query, plain_ids = plain.query, list(plain.shown)
     assert st.todo == ["refine", "ask"] and not st.refined
     assert "Quick results" in render.results_html(engine, st)
     assert "rewriting the dialogue" in render.status_md(st)
     job = work.claim(st)
     assert job.step == "refine" and st.working == "refine"
-    assert work.adopt(st, job, work.run(engine, job))
+    assert work.adopt(engine, st, job, work.run(engine, job))
     refined = st.session.last
-    assert refined is not plain and refined.method == "plugir" and refined.llm_calls
+    assert refined.round == plain.round and refined.llm_calls and refined.extra["plugir"]["refined"]
+    assert refined.query != plain_query and refined.query.startswith("a photo of")
     assert st.refined and len(st.session.turns) == 2 and "Refined" in render.results_html(engine, st)
-    assert refined.query == refined.query.strip() and refined.query.startswith("a photo of")
+    assert plain_ids  # the quick results were there before the rewrite replaced them
     assert finish(engine, st) == ["ask"] and st.session.pending_question
 
 
@@ -83,7 +85,7 @@ def test_a_newer_action_supersedes_the_pending_step(engine):
     result = work.run(engine, job)
     h.skip(engine, st, later=True)  # ... when the user skips: the plain answer round stands, a skip round follows
     skip_round = st.session.last
-    assert not work.adopt(st, job, result)  # the rewrite lands nowhere
+    assert not work.adopt(engine, st, job, result)  # the rewrite lands nowhere
     assert st.session.last is skip_round and skip_round.kind == "skip" and not st.refined
     assert finish(engine, st) == ["ask"]
 
@@ -93,7 +95,7 @@ def test_a_newer_action_supersedes_the_pending_step(engine):
     h.skip(engine, st2, later=True)
     job = work.claim(st2)
     h.new_search(engine, st2)  # a new search while the question is written
-    assert not work.adopt(st2, job, work.run(engine, job)) and st2.session is None and not st2.pending
+    assert not work.adopt(engine, st2, job, work.run(engine, job)) and st2.session is None and not st2.pending
 
 
 def test_found_and_new_search_drop_what_is_due(engine):
@@ -112,7 +114,7 @@ def test_marks_during_model_work_do_not_supersede_it(engine):
     h.toggle_mark(engine, st, keep, True)
     h.use_reference(engine, st, gone)
     session = work.run(engine, job)
-    assert work.adopt(st, job, session)
+    assert work.adopt(engine, st, job, session)
     # marks stay on the images still on the page; the others go with the replaced results
     assert set(st.marks) <= set(st.current_ids) and st.reference in ("", *st.current_ids)
     assert (keep in st.marks) == (keep in st.current_ids)

@@ -97,6 +97,8 @@ function iirOpen(id) {
       else if (ev.key === "ArrowRight") iirStep(1);
     });
     window.iirLightboxSync = () => { if (!box.hidden) iirShow(box.dataset.id, true); };
+    // the page re-renders the cards after each action: the open view follows (pressed states, a new round)
+    setInterval(window.iirLightboxSync, 400);
   }
   box.dataset.returnFocus = id;
   box.hidden = false;

@@ -10,7 +10,7 @@ import logging
 import copy
 import re
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,19 +104,7 @@ def _question_later(engine, st: UIState, session, defer: bool):
     st.todo = [s for s in st.todo if s != "ask"] + (["ask"] if later else [])  # reached only on success
 
 
-@contextmanager
-def _meta(session, key: str, value):
-    """`session.meta[key] = value` for the call inside, then as it was."""
-    missing = object()
-    old = session.meta.get(key, missing)
-    session.meta[key] = value
-    try:
-        yield
-    finally:
-        if old is missing:
-            session.meta.pop(key, None)
-        else:
-            session.meta[key] = old
+ENGINE_REFINE = Redo("engine", UIState())  # "refine" by the engine's own step (an answer's rewrite)
 
 
 def _moved(st: UIState, redo: Redo | None = None) -> None:
@@ -129,12 +117,7 @@ def _moved(st: UIState, redo: Redo | None = None) -> None:
 
 def ask_on(engine, session) -> None:
     """Ask the question of the session's last round (its results are already shown)."""
-    turn = session.last
-    t = time.perf_counter()
-    try:
-        engine.after_turn(session, turn)  # the conversation mode's hook: writes turn.question, session.pending_question
-    finally:
-        turn.timings["total"] = round(turn.timings.get("total", 0.0) + time.perf_counter() - t, 6)
+    engine.ask(session)
 
 
 def ask_question(engine, st: UIState) -> UIState:
@@ -208,12 +191,9 @@ def answer(engine, st: UIState, text: str, *, defer_question: bool = False, late
     LLM's rewrite of it (when the method has one) follows in the "refine" step."""
     _require_questions(engine)
     s = _open(st)
-    plain = later and getattr(engine, "llm", None) is not None and engine.plugir_for(s).reformulates
-    redo = Redo("answer", st.snapshot(), (text,)) if plain else None
-    with _question_later(engine, st, s, defer_question or later), \
-            (_meta(s, "plugir_method", "zs") if plain else nullcontext()):  # zs: the dialogue, not rewritten
-        engine.answer(s, text)
-    _moved(st, redo)
+    with _question_later(engine, st, s, defer_question or later):
+        turn = engine.answer(s, text, refine=not later)  # later: the dialogue as typed, rewritten by "refine"
+    _moved(st, ENGINE_REFINE if turn.extra.get("plugir", {}).get("refine_due") else None)
     st.new_page()
     st.notice = ""
     return st

@@ -244,7 +244,7 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
                         yield {status: render.status_md(tab) + f" ({ticks} s)"}
                 e = job.exception()
                 if e is None:
-                    applied = work.adopt(tab, job_work, job.result())
+                    applied = work.adopt(engine, tab, job_work, job.result())
                 else:
                     if not isinstance(e, IIRError):
                         log.error("model step %s failed", job_work.step, exc_info=e)

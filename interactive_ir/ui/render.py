@@ -278,7 +278,8 @@ def status_md(st: UIState) -> str:
 
 
 WORKING = {  # what the status line says while a model step is due or runs
-    "refine": {"answer": "the LLM is rewriting the dialogue to refine these results",
+    "refine": {"engine": "the LLM is rewriting the dialogue to refine these results",
+               "answer": "the LLM is rewriting the dialogue to refine these results",
                "feedback": "the LLM is rewriting the query from your marks to refine these results",
                "relative": "the LLM is reading your caption to refine these results"},
     "ask": "the system is writing a question about these results",

@@ -5,7 +5,7 @@ A handler called with `later=True` shows its round from retrieval alone and leav
 what the models still have to do. The page then, for each step:
 1. `claim(st)` (under the tab's lock): the next step and a copy of what it works on;
 2. `run(engine, work)` (off the lock, in a thread or a spaces.GPU worker): a new `Session`;
-3. `adopt(st, work, session)` (under the lock): applied only when no newer action of the tab came
+3. `adopt(engine, st, work, result)` (under the lock): applied only when no newer action of the tab came
    meanwhile (`st.epoch` unchanged); otherwise dropped, and the tab already shows the newer round.
 """
 
@@ -43,22 +43,23 @@ def claim(st: UIState) -> Work | None:
                 return None
             if step == "refine" and st.redo is not None:
                 st.working = step
-                return Work(st.epoch, step, None, st.redo)
+                engine_step = st.redo.action == "engine"
+                return Work(st.epoch, step, copy.deepcopy(st.session) if engine_step else None, st.redo)
             if step == "ask":
                 st.working = step
                 return Work(st.epoch, step, copy.deepcopy(st.session))
         return None
 
 
-def run(engine, work: Work) -> Session:
-    """Do the step on the work's own session copy and return it (the tab is not touched)."""
+def run(engine, work: Work):
+    """Do the step on copies (the tab is not touched): a `QuestionStep` ("ask"), a `Refinement` (an
+    answer's rewrite, by the engine), or a new `Session` (a round made again with its LLM method)."""
     from interactive_ir.ui import handlers
 
     if work.step == "ask":
-        s = work.session
-        if s.turns and not s.ended:
-            handlers.ask_on(engine, s)
-        return s
+        return engine.prepare_question(work.session)
+    if work.redo.action == "engine":
+        return engine.prepare_refine(work.session)
     tab = copy.deepcopy(work.redo.tab)
     getattr(handlers, work.redo.action)(engine, tab, *work.redo.args, defer_question=True)
     return tab.session
@@ -69,20 +70,34 @@ def current(st: UIState, work: Work) -> bool:
     return st.epoch == work.epoch and st.session is not None and not st.ended
 
 
-def adopt(st: UIState, work: Work, session: Session) -> bool:
+def adopt(engine, st: UIState, work: Work, result) -> bool:
     """Apply a finished step to the tab unless a newer action superseded it. Returns whether it was applied."""
+    from interactive_ir.errors import SessionError
+    from interactive_ir.steps import QuestionStep, Refinement
+
     with st.lock:
         if not current(st, work):
             return False
+        try:
+            if isinstance(result, QuestionStep):
+                engine.apply_question(st.session, result)
+                if result.error:
+                    st.notice = f"⚠ The question step had a problem: {result.error}"
+            elif isinstance(result, Refinement):
+                engine.apply_refine(st.session, result)
+                st.refined = result.reformulated
+                if result.error:
+                    st.notice = f"⚠ The LLM could not rewrite the dialogue ({result.error}): these are its results as typed."
+            elif result is not None:  # a round made again with its LLM method
+                last = result.last
+                st.refined = bool(last is not None and last.llm_calls)
+                st.session = result
+        except SessionError:  # the session moved past the step's round
+            return False
         st.working = ""
         if work.step == "refine":
-            last = session.last
-            st.refined = bool(last is not None and last.llm_calls)
-            st.session = session
             st.redo = None
             st.keep_marks_on_page()
-        else:
-            st.session = session
         return True
 
 

@@ -33,6 +33,10 @@ class AppPage:
     def ids(self) -> list[str]:
         return self.cards.evaluate_all("els => els.map(e => e.dataset.id)")
 
+    def seen_ids(self) -> list[str]:
+        """Ids of the results that carry the Seen badge."""
+        return self.page.locator("#iir-results .iir-card.is-seen").evaluate_all("els => els.map(e => e.dataset.id)")
+
     def alts(self) -> list[str]:
         return self.page.locator("#iir-results .iir-card img").evaluate_all("els => els.map(e => e.alt)")
 
