@@ -77,8 +77,9 @@ def test_full_search_every_mode(app, shot):
     assert len(ids3) == K and not set(ids3) & (set(ids1) | set(ids2))
     assert "(you marked 1 relevant, 1 not relevant)" in app.dialogue()
     # the marked images keep their marks in the strip of earlier rounds
-    assert page.locator("#iir-strip .iir-thumb.is-rel").count() == 1
-    assert page.locator("#iir-strip .iir-thumb.is-irr").count() == 1
+    # (an image shown in two rounds has a thumbnail in each)
+    assert page.locator("#iir-strip .iir-thumb.is-rel").count() >= 1
+    assert page.locator("#iir-strip .iir-thumb.is-irr").count() >= 1
     shot(page, "feedback-page")
 
     # a reference from the results plus a relative caption
@@ -152,6 +153,7 @@ def test_found_on_an_earlier_round_in_the_strip(app, shot):
     first = app.ids()
     app.skip()
     app.expect_round(2)
+    app.wait_model()  # the page settles (a button re-rendered under the pointer loses its click)
     thumbs = page.locator("#iir-strip .iir-thumb-found")
     assert thumbs.count() == K and "Passed over your image?" in page.locator("#iir-strip").inner_text()
     thumbs.nth(3).click()
