@@ -428,6 +428,9 @@ def test_app_config_precedence():
         app_config(environ={"PORT": "http"})
     with pytest.raises(ValueError, match="k must be at least 1"):
         app_config(environ={}, k=0)
+    with pytest.raises(ValueError, match="--search-concurrency must be at least 1"):
+        app_config(environ={"IIR_SEARCH_CONCURRENCY": "0"})
+    assert app_config(environ={}, search_concurrency=3).search_concurrency == 3
 
 
 def test_optional_models_fail_into_notes():

@@ -56,6 +56,9 @@ def app_config(environ=None, **flags) -> AppConfig:
     cfg = apply_overrides(cfg, **flags)
     if cfg.k < 1:
         raise ValueError(f"k must be at least 1, got {cfg.k}")
+    for name in ("concurrency", "search_concurrency"):
+        if getattr(cfg, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(cfg, name)}")
     if not 0 < cfg.port < 65536:
         raise ValueError(f"port must be between 1 and 65535, got {cfg.port}")
     return cfg
