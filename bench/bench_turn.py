@@ -236,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
                 load_s = time.perf_counter() - t0
                 fdir, rows = flickr_index(work / "flickr" / "index", args.smollm2_images)
                 r2 = Retriever(load_index(fdir), make_embedder("text:all-MiniLM-L6-v2"))
-                engine = build_engine(r2, llm=llm, config=EngineConfig(k=args.k), plugir=PlugIRConfig())
+                engine = build_engine(r2, llm=llm, config=EngineConfig(k=args.k),
+                                      plugir=PlugIRConfig(questioner="llm"))  # PlugIR's questions, not grounded
                 descs = [rows[7 + 13 * i]["captions"][0] for i in range(args.smollm2_sessions)]
                 records = run_sessions(engine, descs, ["yes", "no", "on the left"], args.smollm2_turns)
                 lines += summarise(f"SmolLM2-135M (CPU), {len(rows)} Flickr8k captions", records)

@@ -144,7 +144,8 @@ class Conversation:
         row_of = self.core.index.row_of
         option_rows = [grounded.search_rows(self.core.retriever, [row_of[i] for i in o.members if i in row_of])
                        if o.members else None for o in q.options]
-        qrow = grounded.reshape(base, option_rows, index, cfg.grounded_pull, cfg.grounded_push)
+        qrow = grounded.reshape(base, option_rows, index, cfg.grounded_pull, cfg.grounded_push,
+                                cfg.grounded_temperature)
         turn.timings["reshape"] = round(time.perf_counter() - t, 6)
         turn = self._retrieve_and_record(session, turn, cfg, t_start, qrow=qrow)
         session.carry_row = [float(x) for x in qrow]  # later typed answers and skips keep what the clicks did

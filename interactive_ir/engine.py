@@ -188,7 +188,7 @@ class Engine:
     def after_turn(self, session: Session, turn: Turn) -> None:
         """The old name of the ASK step for `turn` (the last round): asks when this session asks."""
         if session.last is turn and self.asker.asks(session):
-            self.asker.ask(session)
+            self.asker.apply(session, self.asker.prepare(session))  # the caller times it
         else:
             session.set_question(None)
 

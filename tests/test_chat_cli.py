@@ -180,3 +180,27 @@ def test_chat_lists_the_options_of_a_grounded_question_and_a_number_chooses(tiny
     assert "there is no option 9" in text
     assert "round 1 (answer)" in text and "round 2 (answer)" in text  # "2" chose, "it is red" was typed
     assert "in round 2 at rank 1" in text
+
+
+def test_chat_marks_results_seen_in_an_earlier_round(tiny_index, monkeypatch, capsys):
+    r, ids, caps = tiny_index
+    rc, out = run_chat(monkeypatch, capsys, ["--index", str(r.index.path), "--llm", "fake", "-k", "4"],
+                       ["a red dog on the beach", "a red dog on the beach", "/quit"])
+    lists = results(out.out)
+    again = [line for line in out.out.splitlines() if line.endswith("(seen before)")]
+    assert rc == 0 and len(lists) == 2 and again and len(again) == len(set(lists[0]) & set(lists[1]))
+
+
+def test_chat_hide_seen_from_the_flag_or_env(tiny_index, monkeypatch, capsys):
+    from interactive_ir.commands import chat_cmd
+
+    r, ids, caps = tiny_index
+    seen = {}
+    monkeypatch.setattr(chat_cmd.Chat, "run", lambda self, d=None: seen.update(hide=self.engine.config.hide_seen) or 0)
+    run_chat(monkeypatch, capsys, ["--index", str(r.index.path), "--llm", "none"], [])
+    assert seen["hide"] is False
+    run_chat(monkeypatch, capsys, ["--index", str(r.index.path), "--llm", "none", "--hide-seen"], [])
+    assert seen["hide"] is True
+    monkeypatch.setenv("IIR_HIDE_SEEN", "1")
+    run_chat(monkeypatch, capsys, ["--index", str(r.index.path), "--llm", "none"], [])
+    assert seen["hide"] is True

@@ -152,7 +152,7 @@ def test_history_mean_can_be_turned_off(tiny_index):
     r, ids, caps = tiny_index
     eng = build_engine(r, config=EngineConfig(k=4), composed=ComposedConfig(use_history_mean=False))
     s = eng.new_session()
-    t1 = eng.relative(s, "make it red", reference=ids[0])
+    eng.relative(s, "make it red", reference=ids[0])
     t2 = eng.relative(s, "now at night", reference=ids[9])
     c2 = _norm(r.row_vector(r.index.row_of[ids[9]]) + r.encode_text("now at night"))
     assert t2.shown == _ranking(r, _fused_scores(r, c2), {ids[9]})[:4]

@@ -47,6 +47,18 @@ def test_none_of_these_pushes_away_from_every_option():
     assert np.allclose(grounded.reshape(q, [*rows, None], 3, push=0.0), q, atol=1e-6)  # no push: unchanged
 
 
+def test_the_pull_favours_the_chosen_members_the_query_already_ranks_high():
+    q = np.array([1.0, 0.0, 0.0], np.float32)
+    rows = np.array([[0.9, 0.1, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], np.float32)
+    assert np.allclose(grounded.pull_target(q, rows, 0.0), rows.mean(axis=0))
+    sharp = grounded.pull_target(q, rows, 0.05)
+    assert np.allclose(sharp, rows[0], atol=1e-4)  # almost all weight on the member nearest the query
+    soft = grounded.pull_target(q, rows, 0.5)
+    assert _cos(soft, rows[0]) > _cos(rows.mean(axis=0), rows[0])
+    out = grounded.reshape(q, [rows, None], 0, pull=0.6, push=0.0, temperature=0.05)
+    assert _cos(out, rows[0]) > _cos(grounded.reshape(q, [rows, None], 0, pull=0.6, push=0.0), rows[0])
+
+
 def test_reshape_survives_empty_options_and_a_zero_query():
     q, rows = _clusters()
     assert np.allclose(grounded.reshape(q, [None, np.zeros((0, 16))], 0), q, atol=1e-6)
@@ -221,3 +233,11 @@ def test_clicking_the_cluster_with_the_target_improves_its_rank(tmp_path):
         after.append(r.rank_of(t1.query_row, target))
     assert np.mean(after) < np.mean(before)
     assert sum(a < b for a, b in zip(after, before)) > sum(a > b for a, b in zip(after, before))
+
+
+def test_the_plugir_evaluation_protocols_keep_llm_questions():
+    """`auto` would ask grounded questions with SmolLM2; the PlugIR protocols measure PlugIR's questioner."""
+    from interactive_ir.evaluation.protocols import get_protocol
+
+    for name in ("plugir", "zs", "mixed"):
+        assert get_protocol(name).mode_configs()["plugir"].questioner == "llm"

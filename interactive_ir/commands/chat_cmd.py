@@ -43,6 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--questioner", choices=QUESTIONERS, default=None,
                    help="who asks: llm (PlugIR), grounded (no LLM: options from the result clusters, answered by "
                    "number), auto (default: grounded without an LLM or with SmolLM2, llm otherwise)")
+    p.add_argument("--hide-seen", action="store_true", default=None,
+                   help="show only images not shown before in every round (default: IIR_HIDE_SEEN, else off: "
+                   "results shown again are marked '(seen before)')")
     p.add_argument("--question-style", choices=QUESTION_STYLES, default=None,
                    help="sample: q_n copies of the paper's prompt in one batch; list: one prompt, q_n questions")
     p.add_argument("--captioner", default=None, help="captioner spec for images without a stored caption "
@@ -57,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from interactive_ir.backends import make_captioner, make_vlm
     from interactive_ir.backends.llms import build_llm
     from interactive_ir.commands.search_cmd import load_retriever
-    from interactive_ir.engine import EngineConfig, build_engine
+    from interactive_ir.engine import build_engine, engine_config
     from interactive_ir.errors import BadInputError
     from interactive_ir.plugir.config import plugir_config
 
@@ -72,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     vlm_spec = args.vlm or os.environ.get("IIR_VLM", "").strip() or None
     captioner = make_captioner(captioner_spec) if captioner_spec and captioner_spec != "none" else None
     vlm = make_vlm(vlm_spec) if vlm_spec and vlm_spec != "none" else None
-    engine = build_engine(retriever, llm=llm, captioner=captioner, vlm=vlm, config=EngineConfig(k=args.k),
+    engine = build_engine(retriever, llm=llm, captioner=captioner, vlm=vlm,
+                          config=engine_config(k=args.k, hide_seen=args.hide_seen),
                           plugir=cfg)
     chat = Chat(engine, sys.stdin, sys.stdout)
     try:
@@ -211,7 +215,7 @@ class Chat:
         if not hits:
             self.say("  (no more results)")
         for i, h in enumerate(hits, 1):
-            self.say(f"  {i}. {h.path}  {h.caption}")
+            self.say(f"  {i}. {h.path}  {h.caption}" + ("  (seen before)" if h.seen else ""))
         if turn.error:
             self.say(f"! {turn.error}")
         if turn.question:

@@ -67,10 +67,13 @@ class Protocol:
         """Keyword mode configs for `build_engine` (env `IIR_PLUGIR_*` etc. still apply underneath)."""
         from interactive_ir.conversation import plugir_config
 
+        # questioner="llm": these protocols are PlugIR's (the engine's "auto" would ask grounded questions with SmolLM2)
         if self.family == "conversation":
-            return {"plugir": plugir_config(method=self.variant)}
+            return {"plugir": plugir_config(method=self.variant, questioner="llm")}
         if self.family == "fixed-dialogue":
             return {"plugir": plugir_config(method="plugir")}  # CR on; questions are off (see session_meta)
+        if self.family == "mixed":
+            return {"plugir": plugir_config(questioner="llm")}
         return {}
 
     def session_meta(self) -> dict:

@@ -55,7 +55,8 @@ class RunConfig:
     rounds: int = 5  # interaction rounds after the description (round 0), so rounds + 1 ranks per query
     seed: int = 0  # seeds the relevance actor and torch's sampling, per query
     k: int = 10  # results shown per round
-    exclude_shown: bool = True  # each round shows only images not shown before (the engine's default)
+    exclude_shown: bool = True  # each round shows only images not shown before (the papers' protocols; passed to
+    #                             EngineConfig.hide_seen, whose own default is off)
     stop_on_found: bool = False  # the user stops once the target is shown (paper 004); else all rounds run (PlugIR)
     on_uncertain: str = "answer"  # an "uncertain" answer is sent as the answer ("answer") or the question is skipped
     progress: bool = True  # tqdm progress bar with ETA on stderr

@@ -7,6 +7,9 @@
 - `questioner`: q_n questions in one LLM call, and the fallback question from captions;
 - `filtering`: the filter and the KL choice (Algorithm 2);
 - `pipeline`: one question step (RCE -> questioner -> filter -> KL);
+- `grounded`: questions without an LLM (which cluster is closest, or yes/no on a splitting word) and how
+  a click reshapes the query;
 - `config`: `PlugIRConfig`.
-The engine side is `interactive_ir.conversation.ConversationMixin`.
+The engine side is `interactive_ir.conversation.Conversation` (rounds) and `interactive_ir.asking.Asker`
+(the question step).
 """

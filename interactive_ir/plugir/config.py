@@ -51,6 +51,8 @@ class PlugIRConfig:
     grounded_options: int = 4  # clusters offered by a choice question (plus "none of these")
     grounded_pull: float = 0.6  # how far a chosen option pulls the query row (times its length; see grounded.reshape)
     grounded_push: float = 0.2  # how far the options not chosen push it away
+    grounded_temperature: float = 0.1  # the pull goes to the chosen members weighted by softmax(score / this);
+    #                                    0: their plain mean (see grounded.pull_target)
     carry_weight: float = 0.5  # weight of the latest feedback/relative round's query row in the query rows of
     #                            later answers and skips (0: they search the dialogue alone; see conversation.py)
 
@@ -65,6 +67,8 @@ class PlugIRConfig:
             raise BadInputError(f"grounded_style must be one of {', '.join(GROUNDED_STYLES)}, got {self.grounded_style!r}")
         if self.grounded_options < 2:
             raise BadInputError(f"grounded_options must be at least 2, got {self.grounded_options}")
+        if self.grounded_temperature < 0:
+            raise BadInputError(f"grounded_temperature must be 0 or more, got {self.grounded_temperature}")
         for name in ("grounded_pull", "grounded_push"):
             if not 0.0 <= getattr(self, name) <= 5.0:
                 raise BadInputError(f"{name} must be between 0 and 5, got {getattr(self, name)}")

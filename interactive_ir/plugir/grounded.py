@@ -78,13 +78,28 @@ def _unit(v: np.ndarray) -> np.ndarray | None:
     return None if n == 0.0 else v / n
 
 
+def pull_target(query: np.ndarray, rows: np.ndarray, temperature: float = 0.0) -> np.ndarray:
+    """The mean of `rows`, each weighted by softmax(<row, q/|q|> / temperature) (0: the plain mean).
+
+    Weighting by the current scores pulls towards the members the query already ranks high: a query that
+    already has the target near the top keeps it there instead of drifting to the cluster's centre."""
+    rows = np.asarray(rows, np.float64)
+    if temperature <= 0.0 or len(rows) < 2:
+        return rows.mean(axis=0)
+    q = np.asarray(query, np.float64)
+    s = rows @ (q / (np.linalg.norm(q) or 1.0)) / temperature
+    w = np.exp(s - s.max())
+    return (w / w.sum()) @ rows
+
+
 def reshape(query: np.ndarray, option_rows: Sequence[np.ndarray | None], chosen: int, pull: float = 0.6,
-            push: float = 0.2) -> np.ndarray:
+            push: float = 0.2, temperature: float = 0.0) -> np.ndarray:
     """The query row moved towards option `chosen` and away from the others (Rocchio on search rows).
 
     `option_rows[i]` holds the search rows of option i's members (2-D; None or empty for none). With u(x)
-    the unit vector of x: q' = q + pull |q| u(mean of the chosen rows) - push |q| u(mean of all the other
-    options' rows), rescaled to the length of q (later mixes with text rows keep their balance).
+    the unit vector of x: q' = q + pull |q| u(c) - push |q| u(mean of all the other options' rows), where
+    c is the chosen rows' mean weighted by the current scores (`pull_target`, `temperature`), rescaled to
+    the length of q (later mixes with text rows keep their balance).
     """
     q = np.asarray(query, np.float64)
     length = float(np.linalg.norm(q))
@@ -93,7 +108,7 @@ def reshape(query: np.ndarray, option_rows: Sequence[np.ndarray | None], chosen:
     out = q.copy()
     mine = option_rows[chosen] if 0 <= chosen < len(option_rows) else None
     if mine is not None and len(mine):
-        u = _unit(np.asarray(mine, np.float64).mean(axis=0))
+        u = _unit(pull_target(q, mine, temperature))
         if u is not None:
             out += pull * length * u
     others = [np.asarray(r, np.float64) for i, r in enumerate(option_rows) if i != chosen and r is not None and len(r)]

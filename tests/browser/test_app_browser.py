@@ -52,7 +52,7 @@ def test_full_search_every_mode(app, shot):
     assert "You: it is black and white" in app.dialogue()
     assert page.locator("#iir-answer textarea").input_value() == ""
     ids2 = app.ids()
-    # the best images of the whole collection again, those shown before marked Seen (not hidden)
+    assert len(ids2) == K  # the top-k of the whole collection: images shown before may come back (marked seen)
     assert set(app.seen_ids()) == set(ids2) & set(ids1)
     assert page.locator("#iir-results .iir-card.is-seen .iir-seen").count() == len(set(ids2) & set(ids1))
     assert question.replace("System asks:", "").strip() in app.dialogue()  # the answered question stays visible
@@ -91,6 +91,7 @@ def test_full_search_every_mode(app, shot):
     app.expect_round(4)
     app.wait_model()
     ids4 = app.ids()
+    assert ref not in ids4 and len(ids4) == K  # never the reference itself; seen images may come back
     assert set(app.seen_ids()) == set(ids4) & (set(ids1) | set(ids2) | set(ids3))
     strip = page.locator("#iir-strip").inner_text()
     assert "Round 3" in strip and "relative to" not in strip  # round 4 is the current page, not in the strip yet

@@ -1,0 +1,52 @@
+"""No LLM: the page says the question mode is off, and feedback and composed search still work."""
+
+from __future__ import annotations
+
+import pytest
+from pageobj import AppPage, K
+
+pytestmark = pytest.mark.browser
+
+OFF = "Questions are off: no LLM is configured (set IIR_LLM). Marking results and reference search still work."
+
+
+@pytest.fixture(scope="module")
+def url(demo_retriever, app_env):
+    from conftest import serve_in_process
+
+    from interactive_ir.engine import EngineConfig, build_engine
+    from interactive_ir.plugir.config import PlugIRConfig
+
+    # no LLM and LLM questions chosen: the question mode is off (the default, "auto", asks grounded questions)
+    engine = build_engine(demo_retriever.retriever, llm=None, config=EngineConfig(k=K),
+                          plugir=PlugIRConfig(questioner="llm"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("IIR_CACHE_DIR", app_env["IIR_CACHE_DIR"])
+        with serve_in_process(engine, [*demo_retriever.notes, OFF], questions_off_reason=OFF) as u:
+            yield u
+
+
+def test_questions_off_feedback_and_reference_still_work(browser, url, shot):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        app = AppPage(ctx.new_page(), url).open()
+        page = app.page
+        assert OFF in app.dialogue()
+        assert page.locator("#iir-answer textarea").is_disabled()
+        assert page.locator("#iir-skip").is_disabled()
+        app.search("a yellow flower")
+        app.expect_round(1)
+        assert "Working" not in app.status() and page.locator("#iir-dialogue .iir-question").count() == 0
+        shot(page, "results")
+        app.button(0, "relevant").click()
+        app.expect_status("marked 1 relevant")
+        app.more_like_marks()
+        app.expect_round(2)
+        app.button(0, "reference").click()
+        page.wait_for_selector("#iir-reference .iir-ref img")
+        app.relative("the same in red")
+        app.expect_round(3)
+        assert OFF in app.dialogue() and len(app.ids()) == K
+        shot(page, "feedback-and-reference")
+    finally:
+        ctx.close()
