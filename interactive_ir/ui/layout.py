@@ -14,9 +14,9 @@ from concurrent import futures
 from pathlib import Path
 
 from interactive_ir.errors import IIRError
-from interactive_ir.ui import handlers, render
+from interactive_ir.ui import handlers, render, work
 from interactive_ir.ui.gpu import gpu
-from interactive_ir.ui.handlers import COMPOSED_METHODS, FEEDBACK_METHODS, modes
+from interactive_ir.ui.handlers import modes
 from interactive_ir.ui.state import UIState
 
 log = logging.getLogger(__name__)
@@ -25,10 +25,8 @@ ASSETS = Path(__file__).resolve().parent.parent.parent / "assets" / "ui"
 TITLE = "Interactive image search"
 TICK_S = 1.0  # how often the status line's timer moves while a model step runs
 POLL_S = 0.2  # how often a waiting step checks whether its job is done or no longer wanted
-BUSY = "Still working on your last step: wait for it to finish."
 DESC_FIRST = "Describe the image you are looking for"
 DESC_AGAIN = "Describe it again to start a new search (Enter); to narrow these results, answer, mark or use a reference"
-ASKING = "The LLM is writing a question about these results…"
 INTRO = ("Describe the image you have in mind. Then narrow it down: answer the system's questions, "
          "mark results as relevant or not, or pick a reference image and say how yours differs. "
          "Press **I found it** on your image to finish.")
@@ -60,19 +58,6 @@ def notes_markdown(notes) -> str:
     return "**Running on:**\n" + "\n".join(f"- {n}" for n in notes) if notes else ""
 
 
-def _working(engine) -> dict[str, str]:
-    """What the status line says while each model step runs (the question is asked afterwards)."""
-    llm = getattr(engine, "llm", None) is not None
-    return {
-        "start": "Searching…",
-        "answer": "Rewriting your description with your answer (LLM)…" if llm else "Searching with your answer…",
-        "skip": "Showing more results…",
-        "feedback": "Finding unseen results like your marks" + (" (the LLM rewrites the query)" if llm else "") + "…",
-        "relative": "Searching with your reference and caption" + (" (the LLM reads the caption: this can take a "
-                                                                   "while)" if llm else "") + "…",
-    }
-
-
 def in_background(fn, *args) -> futures.Future:
     """Run `fn(*args)` in a thread (with the caller's context variables), so the page can show a timer."""
     job: futures.Future = futures.Future()
@@ -89,20 +74,29 @@ def in_background(fn, *args) -> futures.Future:
     return job
 
 
-def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title: str = TITLE):
-    """The Gradio page over a shared, read-only `engine`; per-tab state lives in `gr.State`."""
+def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title: str = TITLE,
+               search_concurrency: int = 4, examples=render.EXAMPLES):
+    """The Gradio page over a shared, read-only `engine`; per-tab state lives in `gr.State`.
+
+    `search_concurrency`: actions' retrievals running at once (model steps use the queue's default limit).
+    `examples`: descriptions offered on the empty page (a click runs the search).
+    """
     import gradio as gr
 
     m = modes(engine)
     off = questions_off_reason or ("Questions are off: no LLM is loaded. Marking results and searching with a "
                                    "reference image still work.")
-    working = _working(engine)
     js = (ASSETS / "cards.js").read_text()
 
-    def model_step(name: str, st: UIState, args: tuple, kwargs: dict) -> UIState:
-        return getattr(handlers, name)(engine, st, *args, **kwargs)
+    def act_step(name: str, st: UIState, args: tuple) -> UIState:
+        """An action's retrieval (`later`: the models' part is left to `follow_up`)."""
+        return getattr(handlers, name)(engine, st, *args, later=True)
 
-    model_step = gpu(model_step)
+    def model_step(job: work.Work):
+        return work.run(engine, job)
+
+    # on ZeroGPU both run in a GPU worker (the embedder encodes there too) and answer with copies
+    act_step, model_step = gpu(act_step), gpu(model_step)
 
     with gr.Blocks(title=title) as demo:
         state = gr.State(UIState())
@@ -119,18 +113,20 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
                 with gr.Row(equal_height=True, elem_id="iir-status-row"):
                     status = gr.Markdown(render.status_md(UIState()), elem_id="iir-status")
                     fb_btn = gr.Button("More like my marks", variant="secondary", elem_id="iir-feedback", size="md",
-                                       visible=m.feedback, scale=0, min_width=190)
-                results = gr.HTML(render.results_html(engine, UIState()), elem_id="iir-results", js_on_load=js,
+                                       visible=m.feedback, scale=0, min_width=190,
+                                       interactive=False)
+                results = gr.HTML(render.results_html(engine, UIState(), examples), elem_id="iir-results",
+                                  js_on_load=js,
                                   min_height=120)
             with gr.Column(scale=2, min_width=300):
                 with gr.Group(elem_id="iir-dialogue-panel"):
-                    dialogue = gr.HTML(render.dialogue_html(UIState(), m.questions, off), elem_id="iir-dialogue",
-                                       js_on_load=None, padding=True)
+                    dialogue = gr.HTML(render.dialogue_html(UIState(), m.questions, off, engine),
+                                       elem_id="iir-dialogue", js_on_load=js, padding=True)
                     answer_box = gr.Textbox(label="Your answer", elem_id="iir-answer", lines=1, max_lines=4,
-                                            submit_btn="Answer", interactive=m.questions,
-                                            placeholder="Answer the question and press Enter" if m.questions
-                                            else "Questions are off (no LLM)")
-                    skip_btn = gr.Button("Skip question", elem_id="iir-skip", size="sm", interactive=m.questions)
+                                            submit_btn="Answer", interactive=False,
+                                            placeholder="Questions are off (no LLM)" if not m.questions
+                                            else "Describe your image first")
+                    skip_btn = gr.Button("Skip question", elem_id="iir-skip", size="sm", interactive=False)
                 with gr.Group(elem_id="iir-composed-panel", visible=m.composed):
                     reference = gr.HTML(render.reference_html(engine, UIState()), elem_id="iir-reference",
                                         js_on_load=None, padding=True)
@@ -141,28 +137,52 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
                                              placeholder="e.g. the same, but at night with two dogs")
                     clear_ref_btn = gr.Button("Clear reference", elem_id="iir-clear-ref", size="sm")
                 with gr.Accordion("Options", open=False, elem_id="iir-options"):
-                    fb_method = gr.Dropdown([("engine default", ""), *FEEDBACK_METHODS], value="",
-                                            label="Relevance feedback method", elem_id="iir-fb-method",
-                                            visible=m.feedback)
-                    comp_method = gr.Dropdown([("engine default", ""), *COMPOSED_METHODS], value="",
-                                              label="Reference + caption method", elem_id="iir-comp-method",
-                                              visible=m.composed)
+                    has_llm = getattr(engine, "llm", None) is not None
+                    questioner = gr.Radio(handlers.choices(handlers.QUESTIONER_CHOICES, has_llm), value="",
+                                          label="Questions", elem_id="iir-questioner", visible=m.questions)
+                    fb_method = gr.Radio(handlers.choices(handlers.FEEDBACK_CHOICES, has_llm), value="",
+                                         label="More like my marks: how", elem_id="iir-fb-method",
+                                         visible=m.feedback)
+                    comp_method = gr.Radio(handlers.choices(handlers.COMPOSED_CHOICES, has_llm), value="",
+                                           label="Reference + caption: how", elem_id="iir-comp-method",
+                                           visible=m.composed)
         with gr.Accordion("Earlier rounds", open=True, elem_id="iir-strip-panel"):
             strip = gr.HTML(render.strip_html(engine, UIState()), elem_id="iir-strip", js_on_load=js)
+        with gr.Row(visible=False):  # the HTTP API's inputs for what the page does with clicks (for scripts)
+            api_option = gr.Number(precision=0, label="option")
+            api_question = gr.Textbox(label="question")
+            api_choose = gr.Button("choose")
+            api_action = gr.Textbox(label="card action")
+            api_id = gr.Textbox(label="image id")
+            api_card = gr.Button("card")
 
         outputs = [state, status, results, dialogue, strip, reference, desc, answer_box, caption_box, upload, skip_btn,
                    fb_btn]
 
+        def asks(st: UIState) -> bool:
+            """A question is waiting for an answer."""
+            return m.questions and st.started and not st.ended and bool(st.session.pending_question)
+
+        def answer_hint(st: UIState) -> str:
+            if not m.questions:
+                return "Questions are off (no LLM)"
+            if asks(st):
+                return "Answer the question and press Enter"
+            return "The system's next question will appear above" if st.started else "Describe your image first"
+
         def view(st: UIState, clear: tuple[str, ...] = ()) -> dict:
-            out = {state: st, status: render.status_md(st), results: render.results_html(engine, st),
-                   dialogue: render.dialogue_html(st, m.questions, off), strip: render.strip_html(engine, st),
+            out = {state: st, status: render.status_md(st), results: render.results_html(engine, st, examples),
+                   dialogue: render.dialogue_html(st, m.questions, off, engine), strip: render.strip_html(engine, st),
                    reference: render.reference_html(engine, st),
                    desc: gr.Textbox(label=DESC_AGAIN if st.started else DESC_FIRST),  # Enter there starts over
-                   # controls that cannot act now are greyed out: no questions after the search ended,
-                   # "More like my marks" stands out only once something is marked
-                   answer_box: gr.Textbox(interactive=m.questions and not st.ended),
-                   skip_btn: gr.Button(interactive=m.questions and not st.ended),
-                   fb_btn: gr.Button(variant="primary" if st.marks else "secondary")}
+                   # controls that cannot act now are greyed out: Answer and Skip with no question, More like
+                   # my marks with no mark; the answer and caption boxes once the search ended
+                   answer_box: gr.Textbox(interactive=asks(st), visible=not st.ended,
+                                          placeholder=answer_hint(st)),
+                   skip_btn: gr.Button(interactive=asks(st), visible=not st.ended),
+                   fb_btn: gr.Button(variant="primary" if st.marks else "secondary",
+                                     interactive=bool(st.marks) and not st.ended),
+                   caption_box: gr.Textbox(visible=not st.ended)}
             boxes = {"desc": desc, "answer": answer_box, "caption": caption_box}
             for name in clear:
                 if name == "upload":
@@ -170,7 +190,10 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
                 elif name == "desc":
                     out[desc] = gr.Textbox(value="", label=DESC_FIRST)
                 elif name == "answer":
-                    out[answer_box] = gr.Textbox(value="", interactive=m.questions and not st.ended)
+                    out[answer_box] = gr.Textbox(value="", interactive=asks(st), visible=not st.ended,
+                                                 placeholder=answer_hint(st))
+                elif name == "caption":
+                    out[caption_box] = gr.Textbox(value="", visible=not st.ended)
                 else:
                     out[boxes[name]] = ""
             return out
@@ -185,69 +208,64 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
             gr.Warning(msg, title="Cannot do that" if isinstance(e, IIRError) else "Error")
             return view(st, clear)
 
-        def wait(job, t0: float, say: str, still=lambda: True):
-            """Yield status updates with a running timer until `job` is done, or until `still()` turns False
-            (the step is abandoned: its job finishes alone and its result is dropped)."""
-            shown = 0
-            while not futures.wait([job], timeout=POLL_S).done:
-                if not still():
-                    return
-                if time.monotonic() - t0 >= shown + TICK_S:
-                    shown = int(time.monotonic() - t0)
-                    yield {status: f"**Working:** {say} ({shown} s)"}
-
-        def model_event(name: str, clear: tuple[str, ...] = ()):
-            def run(tab: UIState, *args):
-                if not tab.try_begin():
-                    gr.Warning(ASKING if tab.asking else BUSY)
-                    yield {status: gr.skip()}
-                    return
+        def act_event(name: str, clear: tuple[str, ...] = ()):
+            """An action's round from retrieval alone (the "act" queue: never behind model steps). It
+            supersedes the tab's pending model work; what the models add follows in `follow_up`."""
+            def act(tab: UIState, *args):
+                args = tuple("" if a is None else a for a in args)
                 try:
-                    # 1. the round's results (a question, when one is due, is asked in step 2)
-                    yield {status: f"**Working:** {working[name]}"}
-                    args = tuple("" if a is None else a for a in args)
-                    job = in_background(model_step, name, tab, args, {"defer_question": True})
-                    yield from wait(job, time.monotonic(), working[name])
-                    if job.exception() is not None:  # IIRError: bad input; others: a bug or a backend crash
-                        yield refused(tab, job.exception())
-                        return
-                    st = job.result()  # `tab` itself, or its copy back from a spaces.GPU worker
-                    if not st.question_due:
-                        yield view(st, clear)
-                        return
-                    # 2. the question about those results, while the user looks at them
-                    st.asking = True
-                    yield view(st, clear)
-                    session = st.session
-                    job = in_background(model_step, "ask_question", st, (), {})
-                    yield from wait(job, time.monotonic(), ASKING,
-                                    still=lambda: st.session is session and not st.ended)
-                    st.asking = False
-                    if not job.done():  # New search or I found it meanwhile: the question is not needed,
-                        yield {status: gr.skip()}  # and this tab (and the queue slot) are free at once
-                        return
-                    if job.exception() is not None:
-                        yield refused(st, job.exception())
-                        return
-                    back = job.result()
-                    same = back.session and st.session and back.session.session_id == st.session.session_id
-                    if back is not st and same:
-                        st.session = back.session  # a spaces.GPU worker answers with a copy
-                    yield view(st)
-                finally:
-                    tab.asking = False
-                    tab.end()
+                    with tab.lock:
+                        tab.take(act_step(name, tab, args))
+                except Exception as e:
+                    return refused(tab, e)
+                return view(tab, clear)
 
-            run.__name__ = f"on_{name}"
-            return run
+            act.__name__ = f"on_{name}"
+            return act
+
+        def follow_up(tab: UIState):
+            """The model steps due for the tab's round ("refine", then "ask"), each shown when it lands.
+            A newer action of the tab supersedes them: this event then ends at once (its queue slot is
+            free) and the step's result, when it comes, is dropped."""
+            shown = False
+            while (job_work := work.claim(tab)) is not None:
+                job = in_background(model_step, job_work)
+                t0 = time.monotonic()
+                ticks = 0
+                while not futures.wait([job], timeout=POLL_S).done:
+                    if not work.current(tab, job_work):
+                        work.drop(tab, job_work)
+                        if not shown:
+                            yield {status: gr.skip()}
+                        return
+                    if time.monotonic() - t0 >= ticks + TICK_S:
+                        ticks = int(time.monotonic() - t0)
+                        shown = True
+                        yield {status: render.status_md(tab) + f" ({ticks} s)"}
+                e = job.exception()
+                if e is None:
+                    applied = work.adopt(engine, tab, job_work, job.result())
+                else:
+                    if not isinstance(e, IIRError):
+                        log.error("model step %s failed", job_work.step, exc_info=e)
+                    applied = work.failed(tab, job_work, f"⚠ {failure_note(job_work.step, e)}")
+                if not applied:  # superseded while it ran
+                    break
+                shown = True
+                yield view(tab)
+            if not shown:
+                yield {status: gr.skip()}
+
+        def failure_note(step: str, e: BaseException) -> str:
+            what = "refine these results" if step == "refine" else "write a question"
+            why = message(e) if isinstance(e, IIRError) else f"{e.__class__.__name__}: {e}"
+            return f"The model could not {what} ({why}). The results shown stand; you can go on."
 
         def quick(fn, st: UIState, *args, clear=(), on_error_clear=()):
-            """A step without models; allowed while a question is being written (not while results come)."""
-            if st.busy and not st.asking:
-                gr.Warning(BUSY)
-                return {status: gr.skip()}
+            """A step without models (the "ui" queue): runs at once, even while model work is pending."""
             try:
-                new = fn(engine, st, *args)
+                with st.lock:
+                    new = fn(engine, st, *args)
             except Exception as e:
                 return refused(st, e, on_error_clear)
             return view(new, clear)
@@ -268,21 +286,46 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
         def on_new(st: UIState):
             return quick(handlers.new_search, st, clear=("desc", "answer", "caption", "upload"))
 
-        model = {"concurrency_id": "model", "trigger_mode": "once", "show_progress": "full",
-                 "show_progress_on": [results, dialogue]}
-        # clicks queue up in order ("multiple": a quick second click is never dropped) and run one at a time
-        # (each takes milliseconds), so every click sees the state the previous one left and renders it
+        # retrieval ("act") and clicks ("ui") never wait behind model steps ("model", the queue's default limit);
+        # every submit counts ("multiple": nothing is dropped), each action's model work follows it (.then)
+        act = {"concurrency_id": "act", "concurrency_limit": search_concurrency, "trigger_mode": "multiple",
+               "show_progress": "minimal", "show_progress_on": [results]}
+        model = {"concurrency_id": "model", "concurrency_limit": "default", "trigger_mode": "multiple",
+                 "show_progress": "hidden"}
+        # clicks queue up in order and run one at a time (each takes milliseconds), so every click sees the
+        # state the previous one left and renders it
         cheap = {"concurrency_id": "ui", "concurrency_limit": 1, "trigger_mode": "multiple", "show_progress": "hidden"}
-        desc.submit(model_event("start", ("upload",)), [state, desc], outputs, **model)  # a new search drops it
-        answer_box.submit(model_event("answer", ("answer",)), [state, answer_box], outputs, **model)
-        skip_btn.click(model_event("skip"), [state], outputs, **model)
-        fb_btn.click(model_event("feedback"), [state, fb_method], outputs, **model)
-        caption_box.submit(model_event("relative", ("caption", "upload")), [state, caption_box, comp_method],
-                           outputs, **model)
+        for trigger, name, inputs, clear in (
+                (desc.submit, "start", [state, desc], ("upload",)),  # a new search drops a pending upload
+                (answer_box.submit, "answer", [state, answer_box], ("answer",)),
+                (skip_btn.click, "skip", [state], ()),
+                (fb_btn.click, "feedback", [state, fb_method], ()),
+                (caption_box.submit, "relative", [state, caption_box, comp_method], ("caption", "upload"))):
+            trigger(act_event(name, clear), inputs, outputs, api_name=name, **act).then(
+                follow_up, [state], outputs, api_name=f"{name}_model", **model)
+
+        choose = act_event("choose")
+
+        def on_choose(st: UIState, evt: gr.EventData):
+            """A click on one of the question's options (thumbnails, none of these, yes/no)."""
+            data = getattr(evt, "_data", None) or {}
+            return choose(st, data.get("index"), str(data.get("question") or ""))
+
+        dialogue.click(on_choose, [state], outputs, api_name="on_choose", **act).then(
+            follow_up, [state], outputs, api_name="choose_model", **model)
+        # the same through the HTTP API (option number from 0, the question's text as shown): for scripts
+        api_choose.click(choose, [state, api_option, api_question], outputs, api_name="choose", **act)
+        api_card.click(lambda st, a, i: quick(handlers.card_action, st, a or "", i or ""), [state, api_action, api_id],
+                       outputs, api_name="card", **cheap)
         results.click(on_card, [state], outputs, **cheap)
         strip.click(on_card, [state], outputs, **cheap)  # "Found" under an earlier round's thumbnail
         upload.upload(on_upload, [state, upload], outputs, **cheap)
         upload.clear(on_clear_upload, [state], outputs, **cheap)
         clear_ref_btn.click(on_clear_reference, [state], outputs, **cheap)
         new_btn.click(on_new, [state], outputs, **cheap)
+
+        def on_questioner(st: UIState, value):
+            return quick(handlers.set_questioner, st, value or "")
+
+        questioner.change(on_questioner, [state, questioner], outputs, **cheap)
     return demo

@@ -13,11 +13,13 @@ from interactive_ir.ui.media import file_url, image_url
 from interactive_ir.ui.state import UIState
 
 ACTIONS = {  # data-action -> (label, tooltip)
-    "relevant": ("✓ Relevant", "Mark as relevant (click again to unmark)"),
-    "irrelevant": ("✗ Not relevant", "Mark as not relevant (click again to unmark)"),
+    "relevant": ("Relevant", "Mark as relevant (click again to unmark)"),
+    "irrelevant": ("Not it", "Mark as not what you look for (click again to unmark)"),
     "reference": ("Use as reference", "Describe how your image differs from this one"),
-    "found": ("I found it", "This is the image I was looking for: end the search"),
+    "found": ("Found it", "This is the image I was looking for: end the search"),
 }
+EXAMPLES = ("a puppy sitting on the grass", "a red sports car", "a slice of birthday cake",
+            "a small house with a chimney")  # the empty page's example descriptions (demo gallery)
 
 
 def esc(text) -> str:
@@ -51,11 +53,24 @@ def _why(reasons: list[str]) -> str:
             f"<ul>{items}</ul></details>")
 
 
-def results_html(engine, st: UIState) -> str:
-    """The current page of results as cards with their actions."""
+def empty_html(examples=EXAMPLES, upload: bool = False) -> str:
+    """The page before a search: what to do, and example descriptions that run a search when clicked."""
+    chips = "".join(f'<button type="button" class="iir-example" data-example="{esc(x)}">{esc(x)}</button>'
+                    for x in examples)
+    how = "Describe the image you have in mind and press Enter" + (
+        "; or upload a reference image and say how yours differs." if upload else ".")
+    tips = f'<div class="iir-examples" role="group" aria-label="example searches">Try: {chips}</div>' if chips else ""
+    return f'<div class="iir-empty"><p>{how}</p>{tips}</div>'
+
+
+def _seen_ids(turn: Turn, hits) -> set[str]:
+    return set(getattr(turn, "seen", None) or []) | {h.id for h in hits if getattr(h, "seen", False)}
+
+
+def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
+    """The current page of results as cards with their actions; a click on a picture opens the large view."""
     if not st.started:
-        return ('<div class="iir-empty">Describe the image you have in mind and press Enter; '
-                "or upload a reference image and say how yours differs.</div>")
+        return empty_html(examples, modes(engine).upload)
     s = st.session
     turn = s.last
     hits = engine.hits_of(turn)
@@ -63,6 +78,7 @@ def results_html(engine, st: UIState) -> str:
         return '<div class="iir-empty">No more images to show: every image was shown already. Start a new search.</div>'
     found_id = s.found.get("id") if s.found else ""
     ended = s.ended
+    seen = _seen_ids(turn, hits)
     cards = []
     for rank, h in enumerate(hits, 1):
         mark = st.marks.get(h.id)
@@ -75,11 +91,17 @@ def results_html(engine, st: UIState) -> str:
             cls.append("is-ref")
         if found_id == h.id:
             cls.append("is-found")
+        if h.id in seen:
+            cls.append("is-seen")
+        cap = h.caption or h.id
         url = image_url(h.path)
-        full = file_url(h.path) if url else ""
         pic = _img(url, _alt(h.caption, h.id))
-        if full:
-            pic = f'<a href="{esc(full)}" target="_blank" rel="noopener" title="Open full size">{pic}</a>'
+        if url:  # the picture opens the large view (lightbox) with the caption, previous/next and the actions
+            pic = (f'<button type="button" class="iir-open" data-action="open" data-id="{esc(h.id)}" '
+                   f'data-src="{esc(url)}" title="Larger view" aria-label="Larger view: {esc(cap)}">{pic}</button>')
+        badges = f'<span class="iir-rank">#{rank}</span>'
+        if h.id in seen:
+            badges += '<span class="iir-seen" title="Shown in an earlier round of this search">Seen</span>'
         if ended:
             actions = '<div class="iir-found-badge">✓ Found: your image</div>' if found_id == h.id else ""
         else:
@@ -88,15 +110,26 @@ def results_html(engine, st: UIState) -> str:
                        + _button("reference", h.id, st.reference == h.id) + _button("found", h.id)
                        + "</div>")
         cards.append(
-            f'<article class="{" ".join(cls)}" data-id="{esc(h.id)}" data-rank="{rank}">'
-            f'<div class="iir-pic"><span class="iir-rank">#{rank}</span>{pic}</div>'
-            f'<p class="iir-cap">{esc(h.caption or h.id)}</p>'
+            f'<article class="{" ".join(cls)}" data-id="{esc(h.id)}" data-rank="{rank}" role="listitem">'
+            f'<div class="iir-pic">{badges}{pic}</div>'
+            f'<p class="iir-cap" title="{esc(cap)}">{esc(cap)}</p>'
             f"{_why(turn.why.get(h.id, []))}{actions}</article>")
-    head = f'<div class="iir-page-head">Round {turn.round + 1}: {len(hits)} results</div>'
-    ask = ""  # on a phone the dialogue panel sits below the results: say the question above them too
-    if s.pending_question and not ended:
-        ask = (f'<div class="iir-ask-narrow">System asks: <b>{esc(s.pending_question)}</b> '
-               '<a href="#iir-answer">Answer below ↓</a></div>')
+    badge = ""
+    if st.refined:
+        badge = (' <span class="iir-badge iir-refined" title="The LLM rewrote the query: these results replace the '
+                 'first ones">Refined</span>')
+    elif "refine" in st.todo or st.working == "refine":
+        badge = (' <span class="iir-badge iir-quick" title="Results of the plain text; the LLM is refining them">'
+                 "Quick results, refining…</span>")
+    n_seen = sum(1 for h in hits if h.id in seen)
+    seen_note = f' <span class="iir-seen-note">{n_seen} seen before</span>' if n_seen else ""
+    head = (f'<div class="iir-page-head" data-round="{turn.round + 1}" data-epoch="{st.epoch}">'
+            f"Round {turn.round + 1}: {len(hits)} results{badge}{seen_note}</div>")
+    ask = ""  # on a phone the dialogue bar is stuck to the bottom: the question is said there too
+    q = s.question if not ended else None
+    if q is not None:
+        ask = (f'<div class="iir-ask-narrow">System asks: <b>{esc(q.text)}</b> '
+               '<a href="#iir-dialogue-panel">Answer ↓</a></div>')
     return f'{head}{ask}<div class="iir-grid" role="list" aria-label="results">{"".join(cards)}</div>'
 
 
@@ -138,8 +171,30 @@ def strip_html(engine, st: UIState) -> str:
     return f'<div class="iir-strip" aria-label="earlier rounds">{tip}{"".join(rows)}</div>'
 
 
-def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "") -> str:
-    """The conversation so far and the question waiting for an answer."""
+def options_html(engine, q) -> str:
+    """A question's clickable answers: thumbnails with a short caption (choice), or buttons (yes/no, none)."""
+    from interactive_ir.types import NONE_OF_THESE
+
+    items = []
+    for n, o in enumerate(q.options):
+        label = o.label.strip() or f"option {n + 1}"
+        pic = ""
+        if o.image_id:
+            row = engine.index.row_of.get(o.image_id)
+            url = image_url(engine.index.image_path(row)) if row is not None else ""
+            pic = _img(url, label, "iir-opt-img")
+        cls = "iir-opt" + (" iir-opt-pic" if o.image_id else "") + (" iir-opt-none" if label == NONE_OF_THESE else "")
+        text = label[0].upper() + label[1:] if label == NONE_OF_THESE or not o.image_id else label
+        items.append(f'<button type="button" class="{cls}" data-action="choose" data-index="{n}" '
+                     f'data-question="{esc(q.text)}" data-round="{q.round}" title="{esc(label)}">'
+                     f'{pic}<span class="iir-opt-label">{esc(text)}</span></button>')
+    kind = "iir-opts-yesno" if q.kind == "yesno" else "iir-opts-choice"
+    hint = '<div class="iir-qnote">Click the closest one (or type an answer below).</div>' if q.kind == "choice" else ""
+    return f'<div class="iir-opts {kind}" role="group" aria-label="answers: click one">{"".join(items)}</div>{hint}'
+
+
+def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "", engine=None) -> str:
+    """The conversation so far and the question waiting for an answer (with its clickable options)."""
     lines = []
     s: Session | None = st.session
     for t in (s.turns if s else []):
@@ -165,15 +220,18 @@ def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "
         label = f'<b class="iir-who">{role}:</b> ' if role else ""
         out.append(f'<div class="iir-msg iir-{who}">{label}{esc(text)}</div>')
     pending = s.pending_question if s else ""
-    if (st.asking or st.question_due) and s and s.turns and not s.ended:
-        out.append('<div class="iir-msg iir-note" role="status">The system is writing a question about these '
-                   "results…</div>")
+    if st.pending and s and s.turns and not s.ended:
+        say = working_md(st).lstrip(" ·").rstrip("…") or "the system is working on these results"
+        out.append(f'<div class="iir-msg iir-note iir-asking" role="status">{esc(say[0].upper() + say[1:])}… '
+                   "(you can mark results or start again meanwhile)</div>")
     elif pending and not (s and s.ended):
-        fb = s.last.question_fallback if s.last else False
+        q = s.question
+        fb = q is not None and q.kind == "fallback"
         note = ('<div class="iir-qnote">A question built from these results (the LLM gave none that helps).</div>'
                 if fb else "")
+        opts = options_html(engine, q) if engine is not None and q is not None and q.options else ""
         out.append(f'<div class="iir-question" role="status"><b class="iir-who">System asks:</b> '
-                   f"{esc(pending)}{note}</div>")
+                   f"{esc(pending)}{note}{opts}</div>")
     elif not questions_on:
         out.append(f'<div class="iir-qoff" role="note">{esc(questions_off_reason or "Questions are off.")}</div>')
     elif not s or not s.turns:
@@ -216,5 +274,24 @@ def status_md(st: UIState) -> str:
     marks = (f" · marked {len(rel)} relevant, {len(irr)} not relevant: press **More like my marks**"
              if rel or irr else (" · answer the question, mark results, or use one as a reference" if s.pending_question
                                  else " · mark results, or use one as a reference"))
-    asking = " · the LLM is writing a question about these results…" if st.asking or st.question_due else ""
-    return notice + f"Round {s.last.round + 1} · {len(s.last.shown)} results{marks}{asking}"
+    return notice + f"Round {s.last.round + 1} · {len(s.last.shown)} results{marks}{working_md(st)}"
+
+
+WORKING = {  # what the status line says while a model step is due or runs
+    "refine": {"engine": "the LLM is rewriting the dialogue to refine these results",
+               "answer": "the LLM is rewriting the dialogue to refine these results",
+               "feedback": "the LLM is rewriting the query from your marks to refine these results",
+               "relative": "the LLM is reading your caption to refine these results"},
+    "ask": "the system is writing a question about these results",
+}
+
+
+def working_md(st: UIState) -> str:
+    """' · <what the models are doing>…' while model work of the round is due, else ''."""
+    step = st.working or (st.todo[0] if st.todo else "")
+    if not step or not st.started or st.ended:
+        return ""
+    say = WORKING.get(step, "")
+    if isinstance(say, dict):
+        say = say.get(st.redo.action if st.redo else "", "the LLM is refining these results")
+    return f" · {say}…" if say else ""

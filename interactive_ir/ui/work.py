@@ -1,0 +1,120 @@
+"""Model work that follows a round shown on the page: "refine" (the round made again with the LLM,
+replacing the plain results) and "ask" (the next question about the results on the page).
+
+A handler called with `later=True` shows its round from retrieval alone and leaves in `UIState.todo`
+what the models still have to do. The page then, for each step:
+1. `claim(st)` (under the tab's lock): the next step and a copy of what it works on;
+2. `run(engine, work)` (off the lock, in a thread or a spaces.GPU worker): a new `Session`;
+3. `adopt(engine, st, work, result)` (under the lock): applied only when no newer action of the tab came
+   meanwhile (`st.epoch` unchanged); otherwise dropped, and the tab already shows the newer round.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from dataclasses import dataclass
+
+from interactive_ir.session import Session
+from interactive_ir.ui.state import Redo, UIState
+
+log = logging.getLogger(__name__)
+
+STEPS = ("refine", "ask")
+
+
+@dataclass
+class Work:
+    """One claimed model step of a tab."""
+
+    epoch: int  # the tab's epoch when claimed: adopted only if it is still the same
+    step: str  # "refine" or "ask"
+    session: Session | None  # "ask": a copy of the session as shown ("refine" works on a copy of `redo.tab`)
+    redo: Redo | None = None  # for "refine": the handler call to make again with the LLM
+
+
+def claim(st: UIState) -> Work | None:
+    """The next model step due for the tab's round (removed from `st.todo`), or None."""
+    with st.lock:
+        while st.todo:
+            step = st.todo.pop(0)
+            if st.session is None or st.ended:
+                st.todo.clear()
+                return None
+            if step == "refine" and st.redo is not None:
+                st.working = step
+                engine_step = st.redo.action == "engine"
+                return Work(st.epoch, step, copy.deepcopy(st.session) if engine_step else None, st.redo)
+            if step == "ask":
+                st.working = step
+                return Work(st.epoch, step, copy.deepcopy(st.session))
+        return None
+
+
+def run(engine, work: Work):
+    """Do the step on copies (the tab is not touched): a `QuestionStep` ("ask"), a `Refinement` (an
+    answer's rewrite, by the engine), or a new `Session` (a round made again with its LLM method)."""
+    from interactive_ir.ui import handlers
+
+    if work.step == "ask":
+        return engine.prepare_question(work.session)
+    if work.redo.action == "engine":
+        return engine.prepare_refine(work.session)
+    tab = copy.deepcopy(work.redo.tab)
+    getattr(handlers, work.redo.action)(engine, tab, *work.redo.args, defer_question=True)
+    return tab.session
+
+
+def current(st: UIState, work: Work) -> bool:
+    """Is the work still wanted (no newer action of the tab)?"""
+    return st.epoch == work.epoch and st.session is not None and not st.ended
+
+
+def adopt(engine, st: UIState, work: Work, result) -> bool:
+    """Apply a finished step to the tab unless a newer action superseded it. Returns whether it was applied."""
+    from interactive_ir.errors import SessionError
+    from interactive_ir.steps import QuestionStep, Refinement
+
+    with st.lock:
+        if not current(st, work):
+            return False
+        try:
+            if isinstance(result, QuestionStep):
+                engine.apply_question(st.session, result)
+                if result.error:
+                    st.notice = f"⚠ The question step had a problem: {result.error}"
+            elif isinstance(result, Refinement):
+                engine.apply_refine(st.session, result)
+                st.refined = result.reformulated
+                if result.error:
+                    st.notice = f"⚠ The LLM could not rewrite the dialogue ({result.error}): these are its results as typed."
+            elif result is not None:  # a round made again with its LLM method
+                last = result.last
+                st.refined = bool(last is not None and last.llm_calls)
+                st.session = result
+        except SessionError:  # the session moved past the step's round
+            return False
+        st.working = ""
+        if work.step == "refine":
+            st.redo = None
+            st.keep_marks_on_page()
+        return True
+
+
+def failed(st: UIState, work: Work, note: str) -> bool:
+    """A step failed: say so (when still current) and go on with the next one. Returns whether it was current."""
+    with st.lock:
+        if not current(st, work):
+            return False
+        st.working = ""
+        st.notice = note
+        if work.step == "refine":
+            st.redo = None
+        return True
+
+
+def drop(st: UIState, work: Work) -> None:
+    """The page stopped waiting for this step (superseded): clear its mark if it is still the tab's."""
+    with st.lock:
+        if st.epoch == work.epoch:
+            st.working = ""

@@ -1,0 +1,129 @@
+"""No LLM: picture questions with clickable options; the gallery's large view, example searches, Seen badges."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from pageobj import AppPage, K, expect
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def url(demo_retriever, app_env):
+    from conftest import serve_in_process
+
+    from interactive_ir.engine import EngineConfig, build_engine
+
+    engine = build_engine(demo_retriever.retriever, llm=None, config=EngineConfig(k=K))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("IIR_CACHE_DIR", app_env["IIR_CACHE_DIR"])
+        with serve_in_process(engine, demo_retriever.notes, examples=("a dog", "a red car", "a house")) as u:
+            yield u
+
+
+@pytest.fixture
+def app(browser, url):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    yield AppPage(ctx.new_page(), url).open()
+    ctx.close()
+
+
+def options(page):
+    return page.locator("#iir-dialogue .iir-opt")
+
+
+def test_an_example_runs_a_search_and_a_picture_question_is_answered_by_a_click(app, shot):
+    page = app.page
+    examples = page.locator("#iir-results .iir-example")
+    assert examples.count() == 3
+    shot(page, "empty")
+    examples.nth(1).click()  # "a red car"
+    app.expect_round(1)
+    assert "a red car" in app.dialogue()
+    page.wait_for_selector("#iir-dialogue .iir-opt", timeout=30_000)
+    n = options(page).count()
+    assert n >= 2 and "none of these" in options(page).nth(n - 1).inner_text().lower() or \
+        [options(page).nth(i).inner_text() for i in range(n)] == ["Yes", "No"]
+    shot(page, "options")
+    label = options(page).nth(0).inner_text()
+    options(page).nth(0).click()  # the click is the answer
+    app.expect_round(2)
+    assert app.dialogue().count("You:") == 2
+    page.wait_for_selector("#iir-dialogue .iir-opt", timeout=30_000)  # and the next picture question
+    assert label.split(";")[0][:20].lower() in app.dialogue().lower() or "yes" in app.dialogue().lower() \
+        or "no" in app.dialogue().lower()
+    shot(page, "answered-by-click")
+
+
+def test_a_click_on_a_replaced_question_is_refused_plainly(app, shot):
+    page = app.page
+    app.search("a yellow flower")
+    page.wait_for_selector("#iir-dialogue .iir-opt", timeout=30_000)
+    stale = options(page).nth(0)
+    q = stale.get_attribute("data-question")
+    # as if a newer action had replaced the question the click was made on
+    page.evaluate("""(q) => { const b = document.querySelector('#iir-dialogue .iir-opt');
+                              b.dataset.question = q + ' (older)'; }""", q)
+    stale.click()
+    app.expect_toast(re.compile("no longer open"))
+    app.expect_round(1)  # nothing changed
+    page.evaluate("(q) => { document.querySelector('#iir-dialogue .iir-opt').dataset.question = q; }", q)
+    options(page).nth(0).click()  # the current question still works
+    app.expect_round(2)
+    shot(page, "stale-option")
+
+
+def test_the_large_view_shows_caption_neighbours_and_actions(app, shot):
+    page = app.page
+    app.search("a cat")
+    app.expect_round(1)
+    cards = app.cards
+    w = cards.nth(0).bounding_box()["width"]
+    assert w >= 220, w  # images a person can see on a desktop
+    cards.nth(1).locator("button.iir-open").click()
+    box = page.locator("#iir-lightbox")
+    expect(box).to_be_visible()
+    cap2 = cards.nth(1).locator(".iir-cap").inner_text()
+    expect(box.locator(".iir-lb-cap")).to_contain_text(cap2)
+    assert box.locator(".iir-lb-img").bounding_box()["width"] > w  # larger than the card
+    shot(page, "lightbox")
+    page.keyboard.press("ArrowRight")
+    expect(box.locator(".iir-lb-cap")).to_contain_text(cards.nth(2).locator(".iir-cap").inner_text())
+    box.locator(".iir-lb-prev").click()
+    expect(box.locator(".iir-lb-cap")).to_contain_text(cap2)
+    box.locator('button[data-action="relevant"]').click()  # the card's actions work from the large view
+    app.expect_status("marked 1 relevant")
+    expect(box.locator('button[data-action="relevant"]')).to_have_attribute("aria-pressed", "true")
+    assert app.button(1, "relevant").get_attribute("aria-pressed") == "true"
+    page.keyboard.press("Escape")
+    expect(box).to_be_hidden()
+    # an image that cannot be shown (removed from the collection): a plain message, not a broken page
+    page.evaluate("() => { const b = document.querySelector('#iir-results .iir-card button.iir-open'); "
+                  "b.dataset.src = 'gradio_api/file=/nonexistent/gone.png'; }")
+    cards.nth(0).locator("button.iir-open").click()
+    expect(box.locator(".iir-lb-missing")).to_contain_text("cannot be shown", timeout=10_000)
+    shot(page, "lightbox-missing")
+    box.locator(".iir-lb-close").click()
+    expect(box).to_be_hidden()
+
+
+def test_seen_badges_and_more_like_my_marks(app, shot):
+    page = app.page
+    app.search("a yellow flower")
+    app.expect_round(1)
+    first = set(app.ids())
+    app.button(0, "relevant").click()
+    app.expect_status("marked 1 relevant")
+    app.more_like_marks()  # pages through unseen images
+    app.expect_round(2)
+    assert not set(app.ids()) & first and not app.seen_ids()
+    page.wait_for_selector("#iir-dialogue .iir-opt", timeout=30_000)
+    options(page).nth(0).click()  # a click answer searches the whole collection again
+    app.expect_round(3)
+    ids = app.ids()
+    shown_before = first | set()
+    seen = set(app.seen_ids())
+    assert seen <= set(ids) and all(i in seen for i in ids if i in shown_before)
+    shot(page, "seen")

@@ -1,0 +1,112 @@
+"""The page's HTML: seen badges, the large view's data, the empty page's examples, clickable options."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from interactive_ir.engine import EngineConfig, build_engine
+from interactive_ir.errors import SessionError
+from interactive_ir.types import Option, Question
+from interactive_ir.ui import handlers as h
+from interactive_ir.ui import render, work
+from interactive_ir.ui.state import UIState
+
+K = 4
+
+
+@pytest.fixture
+def grounded(tiny_index):
+    """No LLM: the engine asks grounded questions (options to click)."""
+    return build_engine(tiny_index[0], llm=None, config=EngineConfig(k=K))
+
+
+def ask(engine, st):
+    while (job := work.claim(st)) is not None:
+        work.adopt(engine, st, job, work.run(engine, job))
+    return st
+
+
+def test_empty_page_offers_example_searches(grounded):
+    html = render.results_html(grounded, UIState(), examples=("a red <b>car</b>", "a dog"))
+    assert html.count('class="iir-example"') == 2
+    assert 'data-example="a red &lt;b&gt;car&lt;/b&gt;"' in html and "<b>car" not in html
+    assert "iir-example" not in render.results_html(grounded, UIState(), examples=())
+
+
+def test_cards_open_the_large_view_and_say_what_was_seen(grounded):
+    st = h.start(grounded, UIState(), "a red dog")
+    first = st.current_ids
+    st.session.last.seen = first[:2]  # the engine flags hits an earlier round showed
+    html = render.results_html(grounded, st)
+    assert html.count('data-action="open"') == K and html.count("data-src=") == K
+    assert html.count('class="iir-seen"') == 2 and "2 seen before" in html
+    cards = re.findall(r'<article class="([^"]+)" data-id="([^"]+)"', html)
+    assert [i for c, i in cards if "is-seen" in c] == first[:2]
+    labels = re.findall(r'data-action="(?:relevant|irrelevant|reference|found)"[^>]*>([^<]+)<', html)
+    assert labels[:4] == ["Relevant", "Not it", "Use as reference", "Found it"]
+
+
+def test_grounded_question_options_are_clickable_and_a_click_answers(grounded):
+    st = ask(grounded, h.start(grounded, UIState(), "a red dog", later=True))
+    q = st.session.question
+    assert q is not None and q.options, "a grounded question with options"
+    html = render.dialogue_html(st, True, "", grounded)
+    assert html.count('data-action="choose"') == len(q.options)
+    assert f'data-question="{render.esc(q.text)}"' in html
+    before = len(st.session.turns)
+    h.choose(grounded, st, 0, q.text, later=True)
+    assert len(st.session.turns) == before + 1 and st.session.last.kind == "answer"
+    assert st.todo == ["ask"]
+    assert st.session.last.user_text in render.dialogue_html(st, True, "", grounded)
+
+
+def test_a_click_on_a_replaced_question_changes_nothing(grounded):
+    st = ask(grounded, h.start(grounded, UIState(), "a red dog", later=True))
+    old = st.session.question
+    h.skip(grounded, st, later=True)
+    ask(grounded, st)
+    n = len(st.session.turns)
+    with pytest.raises(SessionError, match="no longer open"):
+        h.choose(grounded, st, 0, old.text + " (an older question)")
+    assert len(st.session.turns) == n
+
+
+def test_yes_no_options_render_as_buttons():
+    from interactive_ir.session import Session, Turn
+
+    class Eng:
+        index = None
+
+    s = Session(turns=[Turn(round=0, kind="describe", user_text="a dog", shown=["a"])])
+    s.set_question(Question("Is it on grass?", "yesno", (Option("yes"), Option("no")), 0))
+    html = render.dialogue_html(UIState(session=s), True, "", Eng())
+    assert re.findall(r'iir-opt-label">([^<]+)<', html) == ["Yes", "No"] and "iir-opts-yesno" in html
+
+
+def test_options_have_plain_names_and_hide_what_needs_a_missing_llm(grounded):
+    from interactive_ir.ui.handlers import FEEDBACK_CHOICES, QUESTIONER_CHOICES, choices
+
+    with_llm = choices(FEEDBACK_CHOICES, True)
+    assert [v for _, v in with_llm] == ["", "summary", "keywords", "cot", "expand", "rocchio"]
+    assert all(":" in label and label.split(":")[0] not in {"summary", "cot", "rocchio"} for label, _ in with_llm)
+    assert [v for _, v in choices(FEEDBACK_CHOICES, False)] == ["", "expand", "rocchio"]
+    assert "llm" not in [v for _, v in choices(QUESTIONER_CHOICES, False)]
+
+
+def test_the_chosen_kind_of_question_holds_for_this_and_later_searches(grounded, tiny_index):
+    from interactive_ir.backends.llms import FakeLLM
+    from interactive_ir.errors import BadInputError
+
+    st = h.set_questioner(grounded, UIState(), "grounded")
+    st = h.start(grounded, st, "a red dog")
+    assert st.session.meta["questioner"] == "grounded"
+    with pytest.raises(BadInputError, match="need an LLM"):
+        h.set_questioner(grounded, st, "llm")
+    eng = build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=K))
+    st = h.set_questioner(eng, st, "llm")
+    assert st.session.meta["questioner"] == "llm"
+    h.new_search(eng, st)
+    assert h.start(eng, st, "a cat").session.meta["questioner"] == "llm"
+    assert "questioner" not in h.set_questioner(eng, st, "").session.meta
