@@ -18,7 +18,8 @@ def test_build_writes_all_files_and_manifest(tmp_path):
     r, ids, caps = build_tiny(tmp_path)
     m = json.loads((tmp_path / "index" / "manifest.json").read_text())
     assert m["embedder"] == "fake:32" and m["dim"] == 32 and m["count"] == len(ids) == 24
-    assert set(m["files"]) == {"image_emb.npy", "caption_emb.npy", "faiss.index", "metadata.jsonl"}
+    assert set(m["files"]) == {"image_emb.npy", "caption_emb.npy", "faiss.index", "metadata.sqlite"}
+    assert m["kind"] == "exact" and m["format_version"] == 2
     assert np.load(tmp_path / "index" / "image_emb.npy").dtype == np.float16
     rec = r.index.records[r.index.row_of["sub/img000.png"]]
     assert rec.captions == caps["sub/img000.png"] and rec.width == 48 and rec.height == 40
@@ -65,7 +66,7 @@ def test_other_embedder_needs_rebuild(tmp_path):
 
 
 def test_interrupted_build_leaves_previous_index(tmp_path, monkeypatch):
-    import interactive_ir.index.builder as b
+    import interactive_ir.index.writer as b
 
     make_images(tmp_path / "images", 4)
     cfg = BuildConfig(images=tmp_path / "images", out=tmp_path / "idx")
@@ -75,7 +76,7 @@ def test_interrupted_build_leaves_previous_index(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(b, "make_faiss_index", boom)
+    monkeypatch.setattr(b, "make_index", boom)
     with pytest.raises(KeyboardInterrupt):
         build_index(cfg, make_embedder("fake:16"))
     assert len(load_index(tmp_path / "idx")) == 4  # the old index, untouched
@@ -83,10 +84,10 @@ def test_interrupted_build_leaves_previous_index(tmp_path, monkeypatch):
 
 
 def test_interrupted_first_build_leaves_nothing_loadable(tmp_path, monkeypatch):
-    import interactive_ir.index.builder as b
+    import interactive_ir.index.writer as b
 
     make_images(tmp_path / "images", 3)
-    monkeypatch.setattr(b, "make_faiss_index", lambda *a: (_ for _ in ()).throw(RuntimeError("disk full")))
+    monkeypatch.setattr(b, "make_index", lambda *a: (_ for _ in ()).throw(RuntimeError("disk full")))
     with pytest.raises(RuntimeError):
         build_index(BuildConfig(images=tmp_path / "images", out=tmp_path / "idx"), make_embedder("fake:8"))
     with pytest.raises(IndexLoadError, match="no index"):
@@ -95,7 +96,7 @@ def test_interrupted_first_build_leaves_nothing_loadable(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("damage,msg", [
     (lambda p: (p / "faiss.index").write_bytes(b"junk"), "corrupt"),
-    (lambda p: (p / "metadata.jsonl").unlink(), "missing metadata.jsonl"),
+    (lambda p: (p / "metadata.sqlite").unlink(), "missing metadata.sqlite"),
     (lambda p: (p / "manifest.json").write_text("{"), "manifest.json is corrupt"),
     (lambda p: (p / "manifest.json").unlink(), "no manifest.json"),
 ])
