@@ -14,14 +14,24 @@ Not yet run on a GPU machine: the selection and the CPU fallback are tested with
 from __future__ import annotations
 
 import logging
+import os
 
 log = logging.getLogger(__name__)
 
 DEVICES = ("auto", "faiss", "faiss-gpu", "torch")
 
 
+def cuda_device_present() -> bool:
+    """True when the machine shows an NVIDIA device node (checked before importing torch, which is slow)."""
+    import glob
+
+    return bool(glob.glob("/dev/nvidia[0-9]*")) or bool(os.environ.get("IIR_ASSUME_CUDA"))
+
+
 def available_gpus() -> tuple[bool, int]:
     """(torch sees a CUDA device, number of GPUs faiss can use). Imports lazily; never fails."""
+    if not cuda_device_present():
+        return False, 0  # no GPU: do not pay for importing torch (about a second and 400 MB) to learn it
     torch_cuda = False
     try:
         import torch

@@ -294,3 +294,23 @@ def _bar(total: int, desc: str):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc, unit="img", disable=None, leave=False)
+
+
+def _write(out: Path, root: Path, embedder, records, image_mat, cap_mat, skipped: int,
+           captions_src: str | None = None, kind: str = "exact") -> None:
+    """Write whole arrays as an index (benchmarks' synthetic collections), through the streaming writer."""
+    out = Path(out).resolve()
+    w = IndexWriter(out, int(image_mat.shape[1]), caption_vectors=cap_mat is not None)
+    try:
+        for a in range(0, len(records), 65_536):
+            b = a + 65_536
+            w.add(records[a:b], image_mat[a:b], None if cap_mat is None else cap_mat[a:b])
+        try:
+            image_root = os.path.relpath(Path(root).resolve(), out)
+        except ValueError:
+            image_root = str(root)
+        w.finish(kind, {"embedder": embedder.spec, "has_vision": bool(embedder.has_vision), "skipped": skipped,
+                        "image_root": image_root, "captions_file": captions_src})
+    except BaseException:
+        w.abort(keep_partial=False)
+        raise
