@@ -9,8 +9,8 @@ import pytest
 
 from interactive_ir.backends import make_embedder
 from interactive_ir.errors import BadInputError
-from interactive_ir.index import load_index
 from interactive_ir.index import kinds as K
+from interactive_ir.index import load_index
 from interactive_ir.index.metadata import IndexRecord
 from interactive_ir.index.writer import IndexWriter
 from interactive_ir.retrieval import Retriever

@@ -196,27 +196,31 @@ class SqliteMetadataWriter:
 
     def __init__(self, path: Path, resume: bool = False):
         self.path = Path(path)
-        self.db = sqlite3.connect(str(self.path))
-        self.db.execute("PRAGMA journal_mode=OFF")
+        self.db = sqlite3.connect(str(self.path), isolation_level=None)  # transactions managed here
+        self.db.execute("PRAGMA journal_mode=MEMORY")  # rollback of a bad chunk works, no journal file
         self.db.execute("PRAGMA synchronous=OFF")
         self.db.execute("CREATE TABLE IF NOT EXISTS records (row INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, "
                         "captions TEXT NOT NULL, width INTEGER, height INTEGER, bytes INTEGER, mtime REAL)")
         self.count = self.db.execute("SELECT count(*) FROM records").fetchone()[0] if resume else 0
+        self.db.execute("BEGIN")
 
     def truncate(self, rows: int) -> None:
         """Drop rows >= `rows` (a resumed build restarts from its last complete chunk)."""
         self.db.execute("DELETE FROM records WHERE row >= ?", (rows,))
-        self.db.commit()
+        self.commit()
         self.count = rows
 
     def add(self, records: Sequence[IndexRecord]) -> None:
         rows = [(self.count + i, r.id, json.dumps(r.captions, ensure_ascii=False), r.width, r.height, r.bytes, r.mtime)
                 for i, r in enumerate(records)]
+        self.db.execute("SAVEPOINT chunk")
         try:
             self.db.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
         except sqlite3.IntegrityError as e:
-            dup = self._first_duplicate([r.id for r in records])
-            raise DuplicateIdError(dup) from e
+            self.db.execute("ROLLBACK TO chunk")  # the chunk's rows that went in before the duplicate
+            self.db.execute("RELEASE chunk")
+            raise DuplicateIdError(self._first_duplicate([r.id for r in records])) from e
+        self.db.execute("RELEASE chunk")
         self.count += len(rows)
 
     def _first_duplicate(self, ids: list[str]) -> str:
@@ -228,10 +232,12 @@ class SqliteMetadataWriter:
         return ids[0] if ids else ""
 
     def commit(self) -> None:
-        self.db.commit()
+        self.db.execute("COMMIT")
+        self.db.execute("BEGIN")
 
     def close(self) -> None:
-        self.db.commit()
+        if self.db.in_transaction:
+            self.db.execute("COMMIT")
         self.db.close()
 
 
