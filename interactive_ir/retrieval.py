@@ -134,6 +134,8 @@ class Retriever:
         if k_eff <= 0:
             return np.zeros(0, np.float32), np.zeros(0, np.int64)
         q = np.ascontiguousarray(np.asarray(qrow, np.float32)[None, :])
+        if self.index.store is not None:
+            return self.index.store.search(q[0], k_eff, ex)  # exact scores from the store (FLAT / its own index)
         if self.device == "torch":
             scores, rows = self._torch_search(q[0], k_eff, ex)
         else:
@@ -209,7 +211,9 @@ class Retriever:
     # --- backends of the search ---------------------------------------------------------------
     @cached_property
     def device(self) -> str:
-        """Where searches run: "torch" (GPU fp16 matmul, exact only), "faiss-gpu" or "faiss" (CPU)."""
+        """Where searches run: "torch" (GPU fp16 matmul, exact only), "faiss-gpu", "faiss" (CPU) or "milvus"."""
+        if self.index.store is not None:
+            return "milvus"
         from interactive_ir.search_device import available_gpus, select_device
 
         wanted = os.environ.get("IIR_SEARCH_DEVICE", self.config.device)

@@ -1,7 +1,8 @@
 """`python -m interactive_ir index --images DIR --out indices/NAME [--captions FILE] [--kind KIND] ...`
 
 Also `index --vectors FILE.npy|DIR --ids FILE --out DIR --embedder SPEC` (precomputed embeddings) and
-`index verify DIR` (checksums and links of an index, on demand).
+`index verify DIR` (checksums and links of an index, on demand) and `index export DIR --store SPEC`
+(vectors into a Milvus collection).
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ log = logging.getLogger(__name__)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", nargs="?", choices=["build", "verify"], default="build",
-                   help="build (default) or verify: check an index's checksums and links (index verify DIR)")
-    p.add_argument("target", nargs="?", type=Path, help="with verify: the index folder")
+    p.add_argument("action", nargs="?", choices=["build", "verify", "export"], default="build",
+                   help="build (default); verify: check an index's checksums and links (index verify DIR); "
+                   "export: copy an index's vectors into a Milvus collection (index export DIR --store SPEC)")
+    p.add_argument("target", nargs="?", type=Path, help="with verify or export: the index folder")
+    p.add_argument("--store", help="with export: milvus://HOST:PORT/COLLECTION or milvus-lite:PATH.db "
+                   "(search it with IIR_STORE=SPEC)")
     p.add_argument("--images", type=Path, help="folder of images (searched recursively); with --vectors: the "
                    "folder the ids are relative to")
     p.add_argument("--out", type=Path, help="index folder to create or update, e.g. indices/mine")
@@ -44,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.action == "verify":
         return _verify(args.target or args.out)
+    if args.action == "export":
+        return _export(args.target or args.out, args.store)
     if args.target is not None:
         raise BadInputError(f"unexpected argument {args.target}: to check an index run `index verify DIR`")
     if args.out is None:
@@ -103,4 +109,20 @@ def _verify(target: Path | None) -> int:
         raise BadInputError("index verify needs the index folder: python -m interactive_ir index verify indices/NAME")
     index = verify_index(target)
     print(f"{target}: ok ({len(index):,} images, {index.kind} index, checksums match)")
+    return 0
+
+
+def _export(target: Path | None, store: str | None) -> int:
+    from interactive_ir.errors import BadInputError
+    from interactive_ir.index.store import load_index
+    from interactive_ir.index.vector_store import export_index, open_store, parse_store
+
+    if target is None or not store:
+        raise BadInputError("index export needs the index folder and --store: python -m interactive_ir index export "
+                            "indices/NAME --store milvus-lite:indices/NAME.db")
+    parse_store(store)  # a malformed spec fails before the index is opened
+    index = load_index(target, store="")
+    spec = export_index(index, store)
+    open_store(store, index.dim * (2 if index.has_captions else 1), len(index))  # read back: dimension and count
+    print(f"exported {len(index):,} rows of {target} into {spec}; search it with IIR_STORE='{store}'")
     return 0

@@ -65,7 +65,7 @@ class ImageIndex:
     up on demand (`metadata.py`), so nothing per image is held in RAM.
     """
 
-    def __init__(self, path: Path, manifest: dict, records, faiss_index):
+    def __init__(self, path: Path, manifest: dict, records, faiss_index, store=None):
         from interactive_ir.index.kinds import IndexParams
         from interactive_ir.index.metadata import Ids, MemoryMetadata, Records, RowOf
 
@@ -76,6 +76,7 @@ class ImageIndex:
         self.ids = Ids(self.meta)
         self.row_of = RowOf(self.meta)
         self.faiss_index = faiss_index
+        self.store = store  # a vector_store.VectorStore (Milvus) searched and read instead of the folder, or None
         self.params = IndexParams.from_dict(manifest.get("index_params") or {"kind": manifest.get("kind", "exact")})
 
     # --- facts -----------------------------------------------------------------------------------
@@ -149,12 +150,17 @@ class ImageIndex:
 
     def vectors(self, rows, kind: str = "image") -> Vectors:
         """float32 copies of some rows' image (or caption) vectors."""
+        if self.store is not None:
+            v = self.store.fetch(np.asarray(rows, dtype=np.int64))
+            return v[:, self.dim:] if kind == "caption" and self.has_captions else v[:, : self.dim]
         src = self.caption_vectors if kind == "caption" and self.caption_vectors is not None else self.image_vectors
         return np.asarray(src[np.asarray(rows, dtype=np.int64)], dtype=np.float32)
 
     def row_vectors(self, rows) -> Vectors:
         """float32 [image | caption] rows (the width the faiss index searches) for some rows."""
         rows = np.asarray(rows, dtype=np.int64)
+        if self.store is not None:
+            return self.store.fetch(rows)
         order = np.argsort(rows, kind="stable")  # ascending reads are kinder to a memory-mapped file
         out = np.empty((len(rows), self.dim * (2 if self.has_captions else 1)), np.float32)
         out[order, : self.dim] = self.image_vectors[rows[order]]
@@ -288,11 +294,12 @@ def _check_vectors(path: Path, manifest: dict, name: str, required: bool) -> Non
 
 
 def load_index(path: Path, *, expect_embedder: str | None = None, expect_dim: int | None = None,
-               verify: bool = False) -> ImageIndex:
+               verify: bool = False, store: str | None = None) -> ImageIndex:
     """Open an index folder: manifest, file sizes, vector shapes and metadata checked; nothing read whole.
 
-    `verify=True` also hashes every file against the manifest (as `index verify` does). Errors name the
-    problem and the command that fixes it.
+    `verify=True` also hashes every file against the manifest (as `index verify` does). `store` (default:
+    the IIR_STORE environment variable) is a Milvus store spec (`vector_store.py`) searched instead of
+    the folder's faiss index. Errors name the problem and the command that fixes it.
     """
     import faiss
 
@@ -339,7 +346,13 @@ def load_index(path: Path, *, expect_embedder: str | None = None, expect_dim: in
     if fi.ntotal != manifest["count"] or fi.d != width:
         raise IndexLoadError(f"index {path}: faiss index has {fi.ntotal} rows of {fi.d}, the manifest "
                              f"{manifest['count']} of {width}; rebuild: {hint}")
-    index = ImageIndex(path, manifest, meta, fi)
+    store = store if store is not None else os.environ.get("IIR_STORE", "")
+    vs = None
+    if store:
+        from interactive_ir.index.vector_store import open_store
+
+        vs = open_store(store, width, manifest["count"])
+    index = ImageIndex(path, manifest, meta, fi, vs)
     if len(index) <= LOAD_TIME_LINK_CHECK_MAX:
         _check_links(index)
     _ = index.image_vectors, index.caption_vectors  # map the files now: a later rebuild replaces, never edits, them
