@@ -149,8 +149,10 @@ class Retriever:
         return scores, rows
 
     def hits(self, scores: np.ndarray, rows: np.ndarray) -> list[Hit]:
-        """Typed results for rows about to be shown."""
-        return [self.hit(int(r), float(s)) for s, r in zip(scores, rows)]
+        """Typed results for rows about to be shown (their metadata read in one query)."""
+        recs = self.index.meta.records_many(rows)
+        return [Hit(rec.id, int(r), self.index.image_file(r, rec.id, full_check=False), float(s), rec.caption)
+                for s, r, rec in zip(scores, rows, recs)]
 
     def search_row(self, qrow: np.ndarray, k: int | None = None, exclude: Iterable[str] = ()) -> list[Hit]:
         """Top-k rows by inner product with a composed query row, skipping excluded image ids."""
@@ -171,7 +173,7 @@ class Retriever:
 
     def hit(self, row: int, score: float) -> Hit:
         rec = self.index.records[row]
-        return Hit(rec.id, row, self.index.image_file(row), score, rec.caption)
+        return Hit(rec.id, row, self.index.image_file(row, rec.id, full_check=False), score, rec.caption)
 
     # --- whole-collection scores (evaluation, ranks) -----------------------------------------
     @cached_property

@@ -99,6 +99,21 @@ class SqliteMetadata:
             raise IndexError(f"row {row} is not in the index ({self.count} rows)")
         return IndexRecord(r[0], json.loads(r[1]), r[2], r[3], r[4], r[5])
 
+    def records_many(self, rows) -> list[IndexRecord]:
+        """Records of many rows in one query (search hits), in the order asked."""
+        rows = [int(r) for r in rows]
+        got: dict[int, IndexRecord] = {}
+        db = self._db()
+        for a in range(0, len(rows), 900):  # SQLite's limit on bound parameters
+            part = rows[a : a + 900]
+            q = f"SELECT row, id, captions, width, height, bytes, mtime FROM records WHERE row IN ({','.join('?' * len(part))})"
+            for r in db.execute(q, part):
+                got[r[0]] = IndexRecord(r[1], json.loads(r[2]), r[3], r[4], r[5], r[6])
+        missing = [r for r in rows if r not in got]
+        if missing:
+            raise IndexError(f"row {missing[0]} is not in the index ({self.count} rows)")
+        return [got[r] for r in rows]
+
     def row(self, image_id: str) -> int | None:
         if not isinstance(image_id, str):
             return None
@@ -132,6 +147,9 @@ class MemoryMetadata:
 
     def record(self, row: int) -> IndexRecord:
         return self.records_list[row]
+
+    def records_many(self, rows) -> list[IndexRecord]:
+        return [self.records_list[int(r)] for r in rows]
 
     def row(self, image_id: str) -> int | None:
         return self.rows.get(image_id) if isinstance(image_id, str) else None

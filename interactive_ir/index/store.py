@@ -128,14 +128,19 @@ class ImageIndex:
         """The file of an indexed image; IndexLoadError if the id or a symlink leads out of the image root."""
         return Path(self.image_file(row))
 
-    def image_file(self, row: int) -> str:
-        """`image_path` as a string (cheaper: no Path object)."""
-        image_id = self.meta.id_of(int(row))
+    def image_file(self, row: int, image_id: str | None = None, full_check: bool = True) -> str:
+        """`image_path` as a string (cheaper: no Path object).
+
+        `full_check=False` (a search hit) resolves the path only when the file itself is a link (one lstat);
+        links in its folders were checked at load (indices up to LOAD_TIME_LINK_CHECK_MAX images).
+        """
+        image_id = self.meta.id_of(int(row)) if image_id is None else image_id
         why = unsafe_id_reason(image_id)
         if why:
             raise IndexLoadError(f"index {self.path}: id {image_id!r} {why}; rebuild: {rebuild_hint(self.path, self.manifest)}")
         p = self._root_str + "/" + image_id
-        _check_inside(p, self._allowed_roots, self.path, self.manifest)  # a few lstat calls, for shown images only
+        if full_check or os.path.islink(p):
+            _check_inside(p, self._allowed_roots, self.path, self.manifest)  # a few lstat calls
         return p
 
     # --- vectors (memory-mapped, loaded on first use) --------------------------------------------
