@@ -150,6 +150,39 @@ def test_caption_index_with_text_style_embedder(tmp_path):
     assert np.allclose(got, want / np.linalg.norm(want), atol=2e-3)
 
 
+def test_caption_index_reads_image_headers_only(tmp_path, monkeypatch):
+    """A caption index never decodes pixels (build throughput): only each image's size is read."""
+    import interactive_ir.index.builder as b
+    from interactive_ir.backends.embedders import FakeEmbedder
+
+    class TextOnly(FakeEmbedder):
+        has_vision = False
+
+    caps = make_images(tmp_path / "images", 5)
+    f = write_captions(tmp_path / "c.jsonl", caps)
+    monkeypatch.setattr(b, "open_image", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded")))
+    rep = build_index(BuildConfig(images=tmp_path / "images", out=tmp_path / "i", captions=f), TextOnly(8, spec="t"))
+    idx = load_index(tmp_path / "i")
+    assert rep.count == 5 and idx.records[idx.row_of["sub/img000.png"]].width == 48
+
+
+def test_build_streams_rows_to_disk(tmp_path, monkeypatch):
+    """Rows reach the writer batch by batch (no whole-collection array), in id order."""
+    import interactive_ir.index.writer as w
+
+    sizes = []
+    real = w.IndexWriter.add
+
+    def spy(self, records, image_vecs, caption_vecs=None):
+        sizes.append(len(records))
+        return real(self, records, image_vecs, caption_vecs)
+
+    monkeypatch.setattr(w.IndexWriter, "add", spy)
+    caps = make_images(tmp_path / "images", 10)
+    build_index(BuildConfig(images=tmp_path / "images", out=tmp_path / "i", batch_size=3), make_embedder("fake:8"))
+    assert sizes == [3, 3, 3, 1] and list(load_index(tmp_path / "i").ids) == sorted(caps)
+
+
 def test_captioner_fills_missing_captions(tmp_path):
     make_images(tmp_path / "images", 3)
     build_index(BuildConfig(images=tmp_path / "images", out=tmp_path / "i"), make_embedder("fake:8"),
