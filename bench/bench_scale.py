@@ -9,7 +9,9 @@ collection in RAM. Baselines in the same run: the exact kind at the same size; `
 
 The benchmark can fail: recall is measured against exact kNN, so a bad approximate index shows.
 
-Usage: python bench/bench_scale.py [--sizes 1000000] [--kinds exact,ivf-pq,hnsw] [--hnsw-max 200000]
+Kind `milvus-lite`: the exact index exported into Milvus Lite (`index export`), searched through it.
+
+Usage: python bench/bench_scale.py [--sizes 1000000] [--kinds exact,ivf-pq,hnsw,milvus-lite] [--hnsw-max 200000]
        [--queries 200] [--recall-queries 30] [--work /tmp/iir_bench_scale]
 """
 
@@ -68,16 +70,30 @@ def generate(folder: Path, n: int, clusters: int = 0, seed: int = 0, chunk: int 
 
 
 def child_build(vec: str, ids: str, out: str, kind: str) -> dict:
+    """Build (milvus-lite: an exact index, then exported into a Milvus Lite file beside it)."""
     from interactive_ir.backends import make_embedder
     from interactive_ir.index.precomputed import VectorsConfig, build_from_vectors
 
     t = time.perf_counter()
-    build_from_vectors(VectorsConfig(Path(vec), Path(ids), Path(out), kind=kind), make_embedder(f"fake:{DIM}"))
-    return {"build_s": time.perf_counter() - t,
+    build_from_vectors(VectorsConfig(Path(vec), Path(ids), Path(out), kind="exact" if kind == "milvus-lite" else kind),
+                       make_embedder(f"fake:{DIM}"))
+    extra = {}
+    if kind == "milvus-lite":
+        from interactive_ir.index import load_index
+        from interactive_ir.index.vector_store import export_index
+
+        t2 = time.perf_counter()
+        export_index(load_index(Path(out)), milvus_spec(out))
+        extra["export_s"] = time.perf_counter() - t2
+    return {"build_s": time.perf_counter() - t, **extra,
             "build_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-def child_search(out: str, vec: str, queries: int, recall_queries: int) -> dict:
+def milvus_spec(out: str) -> str:
+    return f"milvus-lite:{out}.milvus.db"
+
+
+def child_search(out: str, vec: str, queries: int, recall_queries: int, store: str = "") -> dict:
     import faiss
 
     faiss.omp_set_num_threads(1)
@@ -89,7 +105,7 @@ def child_search(out: str, vec: str, queries: int, recall_queries: int) -> dict:
 
     import_s = time.perf_counter() - t
     t = time.perf_counter()
-    index = load_index(Path(out))
+    index = load_index(Path(out), store=store)
     r = Retriever(index, make_embedder(f"fake:{DIM}"))
     open_s = time.perf_counter() - t
     open_mb = rss_mb() - r0
@@ -111,7 +127,7 @@ def child_search(out: str, vec: str, queries: int, recall_queries: int) -> dict:
     search_mb = rss_mb() - r0
     recalls = []
     for q, first in zip(qs[:recall_queries], excl_rows):
-        s = r.all_scores(q)  # exact, chunked over the memory-mapped fp16 vectors
+        s = exact_scores(index, q)  # exact, chunked over the memory-mapped fp16 vectors
         s[first] = -np.inf
         want = set(np.argpartition(-s, 100)[:100].tolist())
         got = set(r.search_rows(q, 100, exclude_rows=first)[1].tolist())
@@ -120,6 +136,11 @@ def child_search(out: str, vec: str, queries: int, recall_queries: int) -> dict:
     return {"import_s": import_s, "open_s": open_s, "open_mb": open_mb, "after_search_mb": search_mb,
             "p50_ms": 1000 * float(np.percentile(times, 50)), "p95_ms": 1000 * float(np.percentile(times, 95)),
             "recall": float(np.mean(recalls)), "device": r.device, **turn}
+
+
+def exact_scores(index, q: np.ndarray) -> np.ndarray:
+    v = index.image_vectors
+    return np.concatenate([np.asarray(v[a : a + 65_536], np.float32) @ q for a in range(0, len(v), 65_536)])
 
 
 def engine_turns(r, sessions: int) -> dict:
@@ -155,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="1000000")
     ap.add_argument("--kinds", default="exact,ivf-pq,hnsw")
     ap.add_argument("--hnsw-max", type=int, default=200_000, help="largest size hnsw is built at (slow to build)")
+    ap.add_argument("--milvus-max", type=int, default=100_000, help="largest size Milvus Lite is measured at")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--recall-queries", type=int, default=30)
     ap.add_argument("--work", type=Path, default=Path("/tmp/iir_bench_scale"))
@@ -173,21 +195,27 @@ def main(argv: list[str] | None = None) -> int:
         vec, ids = generate(a.work, n)
         print(f"generated {n:,} clustered vectors in {time.perf_counter() - t:.1f} s", flush=True)
         for kind in a.kinds.split(","):
-            if kind == "hnsw" and n > a.hnsw_max:
-                n_k = a.hnsw_max
+            cap = {"hnsw": a.hnsw_max, "milvus-lite": a.milvus_max}.get(kind, n)
+            if n > cap:
+                n_k = cap
                 vec_k, ids_k = generate(a.work, n_k)
             else:
                 n_k, vec_k, ids_k = n, vec, ids
             out = a.work / f"idx_{kind}_{n_k}"
             shutil.rmtree(out, ignore_errors=True)
             b = run_child(["--child", "build", str(vec_k), str(ids_k), str(out), kind])
-            s = run_child(["--child", "search", str(out), str(vec_k), str(a.queries), str(a.recall_queries)])
+            store = [milvus_spec(str(out))] if kind == "milvus-lite" else []
+            s = run_child(["--child", "search", str(out), str(vec_k), str(a.queries), str(a.recall_queries), *store])
             disk = sum(f.stat().st_size for f in out.iterdir()) / 2**20
+            if kind == "milvus-lite":
+                disk = sum(f.stat().st_size for f in Path(str(out) + ".milvus.db").rglob("*") if f.is_file()) / 2**20
             row = {"n": n_k, "kind": kind, **b, **s, "disk_mb": disk, "load": loadavg()}
             rows.append(row)
             print(json.dumps(row), flush=True)
             if not a.keep:
                 shutil.rmtree(out, ignore_errors=True)
+                shutil.rmtree(str(out) + ".milvus.db", ignore_errors=True)
+                Path(str(out) + ".milvus.db").unlink(missing_ok=True)
     print()
     print("| N | kind | build s | build peak RSS MB | open s | open RSS MB | RSS after searches MB | top-100 p50 / p95 ms "
           "(50 excluded) | recall@100 | feedback turn ms | PlugIR turn ms | disk MB | device | load avg |")

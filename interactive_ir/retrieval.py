@@ -151,7 +151,8 @@ class Retriever:
     def hits(self, scores: np.ndarray, rows: np.ndarray) -> list[Hit]:
         """Typed results for rows about to be shown (their metadata read in one query)."""
         recs = self.index.meta.records_many(rows)
-        return [Hit(rec.id, int(r), self.index.image_file(r, rec.id, full_check=False), float(s), rec.caption)
+        path = self.index.image_file
+        return [Hit(rec.id, int(r), path(r, rec.id, full_check=False), float(s), rec.caption)
                 for s, r, rec in zip(scores, rows, recs)]
 
     def search_row(self, qrow: np.ndarray, k: int | None = None, exclude: Iterable[str] = ()) -> list[Hit]:

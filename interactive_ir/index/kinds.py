@@ -99,6 +99,8 @@ def create(params: IndexParams, width: int):
         index = faiss.IndexIVFPQ(quantizer, width, params.nlist, params.pq_m, params.pq_bits, ip)
         index.cp.niter = 10  # k-means iterations of the coarse and PQ quantizers (faiss: 25; recall barely moves)
         index.pq.cp.niter = 10
+        index.pq.cp.max_points_per_centroid = 64  # each of the pq_m sub-k-means samples at most 16k rows
+        index.pq.cp.min_points_per_centroid = 4  # small collections: train anyway, without a warning per sub-quantizer
         index.own_fields = True
         quantizer.this.disown()
         return index

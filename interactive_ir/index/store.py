@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 2  # written by this version: metadata in SQLite, index kind in the manifest
 READABLE_VERSIONS = (1, 2)  # 1: metadata.jsonl, always exact
 FILES = ("image_emb.npy", "caption_emb.npy", "faiss.index", "metadata.sqlite")
-LOAD_TIME_LINK_CHECK_MAX = 200_000  # up to this many images, loading looks for symlinks leaving the image root
+LOAD_TIME_LINK_CHECK_MAX = 200_000  # up to this many images, loading scans every id and looks for links out of the root
 
 
 def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
@@ -339,7 +339,7 @@ def load_index(path: Path, *, expect_embedder: str | None = None, expect_dim: in
         if not mfile.is_file():
             raise IndexLoadError(f"index {path} is missing {SQLITE_NAME}; rebuild: {hint}")
         meta = SqliteMetadata(mfile, manifest["count"])
-        meta.check(hint)
+        meta.check(hint, scan_ids=manifest["count"] <= LOAD_TIME_LINK_CHECK_MAX or verify)
     params = K.IndexParams.from_dict(manifest.get("index_params") or {"kind": manifest.get("kind", "exact")})
     try:
         fi = K.read(str(path / "faiss.index"), params) if manifest["format_version"] >= 2 \
@@ -366,7 +366,7 @@ def load_index(path: Path, *, expect_embedder: str | None = None, expect_dim: in
 
 def verify_index(path: Path) -> ImageIndex:
     """Everything `load_index` checks, plus every file's checksum and every indexed link (any size)."""
-    index = load_index(path, verify=True)
+    index = load_index(path, verify=True)  # verify: every id scanned whatever the size
     if len(index) > LOAD_TIME_LINK_CHECK_MAX:
         _check_links(index)
     return index

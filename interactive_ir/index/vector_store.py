@@ -107,6 +107,10 @@ class MilvusStore:
             raise IndexLoadError(f"collection {spec.collection!r} at {spec.uri} holds {dim}-d vectors but the index "
                                  f"rows are {self.width}-d: export this index into it again with "
                                  f"python -m interactive_ir index export INDEX_DIR --store {spec} (it is replaced)")
+        try:
+            self.client.load_collection(spec.collection)  # a reopened collection starts released
+        except Exception as e:  # noqa: BLE001
+            raise IndexLoadError(f"cannot load collection {spec.collection!r} at {spec.uri} ({_first_line(e)})") from e
         if count is not None:
             n = self._count()
             if n != count:
