@@ -131,15 +131,16 @@ class ImageIndex:
     def image_file(self, row: int, image_id: str | None = None, full_check: bool = True) -> str:
         """`image_path` as a string (cheaper: no Path object).
 
-        `full_check=False` (a search hit) resolves the path only when the file itself is a link (one lstat);
-        links in its folders were checked at load (indices up to LOAD_TIME_LINK_CHECK_MAX images).
+        `full_check=False` (a search hit: a path to show, not to open) checks the id's text only, no system
+        call; links were checked at load (indices up to LOAD_TIME_LINK_CHECK_MAX images) and are checked
+        again by `image_path` whenever a file is opened or served.
         """
         image_id = self.meta.id_of(int(row)) if image_id is None else image_id
         why = unsafe_id_reason(image_id)
         if why:
             raise IndexLoadError(f"index {self.path}: id {image_id!r} {why}; rebuild: {rebuild_hint(self.path, self.manifest)}")
         p = self._root_str + "/" + image_id
-        if full_check or os.path.islink(p):
+        if full_check:
             _check_inside(p, self._allowed_roots, self.path, self.manifest)  # a few lstat calls
         return p
 
