@@ -95,7 +95,18 @@ def _from_vectors(args: argparse.Namespace, kind: str) -> int:
     embedder = make_embedder(args.embedder or os.environ.get("IIR_EMBEDDER") or DEFAULT_EMBEDDER)
     cfg = VectorsConfig(vectors=args.vectors, ids=args.ids, out=args.out, images=args.images,
                         captions=args.captions, kind=kind, chunk_rows=args.chunk_rows)
-    rep = build_from_vectors(cfg, embedder)
+    from tqdm.auto import tqdm
+
+    bar = tqdm(unit="vec", desc=f"indexing {args.vectors.name}", disable=None, leave=False)
+
+    def progress(done: int, total: int, _msg: str) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        rep = build_from_vectors(cfg, embedder, progress)
+    finally:
+        bar.close()
     resumed = f", resumed after {rep.resumed_from:,}" if rep.resumed_from else ""
     print(f"indexed {rep.count:,} precomputed vectors into {rep.out} ({rep.kind} index{resumed})")
     return 0
