@@ -141,6 +141,34 @@ def measure(spec: str, folder: Path, work: Path, batch_size: int, workers: int) 
     }
 
 
+def measure_captions(spec: str, folder: Path, captions: Path, work: Path, batch_size: int, workers: int) -> dict:
+    """A caption index (text embedder): build_index against the embedder's own encode of the same captions."""
+    from interactive_ir.backends import make_embedder
+    from interactive_ir.captions_io import match_captions, read_captions
+    from interactive_ir.imageio import list_images
+    from interactive_ir.index.builder import BuildConfig, build_index
+
+    emb = make_embedder(spec, batch_size=batch_size)
+    files = list_images(folder)
+    rels = [p.relative_to(folder).as_posix() for p in files]
+    caps, _ = match_captions(read_captions(captions), rels)
+    texts = [c for r in rels for c in caps.get(r, [])]
+    emb.embed_texts(texts[:batch_size])  # warm-up
+    t, c = time.perf_counter(), cpu_seconds()
+    emb.embed_texts(texts)
+    forward_s, forward_cpu = time.perf_counter() - t, cpu_seconds() - c
+    out = work / "caption-index"
+    t, c = time.perf_counter(), cpu_seconds()
+    report = build_index(BuildConfig(images=folder, out=out, captions=captions, batch_size=batch_size, workers=workers,
+                                     rebuild=True, skip_missing_captions=True), emb)
+    build_s, build_cpu = time.perf_counter() - t, cpu_seconds() - c
+    shutil.rmtree(out, ignore_errors=True)
+    n = len(files)
+    return {"spec": spec, "n": n, "captions": len(texts), "forward": n / forward_s, "build": n / build_s,
+            "ratio": forward_s / build_s, "forward_cpu_ms": forward_cpu / n * 1e3, "build_cpu_ms": build_cpu / n * 1e3,
+            "indexed": report.count, "loadavg": os.getloadavg()[0]}
+
+
 def environment() -> str:
     try:
         import torch
@@ -178,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2, help="BuildConfig.workers")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tmp", default=None, help="folder for the temporary images and indices")
+    ap.add_argument("--captions", default=None, help="with --images: build caption indices (text embedders in "
+                    "--embedders) and compare with the embedder's own encode of the same captions")
     args = ap.parse_args(argv)
 
     print(environment())
@@ -198,6 +228,15 @@ def main(argv: list[str] | None = None) -> int:
             what = f"{args.n:,} generated JPEGs {size[0]}x{size[1]} ({mb:.0f} KB avg)"
             print(f"# generated {args.n} images in {time.perf_counter() - t:.1f}s", file=sys.stderr, flush=True)
         results = []
+        if args.captions:
+            print("| embedder | images | captions | encode() images/s | caption index build images/s | ratio "
+                  "(goal >= 0.9) | encode CPU ms/img | build CPU ms/img | load avg |")
+            print("|---|---|---|---|---|---|---|---|---|")
+            for spec in [s.strip() for s in args.embedders.split(",") if s.strip()]:
+                r = measure_captions(spec, folder, Path(args.captions), work, args.batch_size, args.workers)
+                print(f"| {spec} | {r['n']:,} | {r['captions']:,} | {r['forward']:.0f} | {r['build']:.0f} "
+                      f"| {r['ratio']:.2f} | {r['forward_cpu_ms']:.1f} | {r['build_cpu_ms']:.1f} | {r['loadavg']:.1f} |")
+            return 0
         for spec in [s.strip() for s in args.embedders.split(",") if s.strip()]:
             results.append(measure(spec, folder, work, args.batch_size, args.workers))
             print(f"# {spec} done; {time.perf_counter() - t_all:.0f}s so far", file=sys.stderr, flush=True)

@@ -137,7 +137,7 @@ def measure_cell(index_dir: Path, k: int, n_queries: int, n_exclude: int, seed: 
     gc.collect()
     rss0 = rss_bytes()
     t0 = time.perf_counter()
-    index = load_index(index_dir)  # verify=True, as the app loads it
+    index = load_index(index_dir, verify=True)  # with checksums, as the app loaded it before format 2
     load_s = time.perf_counter() - t0
     retriever = Retriever(index, FakeEmbedder(DIM, spec=index.embedder_spec), SearchConfig(k=k, device=device))
     rng = np.random.default_rng(seed)
@@ -245,7 +245,7 @@ def print_tables(results: list[dict], args) -> None:
     print()
     print(f"{MEMORY_HEADER} (bytes per image)")
     print("| N | row width | RAM: loaded index (+first search) | RAM: numpy float32 matrix | disk: total "
-          "| disk: *_emb.npy | disk: faiss.index | disk: metadata.jsonl | load s (with checksums) | write s |")
+          "| disk: *_emb.npy | disk: faiss.index | disk: metadata.sqlite | load s (with checksums) | write s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     seen = set()
     for r in results:
@@ -256,7 +256,7 @@ def print_tables(results: list[dict], args) -> None:
         npy = sum(v for k_, v in d.items() if k_.endswith(".npy"))
         print(f"| {n:,} | {r['width']} | {r['rss_index_per_img']:,.0f} | {r['rss_numpy_per_img']:,.0f} "
               f"| {sum(d.values()) / n:,.0f} | {npy / n:,.0f} | {d.get('faiss.index', 0) / n:,.0f} "
-              f"| {d.get('metadata.jsonl', 0) / n:,.0f} | {r['load_s']:.2f} | {r['write_s']:.2f} |")
+              f"| {d.get('metadata.sqlite', 0) / n:,.0f} | {r['load_s']:.2f} | {r['write_s']:.2f} |")
 
 
 def main(argv: list[str] | None = None) -> int:

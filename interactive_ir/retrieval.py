@@ -23,12 +23,15 @@ from interactive_ir.types import Hit, Vectors
 log = logging.getLogger(__name__)
 
 
+MATRIX_ROWS_MAX = 200_000  # whole-collection scores keep a float32 copy up to this many rows, chunked above
+
+
 @dataclass(frozen=True)
 class SearchConfig:
     k: int = 10  # results per page
     tau: float = 0.15  # weight of text->caption similarity in the fused score (ImageScope)
     max_query_chars: int = 2000  # longer text queries are refused with a clear error
-    device: str = "auto"  # "auto": GPU half-precision matmul when CUDA is present, else faiss on CPU; "faiss"; "torch"
+    device: str = "auto"  # "auto": the GPU when present (search_device.py), else faiss on CPU; "faiss", "faiss-gpu", "torch"
     search_threads: int = 1  # faiss threads per query (one is fastest for single queries; bench/bench_search.py)
 
 
@@ -108,31 +111,61 @@ class Retriever:
         return self.query_row((1.0 - tau) * qvec, tau * qvec)
 
     # --- search ------------------------------------------------------------------------------
-    def search_row(self, qrow: np.ndarray, k: int | None = None, exclude: Iterable[str] = ()) -> list[Hit]:
-        """Top-k rows by inner product with a composed query row, skipping excluded image ids."""
+    def exclude_rows(self, exclude: Iterable[str]) -> np.ndarray:
+        """Sorted rows of the excluded ids that are in the index."""
+        rows = {self.index.row_of.get(i) for i in exclude}
+        rows.discard(None)
+        return np.array(sorted(rows), dtype=np.int64)
+
+    def search_rows(self, qrow: np.ndarray, k: int | None = None, exclude: Iterable[str] = (),
+                    exclude_rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, rows) of the top-k rows by inner product with a composed query row, best first.
+
+        Candidates stay arrays (no Hit or path per candidate). On an approximate index the candidates
+        are re-ranked with exact scores from the memory-mapped fp16 vectors.
+        """
         k = self.config.k if k is None else int(k)
         if k < 1:
             raise BadInputError(f"k must be at least 1, got {k}")
-        ex = np.array(sorted({self.index.row_of[i] for i in exclude if i in self.index.row_of}), dtype=np.int64)
+        ex = self.exclude_rows(exclude)
+        if exclude_rows is not None and len(exclude_rows):
+            ex = np.union1d(ex, np.asarray(exclude_rows, dtype=np.int64))
         k_eff = min(k, len(self.index) - len(ex))
         if k_eff <= 0:
-            return []
+            return np.zeros(0, np.float32), np.zeros(0, np.int64)
         q = np.ascontiguousarray(np.asarray(qrow, np.float32)[None, :])
-        if self._use_torch:
+        if self.index.store is not None:
+            return self.index.store.search(q[0], k_eff, ex)  # exact scores from the store (FLAT / its own index)
+        if self.device == "torch":
             scores, rows = self._torch_search(q[0], k_eff, ex)
         else:
             scores, rows = self._faiss_search(q, k_eff, ex)
-        return [self.hit(int(r), float(s)) for s, r in zip(scores, rows) if r >= 0]
+        keep = rows >= 0
+        scores, rows = np.asarray(scores[keep], np.float32), np.asarray(rows[keep], np.int64)
+        if self.index.params.approximate and len(rows):
+            exact = self.index.row_vectors(rows) @ q[0]
+            order = np.argsort(-exact, kind="stable")[:k_eff]
+            scores, rows = exact[order], rows[order]
+        return scores, rows
+
+    def hits(self, scores: np.ndarray, rows: np.ndarray) -> list[Hit]:
+        """Typed results for rows about to be shown (their metadata read in one query)."""
+        recs = self.index.meta.records_many(rows)
+        path = self.index.image_file
+        return [Hit(rec.id, int(r), path(r, rec.id, full_check=False), float(s), rec.caption)
+                for s, r, rec in zip(scores, rows, recs)]
+
+    def search_row(self, qrow: np.ndarray, k: int | None = None, exclude: Iterable[str] = ()) -> list[Hit]:
+        """Top-k rows by inner product with a composed query row, skipping excluded image ids."""
+        return self.hits(*self.search_rows(qrow, k, exclude))
 
     def search_text(self, text: str, k: int | None = None, exclude: Iterable[str] = (), tau: float | None = None) -> list[Hit]:
         return self.search_row(self.text_query_row(self.encode_text(text), tau), k, exclude)
 
     def search_image(self, image, k: int | None = None, exclude: Iterable[str] = ()) -> list[Hit]:
         """Image->image search by a PIL image, a path, or an indexed image id."""
-        if isinstance(image, str) and image in self.index.row_of:
-            vec = self.row_vector(self.index.row_of[image])
-        else:
-            vec = self.encode_image(image)
+        row = self.index.row_of.get(image) if isinstance(image, str) else None
+        vec = self.row_vector(row) if row is not None else self.encode_image(image)
         return self.search_row(self.query_row(vec, None), k, exclude)
 
     def search_caption(self, text: str, k: int | None = None, exclude: Iterable[str] = ()) -> list[Hit]:
@@ -141,15 +174,15 @@ class Retriever:
 
     def hit(self, row: int, score: float) -> Hit:
         rec = self.index.records[row]
-        return Hit(rec.id, row, str(self.index.image_path(row)), score, rec.caption)
+        return Hit(rec.id, row, self.index.image_file(row, rec.id, full_check=False), score, rec.caption)
 
     # --- whole-collection scores (evaluation, ranks) -----------------------------------------
     @cached_property
-    def _matrix(self) -> np.ndarray:
-        img = np.asarray(self.index.image_vectors, np.float32)
-        if self.index.has_captions:
-            return np.concatenate([img, np.asarray(self.index.caption_vectors, np.float32)], axis=1)
-        return img
+    def _matrix(self) -> np.ndarray | None:
+        """A float32 copy of every row, kept only for small indices (fast repeated ranks in evaluation)."""
+        if len(self.index) > MATRIX_ROWS_MAX:
+            return None
+        return self.index.row_vectors(np.arange(len(self.index)))
 
     def all_scores(self, qrow: np.ndarray) -> np.ndarray:
         """Scores of every row for a composed query row (float32, length N), from the search's own matrix."""
@@ -160,7 +193,12 @@ class Retriever:
             m = self._torch_matrix
             with torch.no_grad():
                 return (m @ torch.from_numpy(q).to(m.device, m.dtype)).float().cpu().numpy()
-        return self._matrix @ q
+        if self._matrix is not None:
+            return self._matrix @ q
+        out = np.empty(len(self.index), np.float32)  # chunk by chunk from the memory-mapped vectors
+        for a in range(0, len(out), 65_536):
+            out[a : a + 65_536] = self.index.row_vectors(np.arange(a, min(len(out), a + 65_536))) @ q
+        return out
 
     def rank_of(self, qrow: np.ndarray, image_id: str, exclude: Iterable[str] = ()) -> int:
         """1-based rank of `image_id` among the non-excluded rows (ties count in its favour)."""
@@ -173,20 +211,30 @@ class Retriever:
                 mask[r] = False
         return int(np.sum(scores[mask] > scores[row])) + 1
 
-    # --- backends of the exact search --------------------------------------------------------
+    # --- backends of the search ---------------------------------------------------------------
     @cached_property
-    def _use_torch(self) -> bool:
-        dev = os.environ.get("IIR_SEARCH_DEVICE", self.config.device)
-        if dev == "torch":
-            return True
-        if dev == "auto":
-            try:
-                import torch
+    def device(self) -> str:
+        """Where searches run: "torch" (GPU fp16 matmul, exact only), "faiss-gpu", "faiss" (CPU) or "milvus"."""
+        if self.index.store is not None:
+            return "milvus"
+        from interactive_ir.search_device import available_gpus, select_device
 
-                return bool(torch.cuda.is_available())
-            except ImportError:
-                return False
-        return False
+        wanted = os.environ.get("IIR_SEARCH_DEVICE", self.config.device)
+        torch_cuda, faiss_gpus = available_gpus() if wanted in ("auto", "faiss-gpu", "torch") else (False, 0)
+        return select_device(wanted, self.index.kind, torch_cuda, faiss_gpus)
+
+    @property
+    def _use_torch(self) -> bool:
+        return self.device == "torch"
+
+    @cached_property
+    def _faiss(self):
+        """The faiss index searched: the memory-mapped one, or a copy on the GPU when device is faiss-gpu."""
+        if self.device == "faiss-gpu":
+            from interactive_ir.search_device import to_gpu
+
+            return to_gpu(self.index.faiss_index)
+        return self.index.faiss_index
 
     @cached_property
     def _torch_matrix(self):
@@ -212,13 +260,24 @@ class Retriever:
     def _faiss_search(self, q: np.ndarray, k: int, ex: np.ndarray):
         import faiss
 
+        from interactive_ir.index import kinds
+
         if getattr(self._local, "threads", None) != self.config.search_threads:
             faiss.omp_set_num_threads(self.config.search_threads)  # per calling thread (OpenMP ICV)
             self._local.threads = self.config.search_threads
-        params = keep = None
+        p = self.index.params
+        k_fetch = min(kinds.candidates(p, k), len(self.index) - len(ex))
+        keep = sel = None
         if len(ex):
             keep = faiss.IDSelectorBatch(ex)  # must outlive the search: IDSelectorNot holds a raw pointer
-            params = faiss.SearchParameters(sel=faiss.IDSelectorNot(keep))
-        d, i = self.index.faiss_index.search(q, k, params=params)
-        del keep
+            sel = faiss.IDSelectorNot(keep)
+        params = kinds.search_parameters(p, k_fetch, sel)
+        if self.device == "faiss-gpu" and len(ex):
+            # GPU indices take no ID selector: fetch extra candidates and drop the excluded ones here
+            d, i = self._faiss.search(q, min(len(self.index), k_fetch + len(ex)))
+            d, i = d[0], i[0]
+            ok = ~np.isin(i, ex)
+            return d[ok][:k_fetch], i[ok][:k_fetch]
+        d, i = self._faiss.search(q, k_fetch, params=params if self.device != "faiss-gpu" else None)
+        del keep, sel
         return d[0], i[0]

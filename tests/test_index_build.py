@@ -18,7 +18,8 @@ def test_build_writes_all_files_and_manifest(tmp_path):
     r, ids, caps = build_tiny(tmp_path)
     m = json.loads((tmp_path / "index" / "manifest.json").read_text())
     assert m["embedder"] == "fake:32" and m["dim"] == 32 and m["count"] == len(ids) == 24
-    assert set(m["files"]) == {"image_emb.npy", "caption_emb.npy", "faiss.index", "metadata.jsonl"}
+    assert set(m["files"]) == {"image_emb.npy", "caption_emb.npy", "faiss.index", "metadata.sqlite"}
+    assert m["kind"] == "exact" and m["format_version"] == 2
     assert np.load(tmp_path / "index" / "image_emb.npy").dtype == np.float16
     rec = r.index.records[r.index.row_of["sub/img000.png"]]
     assert rec.captions == caps["sub/img000.png"] and rec.width == 48 and rec.height == 40
@@ -65,7 +66,7 @@ def test_other_embedder_needs_rebuild(tmp_path):
 
 
 def test_interrupted_build_leaves_previous_index(tmp_path, monkeypatch):
-    import interactive_ir.index.builder as b
+    import interactive_ir.index.writer as b
 
     make_images(tmp_path / "images", 4)
     cfg = BuildConfig(images=tmp_path / "images", out=tmp_path / "idx")
@@ -75,7 +76,7 @@ def test_interrupted_build_leaves_previous_index(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(b, "make_faiss_index", boom)
+    monkeypatch.setattr(b, "make_index", boom)
     with pytest.raises(KeyboardInterrupt):
         build_index(cfg, make_embedder("fake:16"))
     assert len(load_index(tmp_path / "idx")) == 4  # the old index, untouched
@@ -83,10 +84,10 @@ def test_interrupted_build_leaves_previous_index(tmp_path, monkeypatch):
 
 
 def test_interrupted_first_build_leaves_nothing_loadable(tmp_path, monkeypatch):
-    import interactive_ir.index.builder as b
+    import interactive_ir.index.writer as b
 
     make_images(tmp_path / "images", 3)
-    monkeypatch.setattr(b, "make_faiss_index", lambda *a: (_ for _ in ()).throw(RuntimeError("disk full")))
+    monkeypatch.setattr(b, "make_index", lambda *a: (_ for _ in ()).throw(RuntimeError("disk full")))
     with pytest.raises(RuntimeError):
         build_index(BuildConfig(images=tmp_path / "images", out=tmp_path / "idx"), make_embedder("fake:8"))
     with pytest.raises(IndexLoadError, match="no index"):
@@ -95,7 +96,7 @@ def test_interrupted_first_build_leaves_nothing_loadable(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("damage,msg", [
     (lambda p: (p / "faiss.index").write_bytes(b"junk"), "corrupt"),
-    (lambda p: (p / "metadata.jsonl").unlink(), "missing metadata.jsonl"),
+    (lambda p: (p / "metadata.sqlite").unlink(), "missing metadata.sqlite"),
     (lambda p: (p / "manifest.json").write_text("{"), "manifest.json is corrupt"),
     (lambda p: (p / "manifest.json").unlink(), "no manifest.json"),
 ])
@@ -147,6 +148,39 @@ def test_caption_index_with_text_style_embedder(tmp_path):
     want = emb.embed_texts(caps["img002.png"]).mean(0)
     got = idx.vectors([idx.row_of["img002.png"]])[0]
     assert np.allclose(got, want / np.linalg.norm(want), atol=2e-3)
+
+
+def test_caption_index_reads_image_headers_only(tmp_path, monkeypatch):
+    """A caption index never decodes pixels (build throughput): only each image's size is read."""
+    import interactive_ir.index.builder as b
+    from interactive_ir.backends.embedders import FakeEmbedder
+
+    class TextOnly(FakeEmbedder):
+        has_vision = False
+
+    caps = make_images(tmp_path / "images", 5)
+    f = write_captions(tmp_path / "c.jsonl", caps)
+    monkeypatch.setattr(b, "open_image", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded")))
+    rep = build_index(BuildConfig(images=tmp_path / "images", out=tmp_path / "i", captions=f), TextOnly(8, spec="t"))
+    idx = load_index(tmp_path / "i")
+    assert rep.count == 5 and idx.records[idx.row_of["sub/img000.png"]].width == 48
+
+
+def test_build_streams_rows_to_disk(tmp_path, monkeypatch):
+    """Rows reach the writer batch by batch (no whole-collection array), in id order."""
+    import interactive_ir.index.writer as w
+
+    sizes = []
+    real = w.IndexWriter.add
+
+    def spy(self, records, image_vecs, caption_vecs=None):
+        sizes.append(len(records))
+        return real(self, records, image_vecs, caption_vecs)
+
+    monkeypatch.setattr(w.IndexWriter, "add", spy)
+    caps = make_images(tmp_path / "images", 10)
+    build_index(BuildConfig(images=tmp_path / "images", out=tmp_path / "i", batch_size=3), make_embedder("fake:8"))
+    assert sizes == [3, 3, 3, 1] and list(load_index(tmp_path / "i").ids) == sorted(caps)
 
 
 def test_captioner_fills_missing_captions(tmp_path):

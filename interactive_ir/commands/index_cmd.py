@@ -1,4 +1,9 @@
-"""`python -m interactive_ir index --images DIR --out indices/NAME [--captions FILE] ...`"""
+"""`python -m interactive_ir index --images DIR --out indices/NAME [--captions FILE] [--kind KIND] ...`
+
+Also `index --vectors FILE.npy|DIR --ids FILE --out DIR --embedder SPEC` (precomputed embeddings) and
+`index verify DIR` (checksums and links of an index, on demand) and `index export DIR --store SPEC`
+(vectors into a Milvus collection).
+"""
 
 from __future__ import annotations
 
@@ -12,11 +17,24 @@ log = logging.getLogger(__name__)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--images", required=True, type=Path, help="folder of images (searched recursively)")
-    p.add_argument("--out", required=True, type=Path, help="index folder to create or update, e.g. indices/mine")
+    p.add_argument("action", nargs="?", choices=["build", "verify", "export"], default="build",
+                   help="build (default); verify: check an index's checksums and links (index verify DIR); "
+                   "export: copy an index's vectors into a Milvus collection (index export DIR --store SPEC)")
+    p.add_argument("target", nargs="?", type=Path, help="with verify or export: the index folder")
+    p.add_argument("--store", help="with export: milvus://HOST:PORT/COLLECTION or milvus-lite:PATH.db "
+                   "(search it with IIR_STORE=SPEC)")
+    p.add_argument("--images", type=Path, help="folder of images (searched recursively); with --vectors: the "
+                   "folder the ids are relative to")
+    p.add_argument("--out", type=Path, help="index folder to create or update, e.g. indices/mine")
     p.add_argument("--captions", type=Path, help="captions file: JSONL, COCO captions JSON, or CSV/TSV image,caption")
     p.add_argument("--captioner", help="caption uncaptioned images with this captioner spec (e.g. hf:Salesforce/blip-image-captioning-base)")
     p.add_argument("--embedder", default=None, help=f"embedder spec (default: IIR_EMBEDDER or {DEFAULT_EMBEDDER})")
+    p.add_argument("--kind", default=None, choices=["auto", "exact", "ivf-pq", "hnsw"],
+                   help="index kind (default: IIR_INDEX_KIND or auto: exact up to 300,000 images, ivf-pq above)")
+    p.add_argument("--vectors", type=Path, help="precomputed embeddings: an (N, d) .npy file or a folder of Parquet "
+                   "files with an embedding column (needs --ids)")
+    p.add_argument("--ids", type=Path, help="with --vectors: text file, one image id per line, in the vectors' order")
+    p.add_argument("--chunk-rows", type=int, default=65_536, help="with --vectors: rows per chunk (default 65536)")
     p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
     p.add_argument("--workers", type=int, default=2, help="decoding threads overlapped with encoding (default 2)")
     p.add_argument("--rebuild", action="store_true", help="embed everything again, replacing an existing index")
@@ -26,20 +44,96 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from interactive_ir.backends import make_captioner, make_embedder
     from interactive_ir.errors import BadInputError
-    from interactive_ir.index.builder import BuildConfig, build_index
 
+    if args.action == "verify":
+        return _verify(args.target or args.out)
+    if args.action == "export":
+        return _export(args.target or args.out, args.store)
+    if args.target is not None:
+        raise BadInputError(f"unexpected argument {args.target}: to check an index run `index verify DIR`")
+    if args.out is None:
+        raise BadInputError("--out is required: the index folder to create, e.g. --out indices/mine")
     if args.batch_size < 1:
         raise BadInputError("--batch-size must be at least 1")
+    if args.workers < 1:
+        raise BadInputError(f"--workers must be at least 1, got {args.workers}")
+    kind = args.kind or os.environ.get("IIR_INDEX_KIND") or "auto"
+    from interactive_ir.backends import make_captioner, make_embedder
+
+    if args.vectors or args.ids:
+        return _from_vectors(args, kind)
+    if args.images is None:
+        raise BadInputError("give --images DIR (a folder of images) or --vectors FILE --ids FILE (precomputed embeddings)")
+    from interactive_ir.index.builder import BuildConfig, build_index
+
     embedder = make_embedder(args.embedder or os.environ.get("IIR_EMBEDDER") or DEFAULT_EMBEDDER,
                              batch_size=args.batch_size)
     captioner = make_captioner(args.captioner) if args.captioner else None
     cfg = BuildConfig(images=args.images, out=args.out, captions=args.captions, batch_size=args.batch_size,
-                      workers=args.workers, rebuild=args.rebuild, skip_missing_captions=args.skip_missing_captions)
+                      workers=args.workers, rebuild=args.rebuild, skip_missing_captions=args.skip_missing_captions,
+                      kind=kind)
     report = build_index(cfg, embedder, captioner)
     print(f"indexed {report.count} images into {report.out} ({report.embedded} embedded, {report.reused} reused, "
           f"{len(report.skipped)} skipped) at {report.images_per_second:.1f} images/s")
     for rel, why in report.skipped[:20]:
         print(f"  skipped {rel}: {why}")
+    return 0
+
+
+def _from_vectors(args: argparse.Namespace, kind: str) -> int:
+    import os
+
+    from interactive_ir.backends import make_embedder
+    from interactive_ir.errors import BadInputError
+    from interactive_ir.index.precomputed import VectorsConfig, build_from_vectors
+
+    if not (args.vectors and args.ids):
+        raise BadInputError("--vectors and --ids go together: the embeddings and one id per embedding")
+    if args.captioner:
+        raise BadInputError("--captioner needs the images; with --vectors give captions with --captions FILE")
+    embedder = make_embedder(args.embedder or os.environ.get("IIR_EMBEDDER") or DEFAULT_EMBEDDER)
+    cfg = VectorsConfig(vectors=args.vectors, ids=args.ids, out=args.out, images=args.images,
+                        captions=args.captions, kind=kind, chunk_rows=args.chunk_rows)
+    from tqdm.auto import tqdm
+
+    bar = tqdm(unit="vec", desc=f"indexing {args.vectors.name}", disable=None, leave=False)
+
+    def progress(done: int, total: int, _msg: str) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        rep = build_from_vectors(cfg, embedder, progress)
+    finally:
+        bar.close()
+    resumed = f", resumed after {rep.resumed_from:,}" if rep.resumed_from else ""
+    print(f"indexed {rep.count:,} precomputed vectors into {rep.out} ({rep.kind} index{resumed})")
+    return 0
+
+
+def _verify(target: Path | None) -> int:
+    from interactive_ir.errors import BadInputError
+    from interactive_ir.index.store import verify_index
+
+    if target is None:
+        raise BadInputError("index verify needs the index folder: python -m interactive_ir index verify indices/NAME")
+    index = verify_index(target)
+    print(f"{target}: ok ({len(index):,} images, {index.kind} index, checksums match)")
+    return 0
+
+
+def _export(target: Path | None, store: str | None) -> int:
+    from interactive_ir.errors import BadInputError
+    from interactive_ir.index.store import load_index
+    from interactive_ir.index.vector_store import export_index, open_store, parse_store
+
+    if target is None or not store:
+        raise BadInputError("index export needs the index folder and --store: python -m interactive_ir index export "
+                            "indices/NAME --store milvus-lite:indices/NAME.db")
+    parse_store(store)  # a malformed spec fails before the index is opened
+    index = load_index(target, store="")
+    spec = export_index(index, store)
+    open_store(store, index.dim * (2 if index.has_captions else 1), len(index))  # read back: dimension and count
+    print(f"exported {len(index):,} rows of {target} into {spec}; search it with IIR_STORE='{store}'")
     return 0

@@ -1,18 +1,16 @@
 """Building and updating an index from an image folder (and optional captions).
 
 Decoding and preprocessing run in worker threads, overlapped with the model's forward pass.
-Unreadable images are skipped and counted. Output is written to a temporary folder and renamed into
-place, so an interrupted build never leaves a half-written index that loads.
+Unreadable images are skipped and counted. Rows stream to disk in id order (`writer.IndexWriter`): a build
+holds one batch of vectors in RAM, never the collection. Output is written to a temporary folder and
+renamed into place, so an interrupted build never leaves a half-written index that loads. A caption
+index (text embedder with captions) reads only each image's header, never its pixels.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-import json
 import logging
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,11 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from interactive_ir import __version__
 from interactive_ir.captions_io import match_captions, read_captions
 from interactive_ir.errors import BadInputError, IndexBuildError, IndexLoadError
-from interactive_ir.imageio import list_images, open_image
-from interactive_ir.index.store import FORMAT_VERSION, IndexRecord, load_index, make_faiss_index, sha256_file
+from interactive_ir.imageio import image_size, list_images, open_image
+from interactive_ir.index import kinds
+from interactive_ir.index.metadata import IndexRecord
+from interactive_ir.index.store import load_index
+from interactive_ir.index.writer import IndexWriter
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,7 @@ class BuildConfig:
     workers: int = 2  # decoding/preprocessing threads overlapped with encoding
     rebuild: bool = False  # ignore an existing index and embed everything again
     skip_missing_captions: bool = False  # allow captions that name images not in the folder
+    kind: str = "auto"  # exact, ivf-pq, hnsw, or auto (exact up to kinds.AUTO_EXACT_MAX images)
 
 
 @dataclass
@@ -59,21 +60,19 @@ def _rel(p: Path, root: Path) -> str:
 
 
 def _load_previous(out: Path, embedder_spec: str, rebuild: bool):
-    """The reusable part of an existing index: {id: (record, image_vec, caption_vec)}."""
+    """The existing index at `out` (its rows are reused when a file is unchanged), or None."""
     if rebuild or not (out / "manifest.json").exists():
-        return {}
+        return None
     try:
         prev = load_index(out, verify=False)
     except IndexLoadError as e:
         log.warning("existing index at %s is unusable (%s); rebuilding it", out, e)
-        return {}
+        return None
     if prev.embedder_spec != embedder_spec:
         raise IndexBuildError(
             f"{out} holds an index built with {prev.embedder_spec}, not {embedder_spec}: pass --rebuild to "
             f"replace it, or choose another --out")
-    img = np.asarray(prev.image_vectors, dtype=np.float16)
-    cap = None if prev.caption_vectors is None else np.asarray(prev.caption_vectors, dtype=np.float16)
-    return {r.id: (r, img[i], None if cap is None else cap[i]) for i, r in enumerate(prev.records)}
+    return prev
 
 
 def check_out(out: Path) -> None:
@@ -88,14 +87,29 @@ def check_out(out: Path) -> None:
                                 "it, so choose a new or empty folder (for example indices/NAME)")
 
 
+MAX_LINK_ROOTS = 1000  # distinct folders that indexed links may point into (recorded in the manifest)
+
+
+def _link_root(p: Path, root: Path) -> str | None:
+    """The folder a link out of the image root points into, or None for a file inside the root."""
+    real = os.path.realpath(p)
+    if real.startswith(str(root).rstrip("/") + "/"):
+        return None
+    return os.path.dirname(real)
+
+
 def build_index(cfg: BuildConfig, embedder, captioner=None, progress: ProgressFn | None = None) -> BuildReport:
-    """Build or update the index at `cfg.out`. Returns what was done."""
+    """Build or update the index at `cfg.out`, streaming rows to disk in id order. Returns what was done."""
     check_out(Path(cfg.out))
     root = Path(cfg.images).resolve()
+    if root == Path(root.anchor):
+        raise BadInputError(f"--images {root} is the whole file system: point it at the folder of images")
     files = list_images(root)
     if not files:
         raise BadInputError(f"no images (jpg, jpeg, png, webp, gif, bmp) found under {root}")
     rels = [_rel(p, root) for p in files]
+    order = sorted(range(len(rels)), key=lambda i: rels[i])
+    files, rels = [files[i] for i in order], [rels[i] for i in order]
     captions: dict[str, list[str]] = {}
     if cfg.captions:
         raw = read_captions(Path(cfg.captions))
@@ -111,103 +125,151 @@ def build_index(cfg: BuildConfig, embedder, captioner=None, progress: ProgressFn
     text_only = not embedder.has_vision
     if text_only and not captions and captioner is None:
         raise BadInputError(f"{embedder.spec} is a caption-only embedder: give --captions FILE or --captioner SPEC")
+    kinds.choose_params(cfg.kind, max(len(files), kinds.MIN_APPROX_ROWS), embedder.dim)  # an unknown kind fails now
+    if cfg.kind in ("ivf-pq", "hnsw") and len(files) < kinds.MIN_APPROX_ROWS:
+        kinds.choose_params(cfg.kind, len(files), embedder.dim)  # the one-line "use --kind exact" error, before any work
 
     previous = _load_previous(Path(cfg.out), embedder.spec, cfg.rebuild)
-    records: list[IndexRecord] = []
-    img_vecs: list[np.ndarray] = []
-    cap_vecs: list[np.ndarray | None] = []
-    todo: list[tuple[Path, str]] = []
-    for p, rel in zip(files, rels):
-        st = p.stat()
-        old = previous.get(rel)
-        caps = captions.get(rel) if cfg.captions else None
-        if old and old[0].bytes == st.st_size and old[0].mtime == st.st_mtime and (caps is None or caps == old[0].captions):
-            records.append(old[0])
-            img_vecs.append(old[1])
-            cap_vecs.append(old[2])
-        else:
-            todo.append((p, rel))
-    reused = len(records)
-
+    with_caps = not text_only and bool(captions or captioner is not None or (previous and previous.has_captions))
     skipped: list[tuple[str, str]] = []
-    t0 = time.perf_counter()
+    link_roots: set[str] = set()
+    # caption-only rows need no pixels: only the image header is read (its size), never a decode
+    decode = not text_only or captioner is not None
     encode = getattr(embedder, "encode_preprocessed", None) if not text_only else None
     prep = getattr(embedder, "preprocess_images", None) if not text_only else None
 
-    def load_batch(batch):
-        ok, imgs = [], []
-        for p, rel in batch:
-            try:
-                im = open_image(p)
-            except BadInputError as e:
-                skipped.append((rel, str(e)))
-                log.warning("skipped %s: %s", rel, e)
-                continue
-            ok.append((p, rel, im.info.get("original_size", im.size)))
-            imgs.append(im)
-        pixels = prep(imgs) if (prep and imgs) else None
-        return ok, imgs, pixels, len(batch)
+    def reusable(p: Path, rel: str):
+        if previous is None:
+            return None
+        row = previous.row_of.get(rel)
+        if row is None:
+            return None
+        old = previous.records[row]
+        st = p.stat()
+        caps = captions.get(rel) if cfg.captions else None
+        if old.bytes == st.st_size and old.mtime == st.st_mtime and (caps is None or caps == old.captions):
+            return row, old
+        return None
 
-    batches = [todo[i : i + cfg.batch_size] for i in range(0, len(todo), cfg.batch_size)]
-    new_img: list[np.ndarray] = []
-    new_cap: list[np.ndarray | None] = []
-    new_rec: list[IndexRecord] = []
-    bar = _bar(len(todo), f"indexing {root.name}")
-    done = 0
-    with ThreadPoolExecutor(max_workers=max(1, cfg.workers)) as pool:
-        pending = [pool.submit(load_batch, b) for b in batches[: cfg.workers + 1]]
-        next_i = len(pending)
-        while pending:
-            ok, imgs, pixels, n_in_batch = pending.pop(0).result()
-            if next_i < len(batches):
-                pending.append(pool.submit(load_batch, batches[next_i]))
-                next_i += 1
-            done += n_in_batch
-            if ok:
-                need = [i for i, (_, rel, _) in enumerate(ok) if not captions.get(rel)]
-                generated = captioner.caption([imgs[i] for i in need]) if (captioner and need) else []
-                gen = dict(zip(need, generated))
-                caps_list = [list(captions.get(rel) or ([gen[i]] if gen.get(i) else [])) for i, (_, rel, _) in enumerate(ok)]
-                keep = [i for i, c in enumerate(caps_list) if c or not text_only]
-                skipped.extend((ok[i][1], "no caption (a caption index needs one per image)")
-                               for i in range(len(ok)) if i not in set(keep))
-                cvec = _caption_vectors(embedder, [caps_list[i] for i in keep])
-                if text_only:
-                    ivec = cvec
-                elif encode is not None and pixels is not None:
-                    ivec = encode(pixels)[keep]
+    def load_batch(batch):
+        """(p, rel, reused (row, record) or None, image or None, (w, h)) per readable file; pixels."""
+        items, imgs = [], []
+        for p, rel in batch:
+            lr = _link_root(p, root)
+            if lr is not None:
+                if lr == "/" or (lr not in link_roots and len(link_roots) >= MAX_LINK_ROOTS):
+                    skipped.append((rel, f"a link into {lr}: copy the file into the image folder"))
+                    continue
+                link_roots.add(lr)  # served only because the build saw it: recorded in the manifest
+            old = reusable(p, rel)
+            if old is not None:
+                items.append((p, rel, old, None, (old[1].width, old[1].height)))
+                continue
+            try:
+                if decode:
+                    im = open_image(p)
+                    size = im.info.get("original_size", im.size)
                 else:
-                    ivec = embedder.embed_images(imgs)[keep]
-                for j, i in enumerate(keep):
-                    p, rel, (w, h) = ok[i]
-                    st = p.stat()
-                    new_rec.append(IndexRecord(rel, caps_list[i], w, h, st.st_size, st.st_mtime))
-                    new_img.append(ivec[j].astype(np.float16))
-                    new_cap.append(None if text_only or cvec[j] is None else cvec[j].astype(np.float16))
-            bar.update(n_in_batch)
-            if progress:
-                progress(done, len(todo), f"embedded {done}/{len(todo)} images")
-    bar.close()
-    seconds = time.perf_counter() - t0
-    records += new_rec
-    img_vecs += new_img
-    cap_vecs += new_cap
-    if not records:
-        raise IndexBuildError(f"none of the {len(files)} images under {root} could be indexed "
-                              f"(first problem: {skipped[0][1] if skipped else 'unknown'})")
-    order = sorted(range(len(records)), key=lambda i: records[i].id)
-    records = [records[i] for i in order]
-    image_mat = np.stack([img_vecs[i] for i in order]).astype(np.float16)
-    has_caps = (not text_only) and any(c is not None for c in cap_vecs)
-    cap_mat = None
-    if has_caps:
-        zero = np.zeros(embedder.dim, np.float16)
-        cap_mat = np.stack([cap_vecs[i] if cap_vecs[i] is not None else zero for i in order]).astype(np.float16)
-    captions_src = str(Path(cfg.captions).resolve()) if cfg.captions else None
-    _write(Path(cfg.out), root, embedder, records, image_mat, cap_mat, len(skipped), captions_src)
-    embedded = len(new_rec)
-    return BuildReport(Path(cfg.out), len(records), embedded, reused, skipped, seconds,
+                    im, size = None, image_size(p)
+            except (BadInputError, OSError, SyntaxError) as e:
+                why = str(e) if isinstance(e, BadInputError) else f"not a readable image ({e})"
+                skipped.append((rel, why))
+                log.warning("skipped %s: %s", rel, why)
+                continue
+            items.append((p, rel, None, im, size))
+            if im is not None and not text_only:
+                imgs.append(im)
+        pixels = prep(imgs) if (prep and imgs) else None
+        return items, imgs, pixels, len(batch)
+
+    pairs = list(zip(files, rels))
+    batches = [pairs[i : i + cfg.batch_size] for i in range(0, len(pairs), cfg.batch_size)]
+    writer = IndexWriter(Path(cfg.out), embedder.dim, caption_vectors=with_caps)
+    embedded = reused = 0
+    t0 = time.perf_counter()
+    bar = _bar(len(pairs), f"indexing {root.name}")
+    done = 0
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, cfg.workers)) as pool:
+            pending = [pool.submit(load_batch, b) for b in batches[: cfg.workers + 1]]
+            next_i = len(pending)
+            while pending:
+                items, imgs, pixels, n_in_batch = pending.pop(0).result()
+                if next_i < len(batches):
+                    pending.append(pool.submit(load_batch, batches[next_i]))
+                    next_i += 1
+                done += n_in_batch
+                e, r = _write_batch(writer, items, imgs, pixels, embedder, captioner, captions, text_only, encode,
+                                    previous, skipped)
+                embedded, reused = embedded + e, reused + r
+                bar.update(n_in_batch)
+                if progress:
+                    progress(done, len(pairs), f"embedded {done}/{len(pairs)} images")
+        bar.close()
+        seconds = time.perf_counter() - t0
+        if writer.rows == 0:
+            raise IndexBuildError(f"none of the {len(files)} images under {root} could be indexed "
+                                  f"(first problem: {skipped[0][1] if skipped else 'no readable image'})")
+        try:
+            image_root = os.path.relpath(root, Path(cfg.out).resolve())
+        except ValueError:  # another drive on Windows
+            image_root = str(root)
+        writer.finish(cfg.kind, {
+            "embedder": embedder.spec,
+            "has_vision": bool(embedder.has_vision),
+            "skipped": len(skipped),
+            "image_root": image_root,
+            "captions_file": str(Path(cfg.captions).resolve()) if cfg.captions else None,  # for the rebuild command
+            "link_roots": sorted(link_roots),  # folders indexed links point into (the loader refuses others)
+        })
+    except BaseException:
+        writer.abort(keep_partial=False)
+        raise
+    return BuildReport(Path(cfg.out), writer.rows, embedded, reused, skipped, seconds,
                        embedded / seconds if seconds > 0 else 0.0)
+
+
+def _write_batch(writer, items, imgs, pixels, embedder, captioner, captions, text_only, encode, previous,
+                 skipped) -> tuple[int, int]:
+    """Embed a batch's new files and append every row (reused or new) in id order. (embedded, reused)."""
+    new = [i for i, it in enumerate(items) if it[2] is None]
+    need = [i for i in new if not captions.get(items[i][1])]
+    generated = captioner.caption([items[i][3] for i in need]) if (captioner and need) else []
+    gen = dict(zip(need, generated))
+    caps_of = {i: list(captions.get(items[i][1]) or ([gen[i]] if gen.get(i) else [])) for i in new}
+    keep_new = [i for i in new if caps_of[i] or not text_only]
+    for i in new:
+        if i not in set(keep_new):
+            skipped.append((items[i][1], "no caption (a caption index needs one per image)"))
+    cvec = dict(zip(keep_new, _caption_vectors(embedder, [caps_of[i] for i in keep_new])))
+    ivec: dict[int, np.ndarray] = {}
+    if keep_new:
+        if text_only:
+            ivec = cvec
+        else:
+            pos = {i: j for j, i in enumerate(i for i in new)}  # imgs/pixels follow the order of the new items
+            rows = encode(pixels) if (encode is not None and pixels is not None) else embedder.embed_images(imgs)
+            ivec = {i: rows[pos[i]] for i in keep_new}
+    recs, iv, cv = [], [], []
+    zero = np.zeros(embedder.dim, np.float16)
+    kept = set(keep_new)
+    reused = 0
+    for i, (p, rel, old, _im, (w, h)) in enumerate(items):
+        if old is not None:
+            row, rec = old
+            recs.append(rec)
+            iv.append(np.asarray(previous.image_vectors[row], np.float16))
+            pc = previous.caption_vectors
+            cv.append(np.asarray(pc[row], np.float16) if pc is not None else zero)
+            reused += 1
+        elif i in kept:
+            st = p.stat()
+            recs.append(IndexRecord(rel, caps_of[i], w, h, st.st_size, st.st_mtime))
+            iv.append(np.asarray(ivec[i], np.float16))
+            cv.append(zero if text_only or cvec[i] is None else np.asarray(cvec[i], np.float16))
+    if recs:
+        writer.add(recs, np.stack(iv), np.stack(cv) if writer.captions is not None else None)
+    return len(kept), reused
 
 
 def _caption_vectors(embedder, caps_list: list[list[str]]) -> list[np.ndarray | None]:
@@ -228,61 +290,27 @@ def _caption_vectors(embedder, caps_list: list[list[str]]) -> list[np.ndarray | 
     return out
 
 
-def _write(out: Path, root: Path, embedder, records, image_mat, cap_mat, skipped: int,
-           captions_src: str | None = None) -> None:
-    out = out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it 0700: give the index the usual folder permissions (os.umask would
-    #                   change process-wide state under the app's threads)
-    try:
-        np.save(tmp / "image_emb.npy", image_mat)
-        if cap_mat is not None:
-            np.save(tmp / "caption_emb.npy", cap_mat)
-        import faiss
-
-        faiss.write_index(make_faiss_index(image_mat, cap_mat), str(tmp / "faiss.index"))
-        with open(tmp / "metadata.jsonl", "w", encoding="utf-8") as fh:
-            for r in records:
-                fh.write(json.dumps(r.__dict__, ensure_ascii=False) + "\n")
-        files = {}
-        for name in ("image_emb.npy", "caption_emb.npy", "faiss.index", "metadata.jsonl"):
-            f = tmp / name
-            if f.exists():
-                files[name] = {"bytes": f.stat().st_size, "sha256": sha256_file(f)}
-        try:
-            image_root = os.path.relpath(root, out)
-        except ValueError:  # another drive on Windows
-            image_root = str(root)
-        now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        manifest = {
-            "format_version": FORMAT_VERSION,
-            "embedder": embedder.spec,
-            "dim": int(image_mat.shape[1]),
-            "has_vision": bool(embedder.has_vision),
-            "caption_vectors": cap_mat is not None,
-            "count": len(records),
-            "skipped": skipped,
-            "image_root": image_root,
-            "captions_file": captions_src,  # absolute path of --captions (for the rebuild command), or None
-            "created": now,
-            "package_version": __version__,
-            "files": files,
-        }
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
-        old = None
-        if out.exists():
-            old = out.parent / f".{out.name}.old-{os.getpid()}-{time.time_ns()}"
-            out.rename(old)
-        tmp.rename(out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
 def _bar(total: int, desc: str):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc, unit="img", disable=None, leave=False)
+
+
+def _write(out: Path, root: Path, embedder, records, image_mat, cap_mat, skipped: int,
+           captions_src: str | None = None, kind: str = "exact") -> None:
+    """Write whole arrays as an index (benchmarks' synthetic collections), through the streaming writer."""
+    out = Path(out).resolve()
+    w = IndexWriter(out, int(image_mat.shape[1]), caption_vectors=cap_mat is not None)
+    try:
+        for a in range(0, len(records), 65_536):
+            b = a + 65_536
+            w.add(records[a:b], image_mat[a:b], None if cap_mat is None else cap_mat[a:b])
+        try:
+            image_root = os.path.relpath(Path(root).resolve(), out)
+        except ValueError:
+            image_root = str(root)
+        w.finish(kind, {"embedder": embedder.spec, "has_vision": bool(embedder.has_vision), "skipped": skipped,
+                        "image_root": image_root, "captions_file": captions_src})
+    except BaseException:
+        w.abort(keep_partial=False)
+        raise

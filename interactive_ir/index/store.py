@@ -3,9 +3,12 @@
 An index folder holds:
 - `image_emb.npy`: float16 (N, D) image vectors (for a caption index: the captions' vectors);
 - `caption_emb.npy`: float16 (N, D) caption vectors, when captions exist and the embedder has vision;
-- `faiss.index`: an exact fp16 inner-product index over [image | caption] rows (2*D wide with captions);
-- `metadata.jsonl`: one row per image (id, relative path, captions, width, height, size, mtime);
-- `manifest.json`: embedder spec, dimension, counts, times, version and file checksums.
+- `faiss.index`: an inner-product index over [image | caption] rows (2*D wide with captions) of the
+  manifest's `kind` (exact fp16, ivf-pq or hnsw: `kinds.py`), opened memory-mapped;
+- `metadata.sqlite`: one row per image (id, relative path, captions, width, height, size, mtime), read
+  lazily (`metadata.py`); format-1 indices have `metadata.jsonl` instead;
+- `manifest.json`: embedder spec, dimension, counts, kind and its parameters, times, version and file
+  checksums (hashed at build and by `index verify`; a load checks sizes only, unless asked).
 """
 
 from __future__ import annotations
@@ -13,35 +16,22 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import dataclass, field
+import os
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
 from interactive_ir.errors import IndexLoadError
+from interactive_ir.index.metadata import IndexRecord, unsafe_id_reason  # noqa: F401 - IndexRecord re-exported
 from interactive_ir.types import Vectors
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
-FILES = ("image_emb.npy", "caption_emb.npy", "faiss.index", "metadata.jsonl")
-
-
-@dataclass
-class IndexRecord:
-    """Metadata of one indexed image."""
-
-    id: str  # path relative to the image root, posix separators: the image's stable id
-    captions: list[str] = field(default_factory=list)  # human or generated captions, may be empty
-    width: int = 0  # pixels, 0 when unknown (caption-only collections)
-    height: int = 0
-    bytes: int = 0  # file size when indexed (with mtime, detects changed files on update)
-    mtime: float = 0.0
-
-    @property
-    def caption(self) -> str:
-        return self.captions[0] if self.captions else ""
+FORMAT_VERSION = 2  # written by this version: metadata in SQLite, index kind in the manifest
+READABLE_VERSIONS = (1, 2)  # 1: metadata.jsonl, always exact
+FILES = ("image_emb.npy", "caption_emb.npy", "faiss.index", "metadata.sqlite")
+LOAD_TIME_LINK_CHECK_MAX = 200_000  # up to this many images, loading scans every id and looks for links out of the root
 
 
 def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
@@ -56,27 +46,38 @@ def rebuild_hint(index_dir: Path, manifest: dict | None = None) -> str:
     """The command that rebuilds `index_dir`, with absolute paths (it works from any folder)."""
     import shlex
 
-    manifest = manifest or {}
+    manifest = manifest if isinstance(manifest, dict) else {}
     emb = manifest.get("embedder", "SPEC")
     root = manifest.get("image_root")
-    root = str((Path(index_dir) / root).resolve()) if root else "IMAGES_DIR"
+    root = str((Path(index_dir) / root).resolve()) if isinstance(root, str) and root else "IMAGES_DIR"
     cmd = ["python", "-m", "interactive_ir", "index", "--images", root]
-    if manifest.get("captions_file"):
+    if isinstance(manifest.get("captions_file"), str):
         cmd += ["--captions", manifest["captions_file"]]
-    cmd += ["--out", str(Path(index_dir).resolve()), "--embedder", emb, "--rebuild"]
+    cmd += ["--out", str(Path(index_dir).resolve()), "--embedder", str(emb), "--rebuild"]
     return " ".join(shlex.quote(c) if c not in ("IMAGES_DIR",) else c for c in cmd)
 
 
-class ImageIndex:
-    """A loaded, read-only index. Thread-safe for concurrent searches."""
 
-    def __init__(self, path: Path, manifest: dict, records: list[IndexRecord], faiss_index):
+class ImageIndex:
+    """A loaded, read-only index. Thread-safe for concurrent searches.
+
+    `records`, `row_of` and `ids` behave like a list, a dict and a list; on a SQLite index they look rows
+    up on demand (`metadata.py`), so nothing per image is held in RAM.
+    """
+
+    def __init__(self, path: Path, manifest: dict, records, faiss_index, store=None):
+        from interactive_ir.index.kinds import IndexParams
+        from interactive_ir.index.metadata import Ids, MemoryMetadata, Records, RowOf
+
         self.path = Path(path)
         self.manifest = manifest
-        self.records = records
+        self.meta = MemoryMetadata(list(records)) if isinstance(records, (list, tuple)) else records
+        self.records = Records(self.meta)
+        self.ids = Ids(self.meta)
+        self.row_of = RowOf(self.meta)
         self.faiss_index = faiss_index
-        self.ids = [r.id for r in records]
-        self.row_of = {r.id: i for i, r in enumerate(records)}
+        self.store = store  # a vector_store.VectorStore (Milvus) searched and read instead of the folder, or None
+        self.params = IndexParams.from_dict(manifest.get("index_params") or {"kind": manifest.get("kind", "exact")})
 
     # --- facts -----------------------------------------------------------------------------------
     @property
@@ -86,6 +87,11 @@ class ImageIndex:
     @property
     def dim(self) -> int:
         return int(self.manifest["dim"])
+
+    @property
+    def kind(self) -> str:
+        """exact, ivf-pq or hnsw."""
+        return self.params.kind
 
     @property
     def has_captions(self) -> bool:
@@ -102,11 +108,41 @@ class ImageIndex:
         root = Path(self.manifest.get("image_root", "."))
         return root if root.is_absolute() else (self.path / root).resolve()
 
+    @cached_property
+    def _root_str(self) -> str:
+        return str(self.image_root)
+
+    @cached_property
+    def _real_root(self) -> str:
+        return os.path.realpath(self._root_str)
+
+    @cached_property
+    def _allowed_roots(self) -> tuple[str, ...]:
+        """The image root, and the folders the build saw indexed links point into (`link_roots`)."""
+        return (self._real_root, *self.manifest.get("link_roots", []))
+
     def __len__(self) -> int:
-        return len(self.records)
+        return self.meta.count
 
     def image_path(self, row: int) -> Path:
-        return self.image_root / self.records[row].id
+        """The file of an indexed image; IndexLoadError if the id or a symlink leads out of the image root."""
+        return Path(self.image_file(row))
+
+    def image_file(self, row: int, image_id: str | None = None, full_check: bool = True) -> str:
+        """`image_path` as a string (cheaper: no Path object).
+
+        `full_check=False` (a search hit: a path to show, not to open) checks the id's text only, no system
+        call; links were checked at load (indices up to LOAD_TIME_LINK_CHECK_MAX images) and are checked
+        again by `image_path` whenever a file is opened or served.
+        """
+        image_id = self.meta.id_of(int(row)) if image_id is None else image_id
+        why = unsafe_id_reason(image_id)
+        if why:
+            raise IndexLoadError(f"index {self.path}: id {image_id!r} {why}; rebuild: {rebuild_hint(self.path, self.manifest)}")
+        p = self._root_str + "/" + image_id
+        if full_check:
+            _check_inside(p, self._allowed_roots, self.path, self.manifest)  # a few lstat calls
+        return p
 
     # --- vectors (memory-mapped, loaded on first use) --------------------------------------------
     @cached_property
@@ -120,19 +156,40 @@ class ImageIndex:
 
     def vectors(self, rows, kind: str = "image") -> Vectors:
         """float32 copies of some rows' image (or caption) vectors."""
+        if self.store is not None:
+            v = self.store.fetch(np.asarray(rows, dtype=np.int64))
+            return v[:, self.dim:] if kind == "caption" and self.has_captions else v[:, : self.dim]
         src = self.caption_vectors if kind == "caption" and self.caption_vectors is not None else self.image_vectors
         return np.asarray(src[np.asarray(rows, dtype=np.int64)], dtype=np.float32)
 
+    def row_vectors(self, rows) -> Vectors:
+        """float32 [image | caption] rows (the width the faiss index searches) for some rows."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.store is not None:
+            return self.store.fetch(rows)
+        order = np.argsort(rows, kind="stable")  # ascending reads are kinder to a memory-mapped file
+        out = np.empty((len(rows), self.dim * (2 if self.has_captions else 1)), np.float32)
+        out[order, : self.dim] = self.image_vectors[rows[order]]
+        if self.has_captions:
+            out[order, self.dim:] = self.caption_vectors[rows[order]]
+        return out
 
-def load_index(path: Path, *, expect_embedder: str | None = None, expect_dim: int | None = None,
-               verify: bool = True) -> ImageIndex:
-    """Load an index folder, checking the manifest, files and checksums.
 
-    Errors name the problem and the command that fixes it.
-    """
-    import faiss
+def _check_inside(p: str, roots: tuple[str, ...], index_dir: Path, manifest: dict) -> None:
+    """Refuse a file whose real path is outside the image root and the build's recorded link targets."""
+    real = os.path.realpath(p)
+    if not any(real.startswith(r.rstrip("/") + "/") for r in roots):
+        raise IndexLoadError(f"index {index_dir}: {p} is a link to {real}, outside the image root {roots[0]}; "
+                             f"replace the link with the file itself or remove it, then rebuild: "
+                             f"{rebuild_hint(index_dir, manifest)}")
 
-    path = Path(path)
+
+def _fail(path: Path, what: str, manifest=None) -> IndexLoadError:
+    return IndexLoadError(f"index {path}: {what}; rebuild: {rebuild_hint(path, manifest)}")
+
+
+def read_manifest(path: Path) -> dict:
+    """The manifest, every key the loader relies on checked for presence and type."""
     mpath = path / "manifest.json"
     if not path.is_dir():
         raise IndexLoadError(f"no index at {path}: build one with "
@@ -141,57 +198,176 @@ def load_index(path: Path, *, expect_embedder: str | None = None, expect_dim: in
         raise IndexLoadError(f"{path} has no manifest.json: it is not an index or its build was interrupted; "
                              f"rebuild: {rebuild_hint(path)}")
     try:
-        manifest = json.loads(mpath.read_text())
-    except json.JSONDecodeError as e:
-        raise IndexLoadError(f"{mpath} is corrupt ({e.msg}); rebuild: {rebuild_hint(path)}") from e
-    if manifest.get("format_version") != FORMAT_VERSION:
+        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise IndexLoadError(f"{mpath} is corrupt ({getattr(e, 'msg', None) or e.reason}); "
+                             f"rebuild: {rebuild_hint(path)}") from e
+    if not isinstance(manifest, dict):
+        raise IndexLoadError(f"{mpath} is corrupt (a JSON {type(manifest).__name__}, not an object); "
+                             f"rebuild: {rebuild_hint(path)}")
+    if manifest.get("format_version") not in READABLE_VERSIONS:
         raise IndexLoadError(f"{path} has index format {manifest.get('format_version')}, this version reads "
-                             f"{FORMAT_VERSION}; rebuild: {rebuild_hint(path, manifest)}")
-    if expect_embedder and manifest.get("embedder") != expect_embedder:
+                             f"{', '.join(map(str, READABLE_VERSIONS))}; rebuild: {rebuild_hint(path, manifest)}")
+    wants = {"embedder": str, "dim": int, "count": int, "files": dict}
+    for key, typ in wants.items():
+        v = manifest.get(key)
+        if key not in manifest:
+            raise IndexLoadError(f"{mpath} has no \"{key}\"; rebuild: {rebuild_hint(path, manifest)}")
+        if not isinstance(v, typ) or isinstance(v, bool):
+            raise IndexLoadError(f"{mpath}: \"{key}\" must be a{'n' if typ is int else ''} "
+                                 f"{ {str: 'string', int: 'integer', dict: 'object'}[typ]}, not {v!r}"[:300]
+                                 + f"; rebuild: {rebuild_hint(path, manifest)}")
+    if manifest["dim"] < 1 or manifest["count"] < 0:
+        raise IndexLoadError(f"{mpath}: dim {manifest['dim']} / count {manifest['count']} are impossible; "
+                             f"rebuild: {rebuild_hint(path, manifest)}")
+    links = manifest.get("link_roots", [])
+    if not isinstance(links, list) or not all(isinstance(r, str) and os.path.isabs(r) and r != "/" for r in links):
+        raise IndexLoadError(f"{mpath}: \"link_roots\" must be a list of absolute folders other than /; "
+                             f"rebuild: {rebuild_hint(path, manifest)}")
+    for key in ("has_vision", "caption_vectors"):
+        if key in manifest and not isinstance(manifest[key], bool):
+            raise IndexLoadError(f"{mpath}: \"{key}\" must be true or false; rebuild: {rebuild_hint(path, manifest)}")
+    if not isinstance(manifest.get("image_root", "."), str):
+        raise IndexLoadError(f"{mpath}: \"image_root\" must be a string; rebuild: {rebuild_hint(path, manifest)}")
+    for name, info in manifest["files"].items():
+        if not (isinstance(info, dict) and isinstance(info.get("bytes"), int) and isinstance(info.get("sha256"), str)):
+            raise IndexLoadError(f"{mpath}: files.{name} must hold bytes and sha256; rebuild: {rebuild_hint(path, manifest)}")
+    from interactive_ir.index.kinds import KINDS, IndexParams
+
+    kind = manifest.get("kind", "exact")
+    params = manifest.get("index_params", {"kind": kind})
+    if kind not in KINDS or not isinstance(params, dict) or params.get("kind") != kind:
+        raise IndexLoadError(f"{mpath}: unknown index kind {kind!r} (this version reads {', '.join(KINDS)}); "
+                             f"rebuild: {rebuild_hint(path, manifest)}")
+    try:
+        IndexParams.from_dict(params)
+    except TypeError as e:
+        raise IndexLoadError(f"{mpath}: index_params are malformed ({e}); rebuild: {rebuild_hint(path, manifest)}") from e
+    return manifest
+
+
+def _check_root(path: Path, manifest: dict) -> None:
+    root = Path(manifest.get("image_root", "."))
+    root = root if root.is_absolute() else (path / root).resolve()
+    if root == Path(root.anchor):
+        raise IndexLoadError(f"index {path}: its image root is {root}, the whole file system; images must live in "
+                             f"a folder of their own: rebuild with --images pointing at that folder: "
+                             f"{rebuild_hint(path, {**manifest, 'image_root': None})}")
+
+
+def _check_links(index: ImageIndex) -> None:
+    """Refuse indexed files or folders that are links leading out of the image root (one folder walk)."""
+    root = index._root_str
+    if not os.path.isdir(root):
+        return
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for e in entries:
+            if e.is_symlink():
+                rel = os.path.relpath(e.path, root).replace(os.sep, "/")
+                indexed = rel in index.row_of or (os.path.isdir(e.path) and _any_under(index, rel + "/"))
+                if indexed:
+                    _check_inside(e.path, index._allowed_roots, index.path, index.manifest)
+            elif e.is_dir(follow_symlinks=False):
+                stack.append(e.path)
+
+
+def _any_under(index: ImageIndex, prefix: str) -> bool:
+    return any(i.startswith(prefix) for i in index.ids)
+
+
+def _check_vectors(path: Path, manifest: dict, name: str, required: bool) -> None:
+    f = path / name
+    if not f.is_file():
+        if required:
+            raise _fail(path, f"it is missing {name}", manifest)
+        return
+    try:
+        a = np.load(f, mmap_mode="r")
+    except (ValueError, OSError, EOFError) as e:
+        raise _fail(path, f"{name} is not a readable .npy file ({str(e)[:120]})", manifest) from e
+    want = (manifest["count"], manifest["dim"])
+    if a.ndim != 2 or tuple(a.shape) != want:
+        raise _fail(path, f"{name} holds {'x'.join(map(str, a.shape))} vectors but the manifest promises "
+                          f"{want[0]}x{want[1]}", manifest)
+    if a.dtype != np.float16:
+        raise _fail(path, f"{name} holds {a.dtype} values, not float16", manifest)
+
+
+def load_index(path: Path, *, expect_embedder: str | None = None, expect_dim: int | None = None,
+               verify: bool = False, store: str | None = None) -> ImageIndex:
+    """Open an index folder: manifest, file sizes, vector shapes and metadata checked; nothing read whole.
+
+    `verify=True` also hashes every file against the manifest (as `index verify` does). `store` (default:
+    the IIR_STORE environment variable) is a Milvus store spec (`vector_store.py`) searched instead of
+    the folder's faiss index. Errors name the problem and the command that fixes it.
+    """
+    import faiss
+
+    from interactive_ir.index import kinds as K
+    from interactive_ir.index.metadata import SQLITE_NAME, SqliteMetadata, read_jsonl
+
+    path = Path(path)
+    manifest = read_manifest(path)
+    if expect_embedder and manifest["embedder"] != expect_embedder:
         raise IndexLoadError(
-            f"index {path} was built with {manifest.get('embedder')} ({manifest.get('dim')}-d) but the embedder "
-            f"is {expect_embedder}: search with --embedder {manifest.get('embedder')}, or rebuild: "
+            f"index {path} was built with {manifest['embedder']} ({manifest['dim']}-d) but the embedder "
+            f"is {expect_embedder}: search with --embedder {manifest['embedder']}, or rebuild: "
             f"{rebuild_hint(path, {**manifest, 'embedder': expect_embedder})}")
-    if expect_dim and int(manifest.get("dim", -1)) != expect_dim:
-        raise IndexLoadError(f"index {path} holds {manifest.get('dim')}-d vectors but the embedder gives "
+    if expect_dim and manifest["dim"] != expect_dim:
+        raise IndexLoadError(f"index {path} holds {manifest['dim']}-d vectors but the embedder gives "
                              f"{expect_dim}-d; rebuild: {rebuild_hint(path, manifest)}")
-    for name, info in manifest.get("files", {}).items():
+    _check_root(path, manifest)
+    for name, info in manifest["files"].items():
         f = path / name
         if not f.is_file():
             raise IndexLoadError(f"index {path} is missing {name}; rebuild: {rebuild_hint(path, manifest)}")
         if f.stat().st_size != info["bytes"] or (verify and sha256_file(f) != info["sha256"]):
             raise IndexLoadError(f"index file {f} is corrupt (checksum mismatch); rebuild: "
                                  f"{rebuild_hint(path, manifest)}")
-    records = []
-    with open(path / "metadata.jsonl", encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                d = json.loads(line)
-                records.append(IndexRecord(**{k: d[k] for k in IndexRecord.__dataclass_fields__ if k in d}))
-    if len(records) != manifest["count"]:
-        raise IndexLoadError(f"index {path}: metadata has {len(records)} rows but the manifest says "
-                             f"{manifest['count']}; rebuild: {rebuild_hint(path, manifest)}")
+    hint = rebuild_hint(path, manifest)
+    _check_vectors(path, manifest, "image_emb.npy", True)
+    _check_vectors(path, manifest, "caption_emb.npy", bool(manifest.get("caption_vectors")))
+    if manifest["format_version"] == 1:
+        meta = read_jsonl(path / "metadata.jsonl", manifest["count"], hint)
+    else:
+        mfile = path / SQLITE_NAME
+        if not mfile.is_file():
+            raise IndexLoadError(f"index {path} is missing {SQLITE_NAME}; rebuild: {hint}")
+        meta = SqliteMetadata(mfile, manifest["count"])
+        meta.check(hint, scan_ids=manifest["count"] <= LOAD_TIME_LINK_CHECK_MAX or verify)
+    params = K.IndexParams.from_dict(manifest.get("index_params") or {"kind": manifest.get("kind", "exact")})
     try:
-        fi = faiss.read_index(str(path / "faiss.index"))
+        fi = K.read(str(path / "faiss.index"), params) if manifest["format_version"] >= 2 \
+            else faiss.read_index(str(path / "faiss.index"))
     except RuntimeError as e:
-        raise IndexLoadError(f"{path / 'faiss.index'} cannot be read ({e}); rebuild: {rebuild_hint(path, manifest)}") from e
-    if fi.ntotal != len(records):
-        raise IndexLoadError(f"index {path}: faiss index has {fi.ntotal} rows, metadata {len(records)}; "
-                             f"rebuild: {rebuild_hint(path, manifest)}")
-    index = ImageIndex(path, manifest, records, fi)
+        raise IndexLoadError(f"{path / 'faiss.index'} cannot be read ({str(e).strip().splitlines()[0][:160]}); "
+                             f"rebuild: {hint}") from e
+    width = manifest["dim"] * (2 if manifest.get("caption_vectors") else 1)
+    if fi.ntotal != manifest["count"] or fi.d != width:
+        raise IndexLoadError(f"index {path}: faiss index has {fi.ntotal} rows of {fi.d}, the manifest "
+                             f"{manifest['count']} of {width}; rebuild: {hint}")
+    store = store if store is not None else os.environ.get("IIR_STORE", "")
+    vs = None
+    if store:
+        from interactive_ir.index.vector_store import open_store
+
+        vs = open_store(store, width, manifest["count"])
+    index = ImageIndex(path, manifest, meta, fi, vs)
+    if len(index) <= LOAD_TIME_LINK_CHECK_MAX:
+        _check_links(index)
     _ = index.image_vectors, index.caption_vectors  # map the files now: a later rebuild replaces, never edits, them
     return index
 
 
-def make_faiss_index(image_vecs: np.ndarray, caption_vecs: np.ndarray | None):
-    """Exact inner-product search over fp16 rows of [image | caption]."""
-    import faiss
-
-    rows = np.asarray(image_vecs, dtype=np.float32)
-    if caption_vecs is not None:
-        rows = np.concatenate([rows, np.asarray(caption_vecs, dtype=np.float32)], axis=1)
-    index = faiss.IndexScalarQuantizer(rows.shape[1], faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
-    index.train(rows[:1] if len(rows) else np.zeros((1, rows.shape[1]), np.float32))  # fp16 needs no training
-    if len(rows):
-        index.add(np.ascontiguousarray(rows))
+def verify_index(path: Path) -> ImageIndex:
+    """Everything `load_index` checks, plus every file's checksum and every indexed link (any size)."""
+    index = load_index(path, verify=True)  # verify: every id scanned whatever the size
+    if len(index) > LOAD_TIME_LINK_CHECK_MAX:
+        _check_links(index)
     return index
