@@ -31,7 +31,10 @@ def run(args: argparse.Namespace) -> int:
     from interactive_ir.index.builder import BuildConfig, build_index
 
     if args.batch_size < 1:
-        raise BadInputError("--batch-size must be at least 1")
+        raise BadInputError(f"--batch-size must be at least 1, got {args.batch_size}")
+    if args.workers < 1:
+        raise BadInputError(f"--workers must be at least 1 (decoding threads), got {args.workers}: "
+                            "use --workers 2, or 1 on a small machine")
     embedder = make_embedder(args.embedder or os.environ.get("IIR_EMBEDDER") or DEFAULT_EMBEDDER,
                              batch_size=args.batch_size)
     captioner = make_captioner(args.captioner) if args.captioner else None

@@ -35,14 +35,20 @@ INTRO = ("Describe the image you have in mind. Then narrow it down: answer the s
 
 
 def launch_options(engine) -> dict:
-    """Keyword arguments for `demo.launch()`: the page's CSS and the folders images are served from."""
-    from interactive_ir.imageio import MAX_UPLOAD_BYTES
-    from interactive_ir.ui.media import thumbs_dir
+    """Keyword arguments for `demo.launch()`: the page's CSS, the image route (indexed images and kept uploads,
+    by token: no folder is opened to Gradio's file route) and the upload limits."""
+    from starlette.middleware import Middleware
 
+    from interactive_ir.ui.files import media_routes
+    from interactive_ir.ui.tabs import MAX_TABS
+    from interactive_ir.ui.uploads import UploadGuard, default_store
+
+    store = default_store()
     return {
         "css_paths": [ASSETS / "app.css"],
-        "allowed_paths": [str(engine.index.image_root), str(thumbs_dir())],
-        "max_file_size": MAX_UPLOAD_BYTES,
+        "max_file_size": store.policy.max_bytes,
+        "state_session_capacity": MAX_TABS,
+        "app_kwargs": {"routes": media_routes(engine.index, store), "middleware": [Middleware(UploadGuard)]},
     }
 
 
@@ -104,8 +110,12 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
 
     model_step = gpu(model_step)
 
-    with gr.Blocks(title=title) as demo:
-        state = gr.State(UIState())
+    from interactive_ir.ui.tabs import TAB_TTL_S, drop_tab, on_tab_closed
+    from interactive_ir.ui.uploads import delete_cache
+
+    with gr.Blocks(title=title, delete_cache=delete_cache()) as demo:
+        # a closed or idle tab's state is dropped (and its upload deleted) after TAB_TTL_S
+        state = gr.State(UIState(), time_to_live=TAB_TTL_S, delete_callback=drop_tab)
         gr.Markdown(f"# {title}\n{INTRO}", elem_id="iir-head")
         with gr.Accordion("Models and data", open=False, elem_id="iir-notes-panel"):
             gr.Markdown(notes_markdown(setup_notes), elem_id="iir-notes")
@@ -256,8 +266,9 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
             data = getattr(evt, "_data", None) or {}
             return quick(handlers.card_action, st, str(data.get("action", "")), str(data.get("id", "")))
 
-        def on_upload(st: UIState, path):
-            return quick(handlers.set_upload, st, path, on_error_clear=("upload",))
+        def on_upload(st: UIState, path, request: gr.Request):
+            return quick(handlers.set_upload, st, path, getattr(request, "session_hash", "") or "",
+                         on_error_clear=("upload",))
 
         def on_clear_upload(st: UIState):
             return quick(handlers.set_upload, st, None)
@@ -285,4 +296,8 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
         upload.clear(on_clear_upload, [state], outputs, **cheap)
         clear_ref_btn.click(on_clear_reference, [state], outputs, **cheap)
         new_btn.click(on_new, [state], outputs, **cheap)
+        def on_close(request: gr.Request):
+            on_tab_closed(request)
+
+        demo.unload(on_close)
     return demo
