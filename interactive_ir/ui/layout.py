@@ -13,6 +13,7 @@ import time
 from concurrent import futures
 from pathlib import Path
 
+from interactive_ir.backends.guard import status_note
 from interactive_ir.errors import IIRError
 from interactive_ir.ui import handlers, render
 from interactive_ir.ui.gpu import gpu
@@ -164,8 +165,11 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
                    fb_btn]
 
         def view(st: UIState, clear: tuple[str, ...] = ()) -> dict:
+            paused = status_note(engine)  # an LLM's circuit breaker is open (backends.guard)
             out = {state: st, status: render.status_md(st), results: render.results_html(engine, st),
-                   dialogue: render.dialogue_html(st, m.questions, off), strip: render.strip_html(engine, st),
+                   dialogue: render.dialogue_html(st, m.questions, off)
+                   + (f'<div class="iir-qoff" role="status">{render.esc(paused)}</div>' if paused else ""),
+                   strip: render.strip_html(engine, st),
                    reference: render.reference_html(engine, st),
                    desc: gr.Textbox(label=DESC_AGAIN if st.started else DESC_FIRST),  # Enter there starts over
                    # controls that cannot act now are greyed out: no questions after the search ended,

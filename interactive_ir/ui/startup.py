@@ -112,6 +112,7 @@ def with_study_index(cfg: AppConfig) -> AppConfig:
 def load_app(cfg: AppConfig) -> AppParts:
     """Index, models and engine for `cfg` (slow: run once at start-up)."""
     from interactive_ir.backends import make_captioner, make_llm, make_vlm
+    from interactive_ir.backends.guard import probe
     from interactive_ir.backends.llms import default_llm_spec
     from interactive_ir.demo import prepare
     from interactive_ir.engine import EngineConfig, build_engine
@@ -122,7 +123,9 @@ def load_app(cfg: AppConfig) -> AppParts:
     llm_spec = cfg.llm or default_llm_spec() or ""
     llm, llm_note = load_optional("LLM", llm_spec, make_llm)
     if llm is not None:
-        notes.append(f"LLM {llm_spec}: asks the questions and rewrites queries")
+        reach = probe(llm)  # an HTTP server is checked once: the page says whether it answers
+        notes.append(reach[1] if reach and not reach[0] else f"LLM {llm_spec}: asks the questions and rewrites queries"
+                     + (" (its server answers)" if reach else ""))
         off = ""
     else:
         if llm_note:
@@ -139,9 +142,11 @@ def load_app(cfg: AppConfig) -> AppParts:
     vlm, vlm_note = load_optional("VLM", cfg.vlm, make_vlm)
     notes += [n for n in (cap_note, vlm_note) if n]
     if captioner is not None:
-        notes.append(f"captioner {cfg.captioner}: describes uploaded reference images")
+        reach = probe(captioner)
+        notes.append(reach[1] if reach and not reach[0] else f"captioner {cfg.captioner}: describes uploaded reference images")
     if vlm is not None:
-        notes.append(f"VLM {cfg.vlm}: re-ranks reference + caption results and says why")
+        reach = probe(vlm)
+        notes.append(reach[1] if reach and not reach[0] else f"VLM {cfg.vlm}: re-ranks reference + caption results and says why")
 
     config = apply_overrides(apply_env(EngineConfig()), k=cfg.k)
     engine = build_engine(setup.retriever, llm=llm, captioner=captioner, vlm=vlm, config=config)
