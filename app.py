@@ -58,6 +58,9 @@ def main(argv=None) -> int:
         demo = build_study_demo(parts.engine, parts.notes, cfg.study)
     else:
         demo = build_demo(parts.engine, parts.notes, questions_off_reason=parts.questions_off_reason)
+    from interactive_ir.ui.tabs import bound_queue_records
+
+    bound_queue_records()  # Gradio's per-event records: bounded (memory stays flat)
     demo.queue(default_concurrency_limit=cfg.concurrency, max_size=cfg.queue_size)
     log.info("serving on http://%s:%d", cfg.host, cfg.port)
     demo.launch(server_name=cfg.host, server_port=cfg.port, **launch_options(parts.engine))

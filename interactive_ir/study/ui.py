@@ -291,7 +291,9 @@ def _layout(page: StudyPage, password: str):
 
     study = page.study
     cards_js = (ASSETS / "cards.js").read_text()
-    with gr.Blocks(title=study.title or "Image search study") as demo:
+    from interactive_ir.ui.uploads import delete_cache
+
+    with gr.Blocks(title=study.title or "Image search study", delete_cache=delete_cache()) as demo:
         gr.HTML(STYLE, padding=False, js_on_load=None)
         pid_store = gr.BrowserState("", storage_key=f"iir-study-{study.study_id}")
         tab_state = gr.State(TabState())

@@ -111,9 +111,10 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
 
     model_step = gpu(model_step)
 
-    from interactive_ir.ui.tabs import TAB_TTL_S, drop_tab, on_tab_closed
+    from interactive_ir.ui.tabs import TAB_TTL_S, bound_queue_records, drop_tab, on_tab_closed
     from interactive_ir.ui.uploads import delete_cache
 
+    bound_queue_records()  # before the caller's demo.queue()
     with gr.Blocks(title=title, delete_cache=delete_cache()) as demo:
         # a closed or idle tab's state is dropped (and its upload deleted) after TAB_TTL_S
         state = gr.State(UIState(), time_to_live=TAB_TTL_S, delete_callback=drop_tab)
