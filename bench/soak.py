@@ -128,8 +128,9 @@ def rss_mb(pid: int) -> float:
 class Tab:
     """One simulated browser tab: a session hash, a heartbeat connection, events sent one at a time."""
 
-    def __init__(self, client, base: str, fns: dict[str, dict]):
+    def __init__(self, client, base: str, fns: dict[str, dict], timings: dict | None = None):
         self.client, self.base, self.fns = client, base, fns
+        self.timings = timings if timings is not None else {}  # action -> [seconds]; "503 <action>" -> [count]
         self.session = uuid.uuid4().hex[:11]
         self.ids: list[str] = []  # result ids on the page (read from the returned HTML)
         self._beat = threading.Thread(target=self._heartbeat, daemon=True)
@@ -153,7 +154,10 @@ class Tab:
         fn = self.fns[name]
         body = {"data": data, "fn_index": fn["id"], "trigger_id": fn["trigger"], "session_hash": self.session,
                 "event_data": event_data}
+        t0 = time.monotonic()
         r = self.client.post(f"{self.base}gradio_api/queue/join", json=body, timeout=60)
+        if r.status_code == 503:
+            self.timings.setdefault(f"503 {name}", []).append(1)
         if r.status_code != 200:
             raise RuntimeError(f"{name}: HTTP {r.status_code} {r.text[:200]}")
         out: list = []
@@ -168,6 +172,7 @@ class Tab:
                         raise RuntimeError(f"{name} failed: {str(msg.get('output'))[:200]}")
                     out = (msg.get("output") or {}).get("data") or []
                     break
+        self.timings.setdefault(name, []).append(time.monotonic() - t0)
         return out
 
 
@@ -282,7 +287,8 @@ def drive(a) -> int:
         print(f"target {a.target}: {a.sessions} tabs x {a.events} events; server RSS at start {start_rss:.1f} MB; "
               f"load average {os.getloadavg()[0]:.2f}")
         print(f"{'events':>8} {'seconds':>8} {'RSS MB':>8}")
-        tabs = [Tab(client, base, fns) for _ in range(a.sessions)]
+        timings: dict[str, list] = {}
+        tabs = [Tab(client, base, fns, timings) for _ in range(a.sessions)]
 
         def run(tab: Tab, seed: int):
             rng = random.Random(seed)
@@ -326,6 +332,11 @@ def drive(a) -> int:
         print(f"growth after warm-up: {growth:.1f} MB per 10,000 events (goal < 5): {'PASS' if ok_growth else 'FAIL'}")
         print(f"after closing: {closed_rss / warm_rss * 100 - 100:+.1f}% of the warm-up RSS (goal within 10%): "
               f"{'PASS' if ok_close else 'FAIL'}")
+        print(f"\n{'action':<14} {'n':>6} {'p50 s':>7} {'p95 s':>7} {'HTTP 503':>8}")
+        for name in sorted(k for k in timings if not k.startswith("503 ")):
+            xs = sorted(timings[name])
+            print(f"{name:<14} {len(xs):>6} {xs[len(xs) // 2]:>7.3f} {xs[min(len(xs) - 1, int(len(xs) * 0.95))]:>7.3f} "
+                  f"{len(timings.get('503 ' + name, [])):>8}")
         print(f"load average now {os.getloadavg()[0]:.2f}; server log: {log_path}")
         return 0 if not errors else 1
     finally:

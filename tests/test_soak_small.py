@@ -19,7 +19,6 @@ ROOT = Path(__file__).resolve().parent.parent
 def app_server(tmp_path, monkeypatch):
     pytest.importorskip("gradio")
     import httpx  # noqa: F401 - the driver's client
-
     from iir_testutils import build_tiny
 
     from interactive_ir.backends.llms import FakeLLM
