@@ -45,7 +45,7 @@ def upload_policy(environ=None) -> UploadPolicy:
 
 
 def _mb(n: int) -> str:
-    return f"{n / 2**20:.0f} MB"
+    return f"{n / 2**20:.0f} MB" if n >= 10 * 2**20 else f"{n / 2**20:.2g} MB"
 
 
 @dataclass
