@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -35,8 +36,16 @@ class SearchConfig:
     search_threads: int = 1  # faiss threads per query (one is fastest for single queries; bench/bench_search.py)
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]+")  # control characters (tab, newline kept)
+_SURROGATE = re.compile(r"[\ud800-\udfff]+")  # lone surrogates: not encodable, they break JSON and logs
+
+
 def check_query_text(text: str, limit: int) -> str:
-    text = (text or "").strip()
+    """`text` cleaned (control characters become spaces, lone surrogates are dropped) and checked: not empty,
+    at most `limit` characters. Raises BadInputError saying what to do."""
+    if text is not None and not isinstance(text, str):
+        raise BadInputError(f"the query must be text, got {type(text).__name__}")
+    text = _SURROGATE.sub("", _CONTROL.sub(" ", text or "")).strip()
     if not text:
         raise BadInputError("the query is empty: describe the image you are looking for")
     if len(text) > limit:

@@ -7,6 +7,7 @@ import pickle
 import re
 import sys
 import types
+from pathlib import Path
 
 import pytest
 from PIL import Image
@@ -21,6 +22,24 @@ from interactive_ir.ui import render
 from interactive_ir.ui.state import UIState
 
 K = 4
+
+
+@pytest.fixture(autouse=True)
+def _own_upload_store(tmp_path, monkeypatch):
+    """Kept uploads go to this test's folder (the store is one per process)."""
+    from interactive_ir.ui import uploads
+
+    monkeypatch.setenv("IIR_CACHE_DIR", str(tmp_path / "cache"))
+    uploads.default_store.cache_clear()
+    yield
+    uploads.default_store.cache_clear()
+
+
+def _kept(path) -> bool:
+    """`path` is a file the upload store keeps."""
+    from interactive_ir.ui import uploads
+
+    return bool(path) and uploads.upload_token(path) != "" and Path(path).is_file()
 
 
 @pytest.fixture
@@ -78,7 +97,7 @@ def test_uploads_on_a_caption_index_need_a_captioner(tmp_path):
     assert st.upload == ""
     with_captioner = build_engine(r, captioner=FakeCaptioner(), config=EngineConfig(k=K))
     assert h.modes(with_captioner).upload
-    assert h.set_upload(with_captioner, UIState(), str(img)).upload == str(img)
+    assert _kept(h.set_upload(with_captioner, UIState(), str(img)).upload)
 
 
 def test_start_without_conversation_mode_is_a_text_search(tiny_index):
@@ -227,11 +246,12 @@ def test_upload_then_relative_starts_a_search(engine, tmp_path):
     img = tmp_path / "mine.png"
     Image.new("RGB", (40, 30), (200, 10, 10)).save(img)
     st = h.set_upload(engine, UIState(), str(img))
-    assert st.upload == str(img) and "reference" in st.notice
+    kept = st.upload
+    assert _kept(kept) and not img.exists() and "reference" in st.notice  # moved into the upload store
     h.relative(engine, st, "the same shape in green", "compose")
     last = st.session.last
     assert last.kind == "relative" and last.reference_upload and len(last.shown) == K
-    assert st.upload == ""
+    assert st.upload == "" and not Path(kept).exists()  # the search used it: deleted
 
 
 def test_relative_without_any_reference_is_refused(engine):
@@ -260,12 +280,15 @@ def test_bad_uploads_are_refused_by_file_name(started, tmp_path, make, match):
 def test_clearing_the_upload(engine, tmp_path):
     img = tmp_path / "a.png"
     Image.new("RGB", (20, 20)).save(img)
+    Image.new("RGB", (20, 20)).save(tmp_path / "b.png")
     st = h.set_upload(engine, UIState(), str(img))
+    first = st.upload
     h.set_upload(engine, st, None)
-    assert st.upload == ""
-    h.set_upload(engine, st, str(img))
+    assert st.upload == "" and not Path(first).exists()
+    h.set_upload(engine, st, str(tmp_path / "b.png"))
+    second = st.upload
     h.clear_reference(engine, st)
-    assert st.upload == "" and st.reference == ""
+    assert st.upload == "" and st.reference == "" and not Path(second).exists()
 
 
 # --- the end --------------------------------------------------------------------------------------------
@@ -409,8 +432,6 @@ def test_large_images_are_served_as_cached_thumbnails(tmp_path, monkeypatch):
     t = media.thumbnail(big)
     assert t.parent == tmp_path / "cache" / "thumbs" and Image.open(t).size == (512, 256)
     assert media.thumbnail(big) == t  # cached
-    assert media.image_url(big) == "gradio_api/file=" + str(t)
-    assert media.image_url(tmp_path / "missing.png") == "" and media.image_url(None) == ""
 
 
 # --- start-up --------------------------------------------------------------------------------------------
@@ -516,7 +537,8 @@ def test_build_demo_wires_the_page(engine_no_llm):
     assert "Questions are off: no LLM." in comps["iir-dialogue"]["props"]["value"]
     assert "index x" in comps["iir-notes"]["props"]["value"]
     opts = launch_options(engine_no_llm)
-    assert str(engine_no_llm.index.image_root) in opts["allowed_paths"] and opts["css_paths"][0].exists()
+    assert "allowed_paths" not in opts and opts["css_paths"][0].exists()  # images go out by token only
+    assert [r.path for r in opts["app_kwargs"]["routes"]] == ["/iir/img/{tok}"]
     assert message(SessionError("this search has ended")) == "This search has ended"
     assert notes_markdown([]) == "" and notes_markdown(["a"]) == "**Running on:**\n- a"
 

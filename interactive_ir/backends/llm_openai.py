@@ -1,7 +1,9 @@
 """`openai:MODEL[@BASE_URL]`: any OpenAI-compatible chat-completions endpoint.
 
 Several prompts are sent concurrently (a bounded thread pool), so one `generate` call costs one
-round trip of wall time. Timeouts, connection errors, 5xx and 429 are retried with exponential backoff.
+round trip of wall time. Timeouts, connection errors, 5xx and 429 are retried with exponential backoff,
+all within the stage's deadline (`deadline_s`); repeated failures open a circuit breaker (see `guard`).
+A malformed reply (not JSON, no `choices`, empty content) is a plain error and a logged warning.
 `chat` sends ready-made message lists (content with images included): the `openai-vision` captioner
 and VLM use it, so they share this client's key handling, timeouts and retries.
 """
@@ -16,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from interactive_ir.backends._torch import require
 from interactive_ir.backends.base import Prompt
+from interactive_ir.backends.guard import BackendPaused, CircuitBreaker, Deadline, MalformedReply
 from interactive_ir.backends.llms import LLMConfig, as_messages
 from interactive_ir.errors import BackendError, BackendUnavailable
 
@@ -43,41 +46,104 @@ class OpenAILLM:
         self.config = config
         # a local server (vLLM, Ollama, ...) usually ignores the key, but the client insists on one
         self.client = openai.OpenAI(api_key=key or "not-needed", base_url=self.base_url,
-                                    timeout=config.timeout_s, max_retries=0)
+                                    timeout=min(config.timeout_s, config.deadline_s), max_retries=0)
+        self.breaker = CircuitBreaker(f"the LLM {spec}", config.breaker_failures, config.breaker_pause_s)
 
     def generate(self, prompts: Sequence[Prompt], *, temperature: float = 0.0, max_tokens: int = 256) -> list[str]:
         return self.chat([as_messages(p) for p in prompts], temperature=temperature, max_tokens=max_tokens)
 
     def chat(self, messages: Sequence[list[dict]], *, temperature: float = 0.0, max_tokens: int = 256) -> list[str]:
-        """One reply per chat (a list of messages, sent as given), in order; sent concurrently."""
-        messages = list(messages)
-        if len(messages) <= 1:
-            return [self._complete(m, temperature, max_tokens) for m in messages]
-        workers = max(1, min(self.config.concurrency, len(messages)))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="iir-llm") as pool:
-            return list(pool.map(lambda m: self._complete(m, temperature, max_tokens), messages))
+        """One reply per chat (a list of messages, sent as given), in order; sent concurrently.
 
-    def _complete(self, messages: list[dict], temperature: float, max_tokens: int) -> str:
+        The whole call (one model stage) has `config.deadline_s`, across retries. While the circuit breaker
+        is open it fails at once with BackendPaused; a failed stage counts against the breaker."""
+        messages = list(messages)
+        if not messages:
+            return []
+        self.breaker.before_call()
+        deadline = Deadline(self.config.deadline_s)
+        try:
+            if len(messages) == 1:
+                out = [self._complete(messages[0], temperature, max_tokens, deadline)]
+            else:
+                workers = max(1, min(self.config.concurrency, len(messages)))
+                with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="iir-llm") as pool:
+                    out = list(pool.map(lambda m: self._complete(m, temperature, max_tokens, deadline), messages))
+        except BackendError as e:
+            if not isinstance(e, BackendPaused):
+                self.breaker.failure(str(e))
+            raise
+        self.breaker.success()
+        return out
+
+    def _complete(self, messages: list[dict], temperature: float, max_tokens: int, deadline: Deadline) -> str:
         openai = self._openai
         attempts = self.config.max_retries + 1
+        error: Exception | None = None
+        tried = 0
         for attempt in range(attempts):
+            left = deadline.left
+            if left <= 0.05:
+                break
+            tried += 1
             try:
-                r = self.client.chat.completions.create(
+                r = self._client(min(self.config.timeout_s, left)).chat.completions.create(
                     model=self.model, messages=messages, temperature=temperature, max_tokens=max_tokens)
             except openai.APIStatusError as e:
                 if e.status_code != 429 and e.status_code < 500:
                     raise BackendError(self._status_message(e)) from e
-                error: Exception = e
+                error = e
             except openai.APIConnectionError as e:  # includes APITimeoutError
                 error = e
+            except Exception as e:  # noqa: BLE001 - bytes, HTML or broken JSON where a chat reply should be
+                raise self._malformed(f"{type(e).__name__}: {e}") from e
             else:
-                return ((r.choices[0].message.content if r.choices else None) or "").strip()
-            if attempt + 1 < attempts:
-                delay = self.config.backoff_s * 2**attempt
+                return self._content(r)
+            delay = self.config.backoff_s * 2**attempt
+            if attempt + 1 < attempts and deadline.left > delay + 0.05:
                 log.info("%s: %s; retry %d/%d in %.2f s", self.spec, type(error).__name__,
                          attempt + 1, attempts - 1, delay)
                 time.sleep(delay)
-        raise BackendError(self._final_message(error, attempts)) from error
+            elif attempt + 1 < attempts:
+                break  # no time left for another try
+        raise BackendError(self._final_message(error, tried, deadline))
+
+    def _client(self, timeout: float):
+        """The client with this attempt's timeout (what the stage's deadline leaves)."""
+        with_options = getattr(self.client, "with_options", None)  # test doubles may lack it
+        return with_options(timeout=timeout) if with_options else self.client
+
+    def _content(self, r) -> str:
+        """The reply's text; MalformedReply (logged as a warning) for anything that is not a usable chat reply."""
+        choices = getattr(r, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise self._malformed(f"no choices in the reply ({str(r)[:120]!r})")
+        content = getattr(getattr(choices[0], "message", None), "content", None)
+        if not isinstance(content, str):
+            raise self._malformed(f"no text content in the reply ({str(choices[0])[:120]!r})")
+        if not content.strip():
+            raise self._malformed("the reply's content is empty")
+        return content.strip()
+
+    def _malformed(self, detail: str) -> MalformedReply:
+        log.warning("%s at %s gave a malformed reply: %s", self.spec, self.base_url, detail)
+        return MalformedReply("the LLM gave an unusable reply this time, so it could not help with this step")
+
+    def probe(self) -> tuple[bool, str]:
+        """(reachable, a sentence for the page): one GET of the server's model list, `probe_timeout_s` at most."""
+        try:
+            self._client(self.config.probe_timeout_s).models.list()
+        except self._openai.APIStatusError as e:  # it answered: reachable (a 404 for /models is fine)
+            if e.status_code in (401, 403):
+                return True, f"{self.spec}: {self.base_url} answers but refuses the key (HTTP {e.status_code})"
+            return True, f"{self.spec}: {self.base_url} is reachable"
+        except self._openai.APIConnectionError as e:
+            why = "no answer" if isinstance(e, self._openai.APITimeoutError) else "cannot connect"
+            return False, (f"{self.spec}: {self.base_url} is not reachable ({why} within "
+                           f"{self.config.probe_timeout_s:g} s): questions pause until it answers")
+        except Exception as e:  # noqa: BLE001 - a server that answers junk is still up
+            return True, f"{self.spec}: {self.base_url} is reachable (its model list is unreadable: {type(e).__name__})"
+        return True, f"{self.spec}: {self.base_url} is reachable"
 
     def _status_message(self, e) -> str:
         hint = {401: "check OPENAI_API_KEY / IIR_LLM_API_KEY",
@@ -85,11 +151,14 @@ class OpenAILLM:
                 404: f"check that the model {self.model!r} is served at {self.base_url}"}.get(e.status_code, "")
         return f"{self.spec}: the server answered HTTP {e.status_code}: {e.message}" + (f" ({hint})" if hint else "")
 
-    def _final_message(self, e: Exception, attempts: int) -> str:
-        tries = f"{attempts} attempt{'s' if attempts > 1 else ''}"
-        if isinstance(e, self._openai.APITimeoutError):
-            return (f"{self.spec}: no reply from {self.base_url} within {self.config.timeout_s:g} s ({tries}). "
-                    "Is the server up and the model loaded? Raise the limit with IIR_LLM_TIMEOUT_S")
+    def _final_message(self, e: Exception | None, attempts: int, deadline: Deadline) -> str:
+        tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
+        if e is None or isinstance(e, self._openai.APITimeoutError):
+            waited = min(deadline.seconds, time.monotonic() - deadline.start)
+            return (f"{self.spec}: no reply from {self.base_url} ({tries} in {waited:.1f} s; each waits at most "
+                    f"{min(self.config.timeout_s, deadline.seconds):g} s, the whole step {deadline.seconds:g} s). "
+                    "Is the server up and the model loaded? Raise the limits with IIR_LLM_TIMEOUT_S and "
+                    "IIR_LLM_DEADLINE_S")
         if isinstance(e, self._openai.APIStatusError):
             return f"{self.spec}: the server answered HTTP {e.status_code} ({tries}): {e.message}"
         return (f"{self.spec}: cannot reach {self.base_url} ({tries}): {e}. "

@@ -35,8 +35,12 @@ SMOLLM2_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct"  # hub fallback (~270 MB) w
 class LLMConfig:
     """Knobs shared by the LLM backends; each field can be set by env `IIR_LLM_<FIELD>`."""
 
-    timeout_s: float = 60.0  # per-request timeout of HTTP backends (seconds)
-    max_retries: int = 3  # HTTP retries on timeouts, connection errors, 5xx and 429
+    timeout_s: float = 60.0  # per-request timeout of HTTP backends (seconds); never more than what the deadline leaves
+    deadline_s: float = 15.0  # wall-time budget of one model stage (a generate call), across retries (HTTP backends)
+    max_retries: int = 3  # HTTP retries on timeouts, connection errors, 5xx and 429 (within the deadline)
+    breaker_failures: int = 3  # failed stages in a row after which the backend is not called for breaker_pause_s
+    breaker_pause_s: float = 60.0  # how long calls are refused at once after breaker_failures (then one trial)
+    probe_timeout_s: float = 3.0  # the start-up reachability check of HTTP backends (seconds)
     backoff_s: float = 0.5  # delay before the first retry; doubles on each further retry
     concurrency: int = 8  # most requests in flight at once for one generate() call (HTTP backends)
     batch_size: int = 8  # most prompts per forward pass (transformers backend)

@@ -55,9 +55,10 @@ def run(args: argparse.Namespace) -> int:
     if args.out is None:
         raise BadInputError("--out is required: the index folder to create, e.g. --out indices/mine")
     if args.batch_size < 1:
-        raise BadInputError("--batch-size must be at least 1")
+        raise BadInputError(f"--batch-size must be at least 1, got {args.batch_size}")
     if args.workers < 1:
-        raise BadInputError(f"--workers must be at least 1, got {args.workers}")
+        raise BadInputError(f"--workers must be at least 1 (decoding threads), got {args.workers}: "
+                            "use --workers 2, or 1 on a small machine")
     kind = args.kind or os.environ.get("IIR_INDEX_KIND") or "auto"
     from interactive_ir.backends import make_captioner, make_embedder
 

@@ -58,7 +58,9 @@ def layout(page: StudyPage, password: str):
     study = page.study
     cards_js = (UI_ASSETS / "cards.js").read_text()
     timer_js = (ASSETS / "timer.js").read_text()
-    with gr.Blocks(title=study.title or "Image search study") as demo:
+    from interactive_ir.ui.uploads import delete_cache
+
+    with gr.Blocks(title=study.title or "Image search study", delete_cache=delete_cache()) as demo:
         gr.HTML(STYLE + BUSY_CSS, padding=False, js_on_load=None)
         token_store = gr.BrowserState("", storage_key=f"iir-study-{study.study_id}",
                                       secret=browser_secret(page.runner.log))

@@ -91,7 +91,7 @@ def target_html(engine, target: str, small: bool = False) -> str:
     row = engine.index.row_of.get(target)
     if row is None:
         return ""
-    url = image_url(engine.index.image_path(row))
+    url = image_url(engine.index, target)
     cls = "iir-study-target small" if small else "iir-study-target"
     if not url:  # caption-only collection: describe the target in words
         return f'<div class="iir-study-prompt">{esc(engine.index.records[row].caption or target)}</div>'
@@ -178,7 +178,7 @@ def results_html(engine, p: Progress, condition: Condition, tab: TabState) -> st
         mark = tab.marks.get(h.id)
         cls = ["iir-card"] + (["is-rel"] if mark is True else ["is-irr"] if mark is False else []) + (
             ["is-ref"] if tab.reference == h.id else [])
-        url = image_url(h.path)
+        url = image_url(engine.index, h.id)
         pic = (f'<img src="{esc(url)}" alt="{esc(h.caption or h.id)}" loading="lazy">' if url
                else f'<div class="iir-noimg">{esc(h.caption or h.id)}</div>')
         buttons = []
@@ -210,8 +210,7 @@ def strip_html(engine, p: Progress) -> str:
             if image_id in now:
                 continue
             now.add(image_id)
-            row = engine.index.row_of.get(image_id)
-            url = image_url(engine.index.image_path(row)) if row is not None else ""
+            url = image_url(engine.index, image_id)
             pic = f'<img src="{esc(url)}" alt="round {t.round + 1}" loading="lazy">' if url else esc(image_id)
             figures.append(f'<figure data-id="{esc(image_id)}">{pic}<figcaption>round {t.round + 1}</figcaption>'
                            f'<button type="button" class="iir-btn iir-pick" data-action="pick" '
@@ -245,8 +244,7 @@ def reference_html(engine, p: Progress, tab: TabState) -> str:
     ref = tab.reference or (s.last.shown[0] if s and s.last and s.last.shown else "")
     if not ref:
         return ""
-    row = engine.index.row_of.get(ref)
-    url = image_url(engine.index.image_path(row)) if row is not None else ""
+    url = image_url(engine.index, ref)
     pic = f'<img class="iir-ref-img" src="{esc(url)}" alt="the reference image">' if url else ""
     which = "your chosen result" if tab.reference else "the top result of the last round"
     return f'<div class="iir-ref">{pic}<span>Reference: <b>{which}</b></span></div>'

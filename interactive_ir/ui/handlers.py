@@ -166,13 +166,14 @@ def start(engine, st: UIState, description: str, *, defer_question: bool = False
     st.session = session
     _moved(st)
     st.new_page()
-    st.upload = ""
+    _drop_upload(st)
     st.notice = ""
     return st
 
 
 def new_search(engine, st: UIState) -> UIState:
     """Forget this tab's search; the next description starts afresh."""
+    _drop_upload(st)
     st.reset()
     return st
 
@@ -277,30 +278,50 @@ def use_reference(engine, st: UIState, image_id: str) -> UIState:
     return st
 
 
-def set_upload(engine, st: UIState, path: str | None) -> UIState:
-    """Check an uploaded file is a usable image and make it the reference (None clears it)."""
+def _drop_upload(st: UIState) -> None:
+    """Forget the tab's uploaded reference and delete its file (see `uploads`)."""
+    if st.upload:
+        from interactive_ir.ui.uploads import default_store
+
+        default_store().release(st.upload)
+    st.upload = ""
+
+
+def set_upload(engine, st: UIState, path: str | None, tab: str = "") -> UIState:
+    """Check an uploaded file is a usable image and make it the reference (None clears it).
+
+    The file is kept by the upload store (size and quotas checked first; `tab` names the browser tab)."""
+    from interactive_ir.ui.uploads import default_store
+
     if not path:
-        st.upload = ""
+        _drop_upload(st)
         return st
     if not modes(engine).upload:
         raise BadInputError("this gallery is searched by its captions and no captioner is loaded to describe an "
                             "uploaded image: use a shown result as the reference instead")
-    check_upload(path)
     if st.ended:
         raise SessionError("this search has ended: press New search first")
-    st.upload = str(path)
+    store = default_store()
+    kept = store.keep(path, tab=tab or str(id(st)), replaces=st.upload or None)
+    try:
+        check_upload(kept, name=Path(path).name)
+    except BadInputError:
+        store.release(kept)
+        st.upload = ""
+        raise
+    st.upload = str(kept)
     st.reference = ""
     st.notice = "Uploaded image set as the reference: now say how your image differs from it."
     return st
 
 
-def check_upload(path) -> None:
+def check_upload(path, name: str = "") -> None:
     """Raise BadInputError (naming the file, not its temp path) unless `path` is an image we accept."""
     from PIL import Image
 
     from interactive_ir.imageio import max_pixels, open_image
 
-    name = Path(path).name
+    name = name or Path(path).name
     try:
         open_image(path)
     except BadInputError as e:
@@ -315,7 +336,7 @@ def check_upload(path) -> None:
 
 def clear_reference(engine, st: UIState) -> UIState:
     st.reference = ""
-    st.upload = ""
+    _drop_upload(st)
     st.notice = ""
     return st
 
@@ -345,7 +366,7 @@ def relative(engine, st: UIState, caption: str, method: str | None = None, *,
         st.session = session
     _moved(st, redo)
     st.new_page()
-    st.upload = ""
+    _drop_upload(st)  # the search used it
     st.notice = ""
     return st
 
@@ -358,6 +379,7 @@ def found(engine, st: UIState, image_id: str) -> UIState:
     engine.found(s, (image_id or "").strip())
     st.supersede()  # no question or refinement is wanted any more
     st.marks.clear()
+    _drop_upload(st)  # the search ended
     st.notice = ""
     return st
 

@@ -13,6 +13,7 @@ import time
 from concurrent import futures
 from pathlib import Path
 
+from interactive_ir.backends.guard import status_note
 from interactive_ir.errors import IIRError
 from interactive_ir.ui import handlers, render, work
 from interactive_ir.ui.gpu import gpu
@@ -33,14 +34,20 @@ INTRO = ("Describe the image you have in mind. Then narrow it down: answer the s
 
 
 def launch_options(engine) -> dict:
-    """Keyword arguments for `demo.launch()`: the page's CSS and the folders images are served from."""
-    from interactive_ir.imageio import MAX_UPLOAD_BYTES
-    from interactive_ir.ui.media import thumbs_dir
+    """Keyword arguments for `demo.launch()`: the page's CSS, the image route (indexed images and kept uploads,
+    by token: no folder is opened to Gradio's file route) and the upload limits."""
+    from starlette.middleware import Middleware
 
+    from interactive_ir.ui.files import media_routes
+    from interactive_ir.ui.tabs import MAX_TABS
+    from interactive_ir.ui.uploads import UploadGuard, default_store
+
+    store = default_store()
     return {
         "css_paths": [ASSETS / "app.css"],
-        "allowed_paths": [str(engine.index.image_root), str(thumbs_dir())],
-        "max_file_size": MAX_UPLOAD_BYTES,
+        "max_file_size": store.policy.max_bytes,
+        "state_session_capacity": MAX_TABS,
+        "app_kwargs": {"routes": media_routes(engine.index, store), "middleware": [Middleware(UploadGuard)]},
     }
 
 
@@ -98,8 +105,13 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
     # on ZeroGPU both run in a GPU worker (the embedder encodes there too) and answer with copies
     act_step, model_step = gpu(act_step), gpu(model_step)
 
-    with gr.Blocks(title=title) as demo:
-        state = gr.State(UIState())
+    from interactive_ir.ui.tabs import TAB_TTL_S, bound_queue_records, drop_tab, on_tab_closed
+    from interactive_ir.ui.uploads import delete_cache
+
+    bound_queue_records()  # before the caller's demo.queue()
+    with gr.Blocks(title=title, delete_cache=delete_cache()) as demo:
+        # a closed or idle tab's state is dropped (and its upload deleted) after TAB_TTL_S
+        state = gr.State(UIState(), time_to_live=TAB_TTL_S, delete_callback=drop_tab)
         gr.Markdown(f"# {title}\n{INTRO}", elem_id="iir-head")
         with gr.Accordion("Models and data", open=False, elem_id="iir-notes-panel"):
             gr.Markdown(notes_markdown(setup_notes), elem_id="iir-notes")
@@ -171,8 +183,11 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
             return "The system's next question will appear above" if st.started else "Describe your image first"
 
         def view(st: UIState, clear: tuple[str, ...] = ()) -> dict:
+            paused = status_note(engine)  # an LLM's circuit breaker is open (backends.guard)
             out = {state: st, status: render.status_md(st), results: render.results_html(engine, st, examples),
-                   dialogue: render.dialogue_html(st, m.questions, off, engine), strip: render.strip_html(engine, st),
+                   dialogue: render.dialogue_html(st, m.questions, off, engine)
+                   + (f'<div class="iir-qoff" role="status">{render.esc(paused)}</div>' if paused else ""),
+                   strip: render.strip_html(engine, st),
                    reference: render.reference_html(engine, st),
                    desc: gr.Textbox(label=DESC_AGAIN if st.started else DESC_FIRST),  # Enter there starts over
                    # controls that cannot act now are greyed out: Answer and Skip with no question, More like
@@ -274,8 +289,9 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
             data = getattr(evt, "_data", None) or {}
             return quick(handlers.card_action, st, str(data.get("action", "")), str(data.get("id", "")))
 
-        def on_upload(st: UIState, path):
-            return quick(handlers.set_upload, st, path, on_error_clear=("upload",))
+        def on_upload(st: UIState, path, request: gr.Request):
+            return quick(handlers.set_upload, st, path, getattr(request, "session_hash", "") or "",
+                         on_error_clear=("upload",))
 
         def on_clear_upload(st: UIState):
             return quick(handlers.set_upload, st, None)
@@ -328,4 +344,9 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
             return quick(handlers.set_questioner, st, value or "")
 
         questioner.change(on_questioner, [state, questioner], outputs, **cheap)
+
+        def on_close(request: gr.Request):
+            on_tab_closed(request)
+
+        demo.unload(on_close)
     return demo

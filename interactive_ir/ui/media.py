@@ -1,17 +1,17 @@
-"""Image URLs for the page: indexed files are served by Gradio's file route, large ones as cached thumbnails."""
+"""Image URLs for the page: indexed images by opaque token (served by `files`), large ones as cached thumbnails."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import threading
 from pathlib import Path
-from urllib.parse import quote
 
 from interactive_ir.config import cache_dir
 
 log = logging.getLogger(__name__)
 
-FILE_ROUTE = "gradio_api/file="  # relative, so the page also works under a proxy path (Spaces, --root-path)
 THUMB_SIDE = 512  # longest side of a thumbnail (pixels)
 THUMB_OVER_BYTES = 400_000  # files larger than this are shown as thumbnails
 THUMB_OVER_SIDE = 1024  # ... and so are images with a longer side than this
@@ -53,26 +53,33 @@ def thumbnail(path: Path, folder: Path | None = None) -> Path:
         return path
     im.thumbnail((THUMB_SIDE, THUMB_SIDE))
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
+    tmp = out.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")  # two requests may make it at once
     im.save(tmp, "JPEG", quality=85)
     tmp.replace(out)
     return out
 
 
-def file_url(path: Path | str) -> str:
-    """The URL under which Gradio serves a file in an allowed folder."""
-    return FILE_ROUTE + quote(str(Path(path).resolve()), safe="/")
+def image_url(index, image_id: str, *, full: bool = False) -> str:
+    """Relative URL of an indexed image for the page (a thumbnail when large; `full`: the file itself),
+    or "" when the id is not indexed or has no file (caption-only collections). The URL holds an opaque
+    token, never a server path: the route in `files` maps it back to the file."""
+    from interactive_ir.ui.files import ROUTE, token
 
-
-def image_url(path: Path | str | None) -> str:
-    """URL of an image for display, or "" when there is no file (caption-only collections)."""
-    if not path:
-        return ""
-    p = Path(path)
-    if not p.is_file():
+    row = index.row_of.get(image_id) if index is not None and image_id else None
+    if row is None:
         return ""
     try:
-        return file_url(thumbnail(p))
-    except OSError as e:
-        log.warning("cannot show %s: %s", p, e)
+        if not Path(index.image_path(row)).is_file():
+            return ""
+    except (OSError, ValueError):
         return ""
+    return f"{ROUTE}/{token(image_id)}" + ("?full=1" if full else "")
+
+
+def upload_url(path: Path | str | None) -> str:
+    """Relative URL of a kept upload (see `uploads`), or "" when `path` is not one."""
+    from interactive_ir.ui.files import ROUTE
+    from interactive_ir.ui.uploads import upload_token
+
+    tok = upload_token(path) if path else ""
+    return f"{ROUTE}/{tok}" if tok else ""

@@ -9,7 +9,7 @@ from html import escape
 
 from interactive_ir.session import Session, Turn
 from interactive_ir.ui.handlers import modes
-from interactive_ir.ui.media import file_url, image_url
+from interactive_ir.ui.media import image_url, upload_url
 from interactive_ir.ui.state import UIState
 
 ACTIONS = {  # data-action -> (label, tooltip)
@@ -94,11 +94,12 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
         if h.id in seen:
             cls.append("is-seen")
         cap = h.caption or h.id
-        url = image_url(h.path)
+        url = image_url(engine.index, h.id)
+        full = image_url(engine.index, h.id, full=True) if url else ""
         pic = _img(url, _alt(h.caption, h.id))
         if url:  # the picture opens the large view (lightbox) with the caption, previous/next and the actions
             pic = (f'<button type="button" class="iir-open" data-action="open" data-id="{esc(h.id)}" '
-                   f'data-src="{esc(url)}" title="Larger view" aria-label="Larger view: {esc(cap)}">{pic}</button>')
+                   f'data-src="{esc(full or url)}" title="Larger view" aria-label="Larger view: {esc(cap)}">{pic}</button>')
         badges = f'<span class="iir-rank">#{rank}</span>'
         if h.id in seen:
             badges += '<span class="iir-seen" title="Shown in an earlier round of this search">Seen</span>'
@@ -164,7 +165,7 @@ def strip_html(engine, st: UIState) -> str:
                     f'title="I found it: this is my image" aria-label="I found it: {esc(h.caption or h.id)}">'
                     "Found</button>")
             thumbs.append(f'<figure class="{cls}" title="{esc(h.caption or h.id)}">'
-                          f'{_img(image_url(h.path), _alt(h.caption, h.id))}{pick}</figure>')
+                          f'{_img(image_url(engine.index, h.id), _alt(h.caption, h.id))}{pick}</figure>')
         rows.append(f'<section class="iir-round"><h4>{esc(_turn_label(t))}</h4>'
                     f'<div class="iir-thumbs">{"".join(thumbs)}</div></section>')
     tip = "" if s.ended else '<p class="iir-strip-tip">Passed over your image? Press <b>Found</b> under it.</p>'
@@ -180,8 +181,7 @@ def options_html(engine, q) -> str:
         label = o.label.strip() or f"option {n + 1}"
         pic = ""
         if o.image_id:
-            row = engine.index.row_of.get(o.image_id)
-            url = image_url(engine.index.image_path(row)) if row is not None else ""
+            url = image_url(engine.index, o.image_id)
             pic = _img(url, label, "iir-opt-img")
         cls = "iir-opt" + (" iir-opt-pic" if o.image_id else "") + (" iir-opt-none" if label == NONE_OF_THESE else "")
         text = label[0].upper() + label[1:] if label == NONE_OF_THESE or not o.image_id else label
@@ -242,12 +242,12 @@ def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "
 def reference_html(engine, st: UIState) -> str:
     """What a relative caption will be compared against."""
     if st.upload:
-        return (f'<div class="iir-ref">{_img(file_url(st.upload), "your uploaded reference image", "iir-ref-img")}'
+        return (f'<div class="iir-ref">{_img(upload_url(st.upload), "your uploaded reference image", "iir-ref-img")}'
                 "<span>Reference: <b>your uploaded image</b></span></div>")
     if st.reference:
         row = engine.index.row_of.get(st.reference)
         cap = engine.index.records[row].caption if row is not None else ""
-        url = image_url(engine.index.image_path(row)) if row is not None else ""
+        url = image_url(engine.index, st.reference)
         return (f'<div class="iir-ref">{_img(url, _alt(cap, st.reference), "iir-ref-img")}'
                 f"<span>Reference: <b>{esc(cap or st.reference)}</b></span></div>")
     upload = modes(engine).upload

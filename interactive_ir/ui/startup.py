@@ -148,6 +148,7 @@ def load_app(cfg: AppConfig) -> AppParts:
     """Index, models and engine for `cfg` (slow: run once at start-up). Every model is loaded here, none
     on a user's first turn; each stage logs one line with its time."""
     from interactive_ir.backends import make_captioner, make_llm, make_vlm
+    from interactive_ir.backends.guard import probe
     from interactive_ir.backends.llms import default_llm_spec
     from interactive_ir.demo import prepare
     from interactive_ir.engine import EngineConfig, build_engine
@@ -162,7 +163,9 @@ def load_app(cfg: AppConfig) -> AppParts:
     llm, llm_note_ = load_optional("LLM", llm_spec, make_llm)
     if llm is not None:
         log.info("LLM %s loaded in %.1f s", llm_spec, time.perf_counter() - t)
-        notes.append(llm_note(llm_spec))
+        reach = probe(llm)  # an HTTP server is checked once: the page says whether it answers
+        notes.append(reach[1] if reach and not reach[0] else llm_note(llm_spec)
+                     + (" Its server answers." if reach else ""))
         off = ""
     else:
         if llm_note_:
@@ -181,9 +184,11 @@ def load_app(cfg: AppConfig) -> AppParts:
         log.info("captioner/VLM loaded in %.1f s", time.perf_counter() - t)
     notes += [n for n in (cap_note, vlm_note) if n]
     if captioner is not None:
-        notes.append(f"Captioner {cfg.captioner}: describes uploaded reference images.")
+        reach = probe(captioner)
+        notes.append(reach[1] if reach and not reach[0] else f"Captioner {cfg.captioner}: describes uploaded reference images.")
     if vlm is not None:
-        notes.append(f"VLM {cfg.vlm}: re-ranks reference + caption results and says why.")
+        reach = probe(vlm)
+        notes.append(reach[1] if reach and not reach[0] else f"VLM {cfg.vlm}: re-ranks reference + caption results and says why.")
 
     config = apply_overrides(apply_env(EngineConfig()), k=cfg.k)
     engine = build_engine(setup.retriever, llm=llm, captioner=captioner, vlm=vlm, config=config)
