@@ -160,6 +160,7 @@ class Tab:
             self.timings.setdefault(f"503 {name}", []).append(1)
         if r.status_code != 200:
             raise RuntimeError(f"{name}: HTTP {r.status_code} {r.text[:200]}")
+        event_id = (r.json() or {}).get("event_id")
         out: list = []
         with self.client.stream("GET", f"{self.base}gradio_api/queue/data", params={"session_hash": self.session},
                                 timeout=120) as s:
@@ -167,6 +168,8 @@ class Tab:
                 if not line.startswith("data:"):
                     continue
                 msg = json.loads(line[5:])
+                if event_id and msg.get("event_id") not in (None, event_id):
+                    continue  # another event of this tab
                 if msg.get("msg") == "process_completed":
                     if not msg.get("success", True):
                         raise RuntimeError(f"{name} failed: {str(msg.get('output'))[:200]}")
@@ -197,15 +200,18 @@ def app_script(tab: Tab, step: int, rng: random.Random) -> None:
     """One event of the web app's loop: describe, mark, more like my marks, answer, ... new search."""
     words = ["red dog", "blue car", "green tree on the beach", "white boat in the snow", "black cat in a park"]
     kind = step % 6
+    # each action is its retrieval event, then its model step (the page chains them with .then)
     if kind == 0 or not tab.ids:
-        out = tab.send("on_start", [None, rng.choice(words)])
+        out = tab.send("start", [None, rng.choice(words)])
+        tab.send("start_model", [None])
     elif kind in (1, 2):
-        out = tab.send("on_card", [None], {"action": "relevant" if kind == 1 else "irrelevant",
-                                           "id": rng.choice(tab.ids)})
+        out = tab.send("card", [None, "relevant" if kind == 1 else "irrelevant", rng.choice(tab.ids)])
     elif kind == 3:
-        out = tab.send("on_feedback", [None, ""])
+        out = tab.send("feedback", [None, ""])
+        tab.send("feedback_model", [None])
     elif kind == 4:
-        out = tab.send("on_answer", [None, rng.choice(["yes", "it is big", "two of them"])])
+        out = tab.send("answer", [None, rng.choice(["yes", "it is big", "two of them"])])
+        tab.send("answer_model", [None])
     else:
         out = tab.send("on_new", [None])
         tab.ids = []

@@ -194,10 +194,10 @@ def test_at_start_up_the_page_says_which_llm_server_is_unreachable_and_questions
     s.close()  # nothing listens there now
     parts = load_app(app_config(environ={}, index=tmp_path / "index", llm=f"openai:m@{closed}"))
     assert any("is not reachable" in n and "questions pause" in n for n in parts.notes), parts.notes
-    assert not any("asks the questions" in n for n in parts.notes)
+    assert not any("Questions and query rewriting" in n for n in parts.notes)
     assert "Questions are paused" in status_note(parts.engine)
 
     up = servers(json.dumps({"object": "list", "data": []}).encode())
     parts = load_app(app_config(environ={}, index=tmp_path / "index", llm=f"openai:m@{up.url}"))
-    assert any("asks the questions" in n and "its server answers" in n for n in parts.notes), parts.notes
+    assert any("Questions and query rewriting" in n and "Its server answers" in n for n in parts.notes), parts.notes
     assert status_note(parts.engine) == ""

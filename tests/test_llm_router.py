@@ -6,8 +6,13 @@ import pytest
 from test_llms import server_factory  # noqa: F401  (the fake OpenAI-compatible server fixture)
 
 from interactive_ir.backends import make_llm
-from interactive_ir.backends.llms import (DEFAULT_GPU_MODEL, DEFAULT_ROUTER_MODEL, ROUTER_URL, default_llm_spec,
-                                          is_tiny_llm)
+from interactive_ir.backends.llms import (
+    DEFAULT_GPU_MODEL,
+    DEFAULT_ROUTER_MODEL,
+    ROUTER_URL,
+    default_llm_spec,
+    is_tiny_llm,
+)
 from interactive_ir.errors import BackendError, BackendUnavailable
 
 

@@ -58,7 +58,7 @@ def test_a_small_soak_answers_every_event_and_keeps_state_bounded(app_server):
     words = ["zebra", "violin", "tractor"]
     outs = {}
     for tab, w in zip(tabs, words):
-        outs[w] = str(tab.send("on_start", [None, f"a {w} in the rain"]))
+        outs[w] = str(tab.send("start", [None, f"a {w} in the rain"]))
     for w, out in outs.items():
         assert w in out and not any(o in out for o in words if o != w)
     queue = demo._queue

@@ -7,9 +7,7 @@ messages. Validation happens before anything changes, so a refused action leaves
 from __future__ import annotations
 
 import logging
-import copy
 import re
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
