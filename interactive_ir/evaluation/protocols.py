@@ -52,7 +52,7 @@ FIXED = ("fixed-dialogue:concat", "fixed-dialogue:split", "fixed-dialogue:cr")
 REFERENCE = ("none", "oracle", "random-questions", "attribute")
 GROUNDED = ("grounded",)
 ALL = (*CONVERSATION, *FEEDBACK, *COMPOSED, "mixed", *REFERENCE, *GROUNDED, *FIXED)
-ATTRIBUTE_CANDIDATES = 50  # the attribute questioner splits the captions of this many top images
+ATTRIBUTE_CANDIDATES = 20  # the attribute questioner splits the captions of this many top images
 ALIASES = {
     "fixed-dialogue": ("fixed-dialogue:concat",),
     "feedback:rocchio": ("rocchio",),
