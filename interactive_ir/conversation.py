@@ -16,23 +16,20 @@ import time
 
 import numpy as np
 
-from interactive_ir.engine import QUERY_ROW_ATTR
-from interactive_ir.errors import BackendError, IIRError, SessionError
+from interactive_ir.errors import BackendError, BadInputError, IIRError, SessionError
 from interactive_ir.llm_log import LoggedLLM
+from interactive_ir.plugir import grounded
 from interactive_ir.plugir import reformulate as cr
-from interactive_ir.plugir.config import METHODS, PlugIRConfig, plugir_config
+from interactive_ir.plugir.config import METHODS, PlugIRConfig, plugir_config, resolve_questioner
 from interactive_ir.plugir.pipeline import QuestionState, carry_mix, next_question
 from interactive_ir.plugir.prompts import concat_dialogue
-from interactive_ir.plugir.rce import default_n_candidates
+from interactive_ir.plugir.rce import default_n_candidates, extract
 from interactive_ir.session import Session, Turn
-from interactive_ir.types import Hit
+from interactive_ir.types import Hit, Question
 
-__all__ = ["ConversationMixin", "PlugIRConfig", "plugir_config", "METHODS"]
+__all__ = ["ConversationMixin", "PlugIRConfig", "plugir_config", "METHODS", "Question"]
 
 log = logging.getLogger(__name__)
-
-_CANDIDATES_ATTR = "_plugir_candidates"  # transient (not a dataclass field, never serialised)
-
 
 class _TurnLLM(LoggedLLM):
     """`LoggedLLM` that also sums the wall time spent in the backend."""
@@ -66,7 +63,13 @@ class ConversationMixin:
 
     @property
     def questions_enabled(self) -> bool:
-        return self.llm is not None and self.plugir_config.ask_questions
+        """True when this engine asks questions by default (an LLM, or grounded questions without one)."""
+        return self.plugir_config.ask_questions and bool(resolve_questioner(self.plugir_config.questioner, self.llm))
+
+    def questioner_for(self, session: Session) -> str:
+        """"llm", "grounded", or "" (no questions) for this session: `session.meta["questioner"]` (a study
+        condition, a user's choice) else `PlugIRConfig.questioner`; "auto" resolves by the LLM."""
+        return resolve_questioner(session.meta.get("questioner") or self.plugir_config.questioner, self.llm)
 
     def n_candidates(self, cfg: PlugIRConfig | None = None) -> int:
         cfg = cfg or self.plugir_config
@@ -145,17 +148,45 @@ class ConversationMixin:
 
     def after_turn(self, session: Session, turn: Turn) -> None:
         """Ask the next question about the current results (any mode's turn), or clear the pending one."""
-        cands = turn.__dict__.pop(_CANDIDATES_ATTR, None)
-        session.pending_question = ""
+        session.set_question(None)
         parent = getattr(super(), "after_turn", None)
         if parent is not None:
             parent(session, turn)
+        if self._asks(session):
+            self._ask(session, turn)
+
+    def ask(self, session: Session) -> Question | None:
+        """The ASK step on its own: write the next question about the last round's results, make it the
+        pending one and return it (None when this session asks no questions, or there is nothing to ask)."""
+        self._check_open(session)
+        turn = session.last
+        if turn is None:
+            raise SessionError("describe the image you are looking for first")
+        session.set_question(None)
         if not self._asks(session):
-            return
+            return None
+        t = time.perf_counter()
+        q = self._ask(session, turn)
+        turn.timings["total"] = round(turn.timings.get("total", 0.0) + time.perf_counter() - t, 6)
+        return q
+
+    def _ask(self, session: Session, turn: Turn) -> Question | None:
         query = turn.query or session.current_query or session.description
         if not query:
-            return
+            return None
         cfg = self.plugir_for(session)
+        questioner = self.questioner_for(session)
+        cands = turn.candidates
+        if questioner == "grounded":
+            try:
+                if not cands:
+                    cands = self._candidates_after(session, turn, query, cfg, grounded=True)
+                q = self._grounded_question(session, turn, cfg, cands)
+            except IIRError as e:
+                log.warning("grounded question step failed: %s", e)
+                turn.error = "; ".join(x for x in (turn.error, f"could not prepare a question ({e})") if x)
+                return None
+            return self._set_question(session, turn, q)
         llm = _TurnLLM(self.llm, [])
         try:
             if cands is None:
@@ -174,42 +205,149 @@ class ConversationMixin:
             log.warning("question step failed: %s", e)
             turn.error = "; ".join(x for x in (turn.error, f"could not prepare a question ({e})") if x)
             self._add_llm_log(turn, llm)
-            return
-        turn.question = res.question
-        turn.question_fallback = res.fallback
-        session.pending_question = res.question
+            return None
         if res.error:
             turn.error = "; ".join(x for x in (turn.error, res.error) if x)
         turn.extra.setdefault("plugir", {}).update(res.extra)
         for k, v in res.timings.items():
             turn.timings[k] = round(turn.timings.get(k, 0.0) + v, 6)
         self._add_llm_log(turn, llm)
+        if not res.question:
+            return None
+        return self._set_question(session, turn, Question(res.question, "fallback" if res.fallback else "llm", (),
+                                                          turn.round))
+
+    @staticmethod
+    def _set_question(session: Session, turn: Turn, q: Question | None) -> Question | None:
+        if q is None:
+            return None
+        turn.question = q.text
+        turn.question_fallback = q.kind == "fallback"
+        turn.asked = q
+        session.set_question(q)
+        return q
+
+    def _grounded_question(self, session: Session, turn: Turn, cfg: PlugIRConfig, cands: list[Hit]) -> Question | None:
+        """A question with clickable options from the candidates (no LLM): see `plugir.grounded`."""
+        if not cands:
+            return None
+        t = time.perf_counter()
+        ids = [h.id for h in cands]
+        n_asked = sum(1 for t_ in session.turns if t_.asked is not None and t_.asked.grounded)
+        style = grounded.style_for(cfg.grounded_style, n_asked)
+        known = " ".join([session.description, *(f"{q} {a}" for q, a in session.dialogue())])
+        asked = [t_.question for t_ in session.turns if t_.question]
+        info: dict = {"style": style}
+        q = None
+        if style == "yesno":
+            q = grounded.yesno_question(ids, [h.caption for h in cands], known, asked, turn.round)
+        if q is None:
+            ctx = extract(ids, self.index.vectors([h.row for h in cands], "image"), cfg.grounded_options,
+                          cfg.kmeans_seed, cfg.sim_scale, cfg.kmeans_n_init)
+            rep_ids = [ids[i] for i in ctx.representatives]
+            try:
+                caps = self.captions_of(rep_ids)
+            except BackendError as e:
+                info["caption_error"] = str(e)
+                caps = [cands[i].caption for i in ctx.representatives]
+            ctx.captions = list(caps)
+            info["rce"] = ctx.summary()
+            q = grounded.choice_question(ids, ctx.labels, ctx.representatives, caps, turn.round)
+            if len(q.options) < 3:  # one cluster: a choice would tell nothing; a splitting word may
+                q = grounded.yesno_question(ids, [h.caption for h in cands], known, asked, turn.round) or q
+        info["kind"] = q.kind
+        turn.extra.setdefault("plugir", {})["grounded"] = info
+        turn.timings["question"] = round(turn.timings.get("question", 0.0) + time.perf_counter() - t, 6)
+        return q
+
+    def answer_choice(self, session: Session, option: int, question: Question | str | None = None) -> Turn:
+        """The user clicked option `option` (0-based) of the pending question with options.
+
+        The chosen option's candidates pull the query row and the other options' push it
+        (`grounded.reshape`); the dialogue records the click as text. `question` (the question the click
+        was made on, as the page showed it) is checked against the pending one: a click on a question that
+        a newer action replaced raises SessionError and changes nothing.
+        """
+        self._check_open(session)
+        if not session.turns:
+            raise SessionError("describe the image you are looking for first")
+        q = session.question
+        shown_text = question.text if isinstance(question, Question) else question
+        if q is None or not q.options:
+            if shown_text:
+                raise SessionError("that question is no longer open: a newer action replaced it; answer the "
+                                   "current question or search again")
+            raise SessionError("there is no question with options to answer: type an answer, or skip")
+        if shown_text is not None and (shown_text != q.text or (isinstance(question, Question) and question != q)):
+            raise SessionError("that question is no longer open: a newer action replaced it; choose among the "
+                               "options of the current question")
+        try:
+            index = int(option)
+        except (TypeError, ValueError):
+            raise BadInputError(f"the option must be a number from 1 to {len(q.options)}, got {option!r}") from None
+        if not 0 <= index < len(q.options):
+            raise BadInputError(f"there is no option {index + 1}: the question has {len(q.options)} options")
+        chosen = q.options[index]
+        cfg = self.plugir_for(session)
+        t_start = time.perf_counter()
+        base = self.row_of(session, session.last)
+        turn = Turn(round=len(session.turns), kind="answer", query=session.current_query or session.description,
+                    user_text=grounded.answer_text(q, chosen), answered_question=q.text, method="grounded",
+                    started_at=time.time())
+        turn.extra["choice"] = {"index": index, "label": chosen.label, "image_id": chosen.image_id, "kind": q.kind}
+        turn.extra["plugir"] = {"reformulated": False}
+        t = time.perf_counter()
+        row_of = self.index.row_of
+        option_rows = [grounded.search_rows(self.retriever, [row_of[i] for i in o.members if i in row_of])
+                       if o.members else None for o in q.options]
+        qrow = grounded.reshape(base, option_rows, index, cfg.grounded_pull, cfg.grounded_push)
+        turn.timings["reshape"] = round(time.perf_counter() - t, 6)
+        # the session changes only from here on
+        session.set_question(None)
+        hits = self._retrieve_for_question(session, turn, cfg, qrow=qrow)
+        session.carry_row = [float(x) for x in qrow]  # later typed answers and skips keep what the clicks did
+        return self.record(session, turn, hits, t_start)
+
+    def row_of(self, session: Session, turn: Turn):
+        """The query row `turn` ranked with (rebuilt from its query text and the carried row for a turn
+        read back from JSON)."""
+        if turn.query_row is not None:
+            return turn.query_row
+        query = turn.query or session.current_query or session.description
+        qrow = self.retriever.text_query_row(self.retriever.encode_text(query))
+        return carry_mix(qrow, self._carry(session), self.plugir_for(session).carry_weight)
 
     # --- helpers --------------------------------------------------------------------------------
     def _asks(self, session: Session) -> bool:
         """Will `after_turn` ask a question in this session?"""
-        return self.questions_enabled and session.meta.get("ask_questions") is not False and not session.ended
+        return (self.plugir_config.ask_questions and session.meta.get("ask_questions") is not False
+                and not session.ended and bool(self.questioner_for(session)))
 
-    def _retrieve_for_question(self, session: Session, turn: Turn, cfg: PlugIRConfig) -> list[Hit]:
-        """Retrieve this turn's results; in the same search, the candidate set S_R for the question step."""
+    def _retrieve_for_question(self, session: Session, turn: Turn, cfg: PlugIRConfig, qrow=None) -> list[Hit]:
+        """Retrieve this turn's results; in the same search, the candidate set S_R for the question step.
+
+        `qrow` None: the row of the turn's query text (with the carried row mixed in)."""
         t = time.perf_counter()
         k = self.config.k
-        n = self.n_candidates(cfg) if cfg.uses_candidates and self._asks(session) else 0
-        qrow = self.retriever.text_query_row(self.retriever.encode_text(turn.query))
-        qrow = carry_mix(qrow, self._carry(session), cfg.carry_weight)
+        wants = cfg.uses_candidates or self.questioner_for(session) == "grounded"
+        n = self.n_candidates(cfg) if wants and self._asks(session) else 0
+        if qrow is None:
+            qrow = self.retriever.text_query_row(self.retriever.encode_text(turn.query))
+            qrow = carry_mix(qrow, self._carry(session), cfg.carry_weight)
         hits = self.retrieve_row(session, qrow, max(k, n))
         self.note_row(turn, qrow)
-        turn.__dict__[_CANDIDATES_ATTR] = hits[:n] if n else hits[:k]
+        turn.candidates = hits[:n] if n else None  # S_R of this round's question (None: the question step searches it)
         turn.timings["retrieve"] = round(time.perf_counter() - t, 6)
         return hits[:k]
 
-    def _candidates_after(self, session: Session, turn: Turn, query: str, cfg: PlugIRConfig) -> list[Hit]:
+    def _candidates_after(self, session: Session, turn: Turn, query: str, cfg: PlugIRConfig,
+                          grounded: bool = False) -> list[Hit]:
         """S_R for a turn made by another mode: search its query text, excluding what earlier turns showed."""
-        if not cfg.uses_candidates:
+        if not cfg.uses_candidates and not grounded:
             return self.hits_of(turn)
         t = time.perf_counter()
         earlier = {i for t_ in session.turns if t_ is not turn for i in t_.shown} if self.config.exclude_shown else set()
-        qrow = turn.__dict__.get(QUERY_ROW_ATTR)  # the row the turn ranked with (feedback, relative caption)
+        qrow = turn.query_row  # the row the turn ranked with (feedback, relative caption)
         if qrow is None:
             qrow = self.retriever.text_query_row(self.retriever.encode_text(query))
         hits = self.retriever.search_row(qrow, self.n_candidates(cfg), exclude=earlier)

@@ -35,7 +35,7 @@ class EngineConfig:
     caption_cache_size: int = 10_000  # captioner captions kept per engine (by image id); 0 turns the cache off
 
 
-QUERY_ROW_ATTR = "_query_row"  # transient Turn attribute: the row the turn ranked with (never serialised)
+QUERY_ROW_ATTR = "query_row"  # the Turn field with the row the turn ranked with (transient: never serialised)
 
 # what to do when a text field is empty, by field
 _EMPTY_HINTS = {
@@ -159,7 +159,7 @@ class EngineBase:
     @staticmethod
     def note_row(turn: Turn, qrow) -> None:
         """Remember the query row `turn` ranked with (transient: the next question's candidates use it)."""
-        turn.__dict__[QUERY_ROW_ATTR] = np.asarray(qrow, np.float32)
+        turn.query_row = np.asarray(qrow, np.float32)
 
     def record(self, session: Session, turn: Turn, hits: Iterable[Hit], t_start: float) -> Turn:
         """Attach hits and timings, append the turn to the session, and return it.
@@ -172,6 +172,8 @@ class EngineBase:
         turn.why = {h.id: list(h.why) for h in hits if h.why}
         turn.started_at = turn.started_at or time.time()
         turn.finished_at = time.time()
+        for prev in session.turns:
+            prev.candidates = None  # only the newest round's candidates feed a question
         session.turns.append(turn)
         self.after_turn(session, turn)
         turn.timings["total"] = round(time.perf_counter() - t_start, 6)

@@ -6,13 +6,17 @@ Sessions round-trip through JSON (`to_json` / `from_json`).
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 import uuid
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+import numpy as np
+
 from interactive_ir.errors import SessionError
+from interactive_ir.types import Hit, Question
 
 TURN_KINDS = ("describe", "answer", "skip", "feedback", "relative", "search")
 
@@ -42,6 +46,35 @@ class Turn:
     finished_at: float = 0.0
     error: str = ""  # a turn-level error shown to the user (the session stays usable)
     extra: dict[str, Any] = field(default_factory=dict)  # mode-specific data (candidate questions, ...)
+    seen: list[str] = field(default_factory=list)  # ids in `shown` an earlier round showed too (marked, not hidden)
+    asked: Question | None = None  # the typed question shown after this round (its text is `question`)
+    # transient step results (never serialised): what the retrieve step computed for this round's later steps
+    query_row: np.ndarray | None = field(default=None, repr=False, compare=False)  # the row it ranked with
+    candidates: list[Hit] | None = field(default=None, repr=False, compare=False)  # S_R searched with that row
+
+    def to_dict(self) -> dict:
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name not in TRANSIENT_TURN_FIELDS}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Turn:
+        names = {f.name for f in fields(cls)} - TRANSIENT_TURN_FIELDS
+        data = {k: v for k, v in d.items() if k in names}
+        data["asked"] = Question.from_dict(d.get("asked"))
+        return cls(**data)
+
+
+TRANSIENT_TURN_FIELDS = frozenset({"query_row", "candidates"})
+
+
+def _plain(value):
+    """A JSON-able copy of a field value (typed questions become dicts)."""
+    if isinstance(value, Question):
+        return value.to_dict()
+    if isinstance(value, Turn):
+        return value.to_dict()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return copy.deepcopy(value)
 
 
 @dataclass
@@ -51,7 +84,8 @@ class Session:
     session_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     description: str = ""  # the first description
     turns: list[Turn] = field(default_factory=list)
-    pending_question: str = ""  # the question waiting for an answer
+    pending_question: str = ""  # the text of the question waiting for an answer ("" when none)
+    pending: Question | None = None  # that question, typed (kind, clickable options); see `question`
     composed_history: list[list[float]] = field(default_factory=list)  # composed query rows of earlier rounds
     feedback_query: list[float] = field(default_factory=list)  # Rocchio query vector, when that method runs
     carry_row: list[float] = field(default_factory=list)  # query row of the latest feedback or relative round:
@@ -77,6 +111,20 @@ class Session:
     @property
     def ended(self) -> bool:
         return bool(self.found) or bool(self.meta.get("gave_up"))
+
+    @property
+    def question(self) -> Question | None:
+        """The pending question, typed. Code that sets only `pending_question` gets a plain "llm" question."""
+        if not self.pending_question:
+            return None
+        if self.pending is not None and self.pending.text == self.pending_question:
+            return self.pending
+        return Question(self.pending_question, "llm", (), self.round)
+
+    def set_question(self, question: Question | None) -> None:
+        """Make `question` the pending one (None: no question pending)."""
+        self.pending = question
+        self.pending_question = question.text if question is not None else ""
 
     def shown_ids(self) -> list[str]:
         """Every image id shown so far, in order of first showing."""
@@ -108,7 +156,7 @@ class Session:
 
     # --- JSON --------------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False)
@@ -116,9 +164,9 @@ class Session:
     @classmethod
     def from_dict(cls, d: dict) -> Session:
         names = {f.name for f in fields(cls)}
-        turn_names = {f.name for f in fields(Turn)}
         data = {k: v for k, v in d.items() if k in names}
-        data["turns"] = [Turn(**{k: v for k, v in t.items() if k in turn_names}) for t in d.get("turns", [])]
+        data["turns"] = [Turn.from_dict(t) for t in d.get("turns", [])]
+        data["pending"] = Question.from_dict(d.get("pending"))
         return cls(**data)
 
     @classmethod

@@ -65,7 +65,8 @@ def test_chat_quit_and_eof(tiny_index, monkeypatch, capsys):
 
 def test_chat_reports_errors_and_goes_on(tiny_index, monkeypatch, capsys):
     r, ids, caps = tiny_index
-    rc, out = run_chat(monkeypatch, capsys, ["--index", str(r.index.path), "--llm", "none", "-k", "2"],
+    rc, out = run_chat(monkeypatch, capsys, ["--index", str(r.index.path), "--llm", "none", "-k", "2",
+                                             "--questioner", "llm"],
                        ["   ", "a red dog", "yes", "/found x", "/bogus", "/help", "/skip", "/found 1"])
     text = out.out
     assert rc == 0
@@ -160,3 +161,15 @@ def test_chat_rejects_unknown_choices(tiny_index, monkeypatch, capsys, flag, val
     r, ids, caps = tiny_index
     with pytest.raises(SystemExit):
         run_chat(monkeypatch, capsys, ["--index", str(r.index.path), "--llm", "fake", flag, value], [])
+
+
+def test_chat_lists_the_options_of_a_grounded_question_and_a_number_chooses(tiny_index, monkeypatch, capsys):
+    r, ids, caps = tiny_index
+    rc, out = run_chat(monkeypatch, capsys, ["--index", str(r.index.path), "--llm", "none", "-k", "2"],
+                       ["a red dog", "9", "2", "it is red", "/found 1"])
+    text = out.out
+    assert rc == 0 and "type the option's number" in text
+    assert "Q: Which is closest to your image?" in text and "  [1] " in text and "none of these" in text
+    assert "there is no option 9" in text
+    assert "round 1 (answer)" in text and "round 2 (answer)" in text  # "2" chose, "it is red" was typed
+    assert "in round 2 at rank 1" in text

@@ -290,9 +290,9 @@ def test_invalid_input_leaves_the_session_unchanged(tiny_index):
         eng.answer(s, "yes")
 
 
-def test_without_an_llm_there_are_no_questions(tiny_index):
+def test_without_an_llm_there_are_no_llm_questions(tiny_index):
     r, ids, caps = tiny_index
-    eng = engine_for(r, None)
+    eng = engine_for(r, None, questioner="llm")  # (the default, "auto", asks grounded questions: test_grounded.py)
     s = eng.new_session()
     assert not eng.questions_enabled
     t0 = eng.start(s, "a red dog")

@@ -261,7 +261,9 @@ def test_participants_ids_and_numbers(tiny, tmp_path):
 def test_condition_checks(tiny, tmp_path):
     r, ids, caps = tiny
     log = StudyLog(tmp_path / "t.sqlite")
-    no_llm = build_engine(r)
+    from interactive_ir.plugir.config import PlugIRConfig
+
+    no_llm = build_engine(r, plugir=PlugIRConfig(questioner="llm"))  # LLM questions chosen, and no LLM
     with pytest.raises(StudyConfigError, match="conditions.A: the conversation mode asks questions with an LLM"):
         StudyRunner(make_study(ids), no_llm, log)
     with pytest.raises(StudyConfigError, match="conditions.C.composed_method: imagescope needs an LLM"):

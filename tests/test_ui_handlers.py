@@ -30,8 +30,11 @@ def engine(tiny_index):
 
 @pytest.fixture
 def engine_no_llm(tiny_index):
+    """No LLM and LLM questions chosen: no questions (without the choice, grounded questions are asked)."""
+    from interactive_ir.plugir.config import PlugIRConfig
+
     r, _, _ = tiny_index
-    return build_engine(r, llm=None, config=EngineConfig(k=K))
+    return build_engine(r, llm=None, config=EngineConfig(k=K), plugir=PlugIRConfig(questioner="llm"))
 
 
 @pytest.fixture

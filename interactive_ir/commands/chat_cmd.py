@@ -1,6 +1,8 @@
 """`python -m interactive_ir chat --index DIR [--llm SPEC] [-k 5] [--method plugir]`: search by conversation.
 
-Each turn prints the top-k results (path, caption) and the system's question; type the answer. Commands:
+Each turn prints the top-k results (path, caption) and the system's question; type the answer. A question
+with options (the grounded questioner, the default without an LLM or with only SmolLM2) lists them by number:
+type the number to choose one. Commands:
 /found N (the N-th result shown is the image: ends with its rank), /skip (another question, next results),
 /like N [N ...] and /unlike N [N ...] (relevance feedback), /ref N TEXT (the image should be like result N but TEXT),
 /help, /quit. N is the position in the last list shown.
@@ -15,6 +17,7 @@ from typing import TextIO
 
 HELP = """commands:
   <text>          answer the question
+  N               choose option N of a question with options
   /found N        result N is the image you were looking for (ends the search)
   /skip           skip the question: next results and another question
   /like N [N ...] results N are close to what you want (relevance feedback: more like them)
@@ -25,7 +28,7 @@ HELP = """commands:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from interactive_ir.plugir.config import METHODS, QUESTION_STYLES
+    from interactive_ir.plugir.config import METHODS, QUESTION_STYLES, QUESTIONERS
 
     p.add_argument("--index", required=True, type=Path, help="index folder")
     p.add_argument("--llm", default=None, help="LLM spec, e.g. openai:gpt-4o-mini, transformers:smollm2, fake "
@@ -37,6 +40,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-candidates", type=int, default=None, help="retrieval candidates n (default max(20, 1%% of the index))")
     p.add_argument("--clusters", type=int, default=None, help="KMeans clusters m (default 10)")
     p.add_argument("--questions", type=int, default=None, help="candidate questions q_n per turn (default 5)")
+    p.add_argument("--questioner", choices=QUESTIONERS, default=None,
+                   help="who asks: llm (PlugIR), grounded (no LLM: options from the result clusters, answered by "
+                   "number), auto (default: grounded without an LLM or with SmolLM2, llm otherwise)")
     p.add_argument("--question-style", choices=QUESTION_STYLES, default=None,
                    help="sample: q_n copies of the paper's prompt in one batch; list: one prompt, q_n questions")
     p.add_argument("--captioner", default=None, help="captioner spec for images without a stored caption "
@@ -58,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     if args.k < 1:
         raise BadInputError("-k must be at least 1")
     cfg = plugir_config(method=args.method, n_candidates=args.n_candidates, n_clusters=args.clusters,
-                        n_questions=args.questions, question_style=args.question_style)
+                        n_questions=args.questions, question_style=args.question_style,
+                        questioner=args.questioner)
     retriever = load_retriever(args.index, args.embedder, args.k)
     llm = None if (args.llm or "").lower() == "none" else build_llm(args.llm)
     captioner_spec = args.captioner or os.environ.get("IIR_CAPTIONER", "").strip() or None
@@ -98,6 +105,8 @@ class Chat:
 
         if not self.engine.questions_enabled:
             self.say("(no LLM: the system will not ask questions)")
+        elif self.engine.questioner_for(self.session) == "grounded":
+            self.say("(questions come with options: type the option's number to choose it)")
         while not self.session.turns:
             if description is None:
                 self.say("Describe the image you are looking for:")
@@ -129,7 +138,14 @@ class Chat:
     def handle(self, line: str) -> bool:
         """Run one command or answer; True when the search ended."""
         cmd, _, rest = line.partition(" ")
-        if not line.startswith("/"):
+        q = self.session.question
+        if q is not None and q.options and line.isdigit():
+            n = int(line)
+            if not 1 <= n <= len(q.options):
+                self.say(f"there is no option {n}: choose 1 to {len(q.options)}")
+                return False
+            self.show(self.engine.answer_choice(self.session, n - 1, question=q))
+        elif not line.startswith("/"):
             self.show(self.engine.answer(self.session, line))
         elif cmd == "/help":
             self.say(HELP)
@@ -200,3 +216,6 @@ class Chat:
             self.say(f"! {turn.error}")
         if turn.question:
             self.say(f"Q: {turn.question}" + ("  (built from the results)" if turn.question_fallback else ""))
+        if turn.asked is not None and turn.asked.options:
+            for i, o in enumerate(turn.asked.options, 1):
+                self.say(f"  [{i}] {o.label}" + (f"  ({o.image_id})" if o.image_id else ""))

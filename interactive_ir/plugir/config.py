@@ -11,6 +11,9 @@ PLUGIR_ENV_PREFIX = "IIR_PLUGIR_"
 METHODS = ("plugir", "cr+rce", "cr", "zs")  # the paper's ablation ladder, strongest first
 QUESTION_STYLES = ("sample", "list")
 ALL_ANSWERED = ("kl", "fallback")
+QUESTIONERS = ("auto", "llm", "grounded")
+GROUNDED_STYLES = ("choice", "yesno", "alternate")
+SMALL_LLMS = ("smollm2",)  # LLM specs containing one of these count as the offline fallback (questioner auto)
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,15 @@ class PlugIRConfig:
     sim_scale: float = 1.0  # similarities are multiplied by this inside the softmaxes of RCE and KL (paper: 1)
     kmeans_seed: int = 0  # KMeans random_state (results are reproducible)
     kmeans_n_init: int = 1  # KMeans restarts (1 keeps a turn fast at 100k images)
+    questioner: str = "auto"  # who writes the questions: "llm" (PlugIR's questioner), "grounded" (no LLM: clickable
+    #                           options from the candidate clusters, or yes/no on a splitting word), "auto": grounded
+    #                           when there is no LLM or only the offline SmolLM2 fallback, llm otherwise.
+    #                           A session may choose its own with session.meta["questioner"]
+    grounded_style: str = "choice"  # grounded questions: "choice" (which cluster is closest), "yesno" (a splitting
+    #                                 word), "alternate" (choice, then yes/no, in turn)
+    grounded_options: int = 4  # clusters offered by a choice question (plus "none of these")
+    grounded_pull: float = 0.6  # how far a chosen option pulls the query row (times its length; see grounded.reshape)
+    grounded_push: float = 0.2  # how far the options not chosen push it away
     carry_weight: float = 0.5  # weight of the latest feedback/relative round's query row in the query rows of
     #                            later answers and skips (0: they search the dialogue alone; see conversation.py)
 
@@ -47,6 +59,15 @@ class PlugIRConfig:
             raise BadInputError(f"unknown conversation method {self.method!r}; choose one of {', '.join(METHODS)}")
         if self.all_answered not in ALL_ANSWERED:
             raise BadInputError(f"all_answered must be one of {', '.join(ALL_ANSWERED)}, got {self.all_answered!r}")
+        if self.questioner not in QUESTIONERS:
+            raise BadInputError(f"questioner must be one of {', '.join(QUESTIONERS)}, got {self.questioner!r}")
+        if self.grounded_style not in GROUNDED_STYLES:
+            raise BadInputError(f"grounded_style must be one of {', '.join(GROUNDED_STYLES)}, got {self.grounded_style!r}")
+        if self.grounded_options < 2:
+            raise BadInputError(f"grounded_options must be at least 2, got {self.grounded_options}")
+        for name in ("grounded_pull", "grounded_push"):
+            if not 0.0 <= getattr(self, name) <= 5.0:
+                raise BadInputError(f"{name} must be between 0 and 5, got {getattr(self, name)}")
         if self.question_style not in QUESTION_STYLES:
             raise BadInputError(f"question_style must be one of {', '.join(QUESTION_STYLES)}, got {self.question_style!r}")
         for name in ("n_clusters", "n_questions", "min_candidates", "question_max_tokens", "filter_max_tokens",
@@ -76,6 +97,19 @@ class PlugIRConfig:
 
     def with_method(self, method: str | None) -> PlugIRConfig:
         return apply_overrides(self, method=method) if method else self
+
+
+def resolve_questioner(choice: str | None, llm) -> str:
+    """"llm", "grounded", or "" (no questions: "llm" chosen and no LLM) for a questioner choice and an LLM."""
+    q = (choice or "auto").strip().lower()
+    if q not in QUESTIONERS:
+        raise BadInputError(f"unknown questioner {choice!r}; choose one of {', '.join(QUESTIONERS)}")
+    if q == "auto":
+        spec = str(getattr(llm, "spec", "") or "").lower()
+        return "grounded" if llm is None or any(s in spec for s in SMALL_LLMS) else "llm"
+    if q == "llm" and llm is None:
+        return ""
+    return q
 
 
 def plugir_config(environ=None, **overrides) -> PlugIRConfig:

@@ -92,16 +92,12 @@ def _question_about(word: str) -> str:
     return f"Is there {article} {word} in the image?"
 
 
-def fallback_question(captions: Sequence[str], known: str = "", asked: Sequence[str] = ()) -> str:
-    """A yes/no question about the word that best splits the candidates' captions.
-
-    The word is a content word of the captions that the description and dialogue (`known`) do not
-    mention and no asked question used, present in as close to half of the captions as possible (the
-    answer then rules out about half); ties go to the word seen first. Without any such word, the first
-    generic question not asked yet.
-    """
+def split_words(captions: Sequence[str], known: str = "", asked: Sequence[str] = ()) -> list[str]:
+    """Content words of `captions`, best splitter first: present in as close to half of the captions as
+    possible (an answer about it then rules out about half); ties go to the word seen first. Words the
+    description and dialogue (`known`) mention, words of asked questions, and words in every caption
+    (they split nothing) are left out."""
     known_words = _words(known) | {w for q in asked for w in _words(q)}
-    asked_keys = {normalise(q) for q in asked}
     docs = [_words(c) for c in captions if c]
     df: Counter = Counter()
     first_seen: dict[str, int] = {}
@@ -112,8 +108,26 @@ def fallback_question(captions: Sequence[str], known: str = "", asked: Sequence[
         first_seen.setdefault(w, i)
     half = len(docs) / 2
     splitting = [w for w in df if w not in known_words and (df[w] < len(docs) or len(docs) == 1)]
-    ranked = sorted(splitting, key=lambda w: (abs(df[w] - half), first_seen.get(w, 0)))
-    for w in ranked:
+    return sorted(splitting, key=lambda w: (abs(df[w] - half), first_seen.get(w, 0)))
+
+
+def has_word(caption: str, word: str) -> bool:
+    """True when `word` is one of the content words of `caption`."""
+    return word in _words(caption)
+
+
+def question_about(word: str) -> str:
+    """The yes/no question asking whether the target shows `word`."""
+    return _question_about(word)
+
+
+def fallback_question(captions: Sequence[str], known: str = "", asked: Sequence[str] = ()) -> str:
+    """A yes/no question about the word that best splits the candidates' captions (`split_words`).
+
+    Without any such word, the first generic question not asked yet.
+    """
+    asked_keys = {normalise(q) for q in asked}
+    for w in split_words(captions, known, asked):
         q = _question_about(w)
         if normalise(q) not in asked_keys:
             return q
