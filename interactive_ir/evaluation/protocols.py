@@ -44,6 +44,7 @@ from interactive_ir.evaluation.knowledge import TargetKnowledge, knowledge_of
 from interactive_ir.evaluation.queries import Query
 from interactive_ir.evaluation.simulators import SimulatedUser
 from interactive_ir.session import Session, Turn
+from interactive_ir.types import NONE_OF_THESE
 
 CONVERSATION = ("plugir", "cr+rce", "cr", "zs")
 FEEDBACK = ("feedback:expand", "feedback:summary", "feedback:keywords", "feedback:cot", "rocchio")
@@ -79,12 +80,9 @@ class Protocol:
 
     @property
     def asks_questions(self) -> bool:
-        """The engine's LLM questioner runs (the reference and grounded strategies ask their own questions)."""
-        return self.family in ("conversation", "mixed")
-
-    @property
-    def uses_llm_questions(self) -> bool:
-        return self.asks_questions
+        """The engine asks questions (its LLM questioner, or the grounded one); the reference strategies ask
+        their own."""
+        return self.family in ("conversation", "mixed", "grounded")
 
     def mode_configs(self) -> dict:
         """Keyword mode configs for `build_engine` (env `IIR_PLUGIR_*` etc. still apply underneath)."""
@@ -97,7 +95,12 @@ class Protocol:
         return {}
 
     def session_meta(self) -> dict:
-        return {"protocol": self.name, "ask_questions": self.asks_questions}
+        meta = {"protocol": self.name, "ask_questions": self.asks_questions}
+        if self.family == "grounded":
+            meta["questioner"] = "grounded"
+        elif self.family in ("conversation", "mixed"):
+            meta["questioner"] = "llm"  # PlugIR's questioner, whatever the engine's default
+        return meta
 
 
 def get_protocol(name: str) -> Protocol:
@@ -163,7 +166,7 @@ def expand_protocols(spec: str | Sequence[str], has_llm: bool, has_dialogues: bo
 
 def first_round(p: Protocol, engine, session: Session, query: Query) -> Turn:
     """Round 0."""
-    if p.family in ("conversation", "mixed") or (p.family == "grounded" and hasattr(engine, "start")):
+    if p.family in ("conversation", "mixed", "grounded"):
         return engine.start(session, query.description)
     if p.family == "fixed-dialogue":
         if p.variant == "cr":
@@ -269,20 +272,35 @@ def _reference(variant: str, engine, session: Session, k: TargetKnowledge, user:
 
 
 def _grounded(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) -> tuple[Turn, dict]:
-    """The engine's grounded question (issue 13): a choice among options, or yes/no, answered from `k`."""
-    if not hasattr(engine, "ask") or not hasattr(engine, "answer_choice"):
+    """The engine's grounded question (issue 13), answered from `k`: a choice among the candidate clusters
+    (the option whose representative looks most like the held-out captions, or "none of these"), or
+    yes/no on a word (by word presence)."""
+    if not hasattr(engine, "answer_choice"):
         raise BadInputError("this engine has no grounded questions (engine.ask / engine.answer_choice): "
                             "merge the loop-engine branch")
-    question = engine.ask(session)
-    options = list(getattr(question, "options", None) or [])
-    if options:
-        captions = [getattr(o, "caption", None) or getattr(o, "text", None) or str(o) for o in options]
-        choice = user.answerer.choose(k, captions)
-        turn = engine.answer_choice(session, choice.index)
-        return turn, {"action": "choose", "question": getattr(question, "text", str(question)), **choice.to_dict()}
-    text = getattr(question, "text", str(question))
-    reply = user.answerer.answer(k, text)
-    return engine.answer(session, reply.text), {"action": "answer", "question": text, **reply.to_dict()}
+    question = getattr(session, "question", None) or engine.ask(session)
+    if question is None:
+        return engine.skip(session), {"action": "skip", "why": "no question pending"}
+    options = list(question.options)
+    if not options:
+        reply = user.answerer.answer(k, question.text)
+        return engine.answer(session, reply.text), {"action": "answer", "question": question.text, **reply.to_dict()}
+    labels = [o.label.strip().lower() for o in options]
+    if question.kind == "yesno" or set(labels) == {"yes", "no"}:
+        reply = user.answerer.answer(k, question.text)
+        said = "yes" if reply.text.lower().startswith("yes") else "no"
+        index = labels.index(said) if said in labels else 0
+        act = {"action": "choose", "question": question.text, "choice": index, **reply.to_dict()}
+        return engine.answer_choice(session, index), act
+    real = [i for i, o in enumerate(options) if o.image_id]
+    none = next((i for i, lab in enumerate(labels) if lab == NONE_OF_THESE), None)
+    # what the user sees of each option is its image; in caption space, the representative's index caption
+    seen = [c or options[i].label for i, c in zip(real, engine.captions_of([options[i].image_id for i in real]))]
+    choice = user.answerer.choose(k, seen)
+    index = real[choice.index] if choice.index is not None else (none if none is not None else real[0])
+    act = {"action": "choose", "question": question.text, "options": len(options), **choice.to_dict(),
+           "choice": index, "none": choice.index is None}
+    return engine.answer_choice(session, index), act
 
 
 def _replay(p: Protocol, engine, session: Session, query: Query, t: int) -> tuple[Turn, dict]:

@@ -238,8 +238,8 @@ def plot_hits_recall(path: Path, results: Mapping[str, Mapping], k: int = PLOT_K
         style = {"color": _colour(i, len(results)), "marker": markers[i % len(markers)], "ms": 4, "label": name}
         axes[0].plot(rounds, m[f"hits@{k}"], "-", **style)
         axes[1].plot(rounds, m[f"recall@{k}"], "--", **style)
-    for ax, title in zip(axes, (f"Hits@{k} (target in the top {k} at some round so far)",
-                                f"Recall@{k} (target in the top {k} at that round)")):
+    for ax, title in zip(axes, (f"Hits@{k}, best so far (in the top {k} at some round so far)",
+                                f"at-round@{k} (in the top {k} at that round itself)")):
         ax.set_xlabel("round")
         ax.set_ylim(-0.02, 1.05)  # lines at 0 and 1 stay visible
         ax.grid(alpha=0.3)
@@ -313,9 +313,11 @@ def write_summary(folder: Path, results: Mapping[str, Mapping], ks: Sequence[int
             rows.append({"protocol": p, "bri": m.get("bri"), **r})
     if rows:
         files["csv"] = _write_csv(folder / "summary.csv", rows)
-    png = plot_hits_recall(folder / "hits_recall.png", results)
+    comparable = {p: m for p, m in results.items() if not m.get("not_comparable")}
+    png = plot_hits_recall(folder / "hits_recall.png", comparable)  # a loop test is never drawn beside others
     if png:
         files["plot"] = png
+    results = comparable
     if len(results) > 1:
         bri = plot_bri(folder / "bri.png", results)
         if bri:

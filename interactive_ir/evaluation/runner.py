@@ -72,6 +72,8 @@ class RunConfig:
     exclude_shown: bool = True  # each round shows only images not shown before (the engine's default)
     stop_on_found: bool = True  # the user stops once the target is shown (known-item search; paper 004); False:
     #                             every round runs (PlugIR's protocol, whose simulated user never sees results)
+    rank_from: str = "index"  # "index": the target's rank over the whole index; "results": its place in the round's
+    #                           final (re-ranked) list when it is there, else one past the list at best (ImageScope)
     on_uncertain: str = "answer"  # an "uncertain" answer is sent as the answer ("answer") or the question is skipped
     progress: bool = True  # tqdm progress bar with ETA on stderr
     keep_sessions: bool = False  # also write every full session (with prompts and replies) to sessions.jsonl
@@ -81,6 +83,8 @@ class RunConfig:
             raise BadInputError(f"--rounds must be 0 or more, got {self.rounds}")
         if self.k < 1:
             raise BadInputError(f"-k must be at least 1, got {self.k}")
+        if self.rank_from not in ("index", "results"):
+            raise BadInputError(f"rank_from must be 'index' or 'results', got {self.rank_from!r}")
         if self.on_uncertain not in ("answer", "skip"):
             raise BadInputError(f"on_uncertain must be 'answer' or 'skip', got {self.on_uncertain!r}")
 
@@ -204,6 +208,8 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
             rank = res.ranks[-1] if res.ranks else len(retriever.index)
             act = {**(act or {}), "rank_note": "no search this round: rank carried over"}
         shown_rank = turn.shown.index(query.target) + 1 if query.target in turn.shown else None
+        if cfg.rank_from == "results":  # ImageScope: the final re-ranked list decides, the index rank beyond it
+            rank = shown_rank if shown_rank is not None else max(int(rank), len(turn.shown) + 1)
         now, cpu = time.perf_counter(), time.process_time()
         rec = _turn_record(turn, int(rank), shown_rank, act, now - clock[0], cpu - clock[1])
         clock[:] = [now, cpu]
@@ -304,7 +310,7 @@ def index_fingerprint(retriever) -> dict:
 
 def run_protocol(protocol: Protocol, queries: Sequence[Query], retriever, user: SimulatedUser, out: Path,
                  cfg: RunConfig = RunConfig(), llm=None, vlm=None, backends: dict | None = None,
-                 fresh: bool = False, retry_failed: bool = False) -> ProtocolRun:
+                 fresh: bool = False, retry_failed: bool = False, plugir_overrides: dict | None = None) -> ProtocolRun:
     """Run every query (skipping those already in `out/checkpoint.jsonl`) and return all records.
 
     `retry_failed` runs again the queries a backend error ended (stop "error: ..."); the new record is appended
@@ -332,8 +338,14 @@ def run_protocol(protocol: Protocol, queries: Sequence[Query], retriever, user: 
         if q.qid in done and done[q.qid].get("query_hash", query_hash(q)) != query_hash(q):
             raise BadInputError(f"{path}: query {q.qid!r} was run with another description, captions or dialogue "
                                 "than the queries file now gives: pass --fresh, or choose another --out")
+    modes = protocol.mode_configs()
+    if plugir_overrides:
+        from interactive_ir.config import apply_overrides
+        from interactive_ir.conversation import plugir_config
+
+        modes["plugir"] = apply_overrides(modes.get("plugir") or plugir_config(), **plugir_overrides)
     engine = probed_engine(retriever, llm=llm, vlm=vlm,
-                           config=EngineConfig(k=cfg.k, exclude_shown=cfg.exclude_shown), **protocol.mode_configs())
+                           config=EngineConfig(k=cfg.k, exclude_shown=cfg.exclude_shown), **modes)
     todo = [q for q in queries if q.qid not in done or (retry_failed and _failed(done[q.qid]))]
     t0 = time.perf_counter()
     from tqdm import tqdm
