@@ -9,7 +9,7 @@ Round 0 is always the query's description. Each later round is one call of an en
 | `feedback:summary`, `feedback:keywords`, `feedback:cot` | same | same, with that LLM rewrite | LLM |
 | `composed:compose` | `search_text` | `relative` on the last round's top-1 with the simulated relative caption | - |
 | `composed:imagescope` | same | same, ImageScope stage 1 (stages 2-3 with `--vlm`) | LLM |
-| `mixed` | `start` | the engine's modes in turn: answer, feedback, relative, answer, ... | LLM |
+| `mixed` | `start` | the engine's modes in turn: answer, feedback, relative, answer, ... (grounded questions without an LLM) | - |
 | `none` | `search_text` | the same description again (no interaction: the next page of results) | - |
 | `oracle` | `search_text` | the description and one more held-out caption each round (an upper reference) | - |
 | `random-questions` | `search_text` | an unrelated yes/no question, answered; the dialogue concatenated (a known-bad) | - |
@@ -98,8 +98,10 @@ class Protocol:
         meta = {"protocol": self.name, "ask_questions": self.asks_questions}
         if self.family == "grounded":
             meta["questioner"] = "grounded"
-        elif self.family in ("conversation", "mixed"):
+        elif self.family == "conversation":
             meta["questioner"] = "llm"  # PlugIR's questioner, whatever the engine's default
+        elif self.family == "mixed":
+            meta["questioner"] = "auto"  # the LLM's questions, or grounded ones without an LLM (or with SmolLM2)
         return meta
 
 
@@ -114,8 +116,8 @@ def get_protocol(name: str) -> Protocol:
     if n in COMPOSED:
         m = n.split(":", 1)[1]
         return Protocol(n, "composed", m, m == "imagescope")
-    if n == "mixed":
-        return Protocol(n, "mixed", "alternate", True)
+    if n == "mixed":  # answers LLM questions when an LLM runs, grounded ones otherwise (the engine's "auto")
+        return Protocol(n, "mixed", "alternate", False)
     if n in REFERENCE:
         return Protocol(n, "reference", n, False)
     if n in GROUNDED:
@@ -189,6 +191,9 @@ def next_round(p: Protocol, engine, session: Session, query: Query, user: Simula
     if p.family == "mixed":
         mode = MIXED_CYCLE[(t - 1) % len(MIXED_CYCLE)]
         if mode == "answer":
+            q = getattr(session, "question", None)
+            if q is not None and q.options:
+                return _grounded(engine, session, k, user)
             return _answer(engine, session, k, user, on_uncertain)
         if mode == "feedback":
             return _feedback(engine, session, k, user, t, None)

@@ -1,0 +1,64 @@
+"""Benchmark tables from finished `eval` runs: per protocol BRI, best-so-far and at-round Hits@10 with 95%
+bootstrap intervals, costs, and paired differences against baselines (no interaction, zs).
+
+    python -m interactive_ir.evaluation.tables RUNS_DIR PASS [PASS ...] [--rounds 5] [--baselines none,zs]
+
+Each PASS is a folder of `RUNS_DIR` written by one `eval --out` (summary.json and <protocol>/ranks.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from interactive_ir.evaluation.report import markdown_table, paired_difference
+
+
+def _ranks(folder: Path, protocol: str) -> dict:
+    return json.loads((folder / protocol.replace(":", "-") / "ranks.json").read_text(encoding="utf-8"))
+
+
+def pass_tables(folder: Path, rounds: int, baselines=("none", "zs"), k: int = 10) -> str:
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    first = next(iter(summary.values()))
+    n_images = first["n_images"]
+    lines = [f"### {folder.name}: {', '.join(sorted({str(m['n_queries']) for m in summary.values()}))} targets, "
+             f"index of {n_images} images, {rounds} rounds; simulated user: {first.get('simulated_user', '?')}", "",
+             markdown_table(summary, k=k, extra=("s/query", "cpu/query", "llm")), ""]
+    for base in baselines:
+        if base not in summary:
+            continue
+        rows = ["| protocol | targets | dBRI [95% CI] | dHits@10 best-so-far, pts | dat-round@10, pts |",
+                "|---|---|---|---|---|"]
+        for p, m in summary.items():
+            if p == base or m.get("not_comparable") or summary[base].get("not_comparable"):
+                continue
+            d = paired_difference(_ranks(folder, p), _ranks(folder, base), n_images, rounds, k)
+            cell = lambda name, s=1.0, f="{:+.1f}": (f.format(s * d[name]["mean"]) + " [" + f.format(  # noqa: E731
+                s * d[name]["ci"][0]) + ", " + f.format(s * d[name]["ci"][1]) + "]")
+            rows.append(f"| {p} | {d['n']} | {cell('bri', 1, '{:+.3f}')} | {cell(f'hits@{k}', 100)} | "
+                        f"{cell(f'at_round@{k}', 100)} |")
+        lines += [f"Paired differences against `{base}` (protocol minus {base}; negative dBRI is better):", "",
+                  *rows, ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", type=Path)
+    ap.add_argument("passes", nargs="+")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--baselines", default="none,zs")
+    args = ap.parse_args(argv)
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
+    for name in args.passes:
+        folder = args.runs / name
+        if (folder / "summary.json").exists():
+            print(pass_tables(folder, args.rounds, tuple(args.baselines.split(","))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
