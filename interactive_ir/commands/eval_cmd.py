@@ -50,6 +50,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "--no-stop-on-found runs every round, as PlugIR)")
     p.add_argument("--exclude-shown", action=argparse.BooleanOptionalAction, default=None,
                    help="each round shows only images not shown before (default: yes)")
+    p.add_argument("--tau", type=float, default=None,
+                   help="caption weight in fused text scores (0: pure text->image, as PlugIR; default: the index's)")
     p.add_argument("--rank-from", choices=["index", "results"], default=None,
                    help="the target's rank over the whole index (default) or its place in the final re-ranked list")
     p.add_argument("--on-uncertain", choices=["answer", "skip"], default="answer",
@@ -128,11 +130,11 @@ def run(args: argparse.Namespace) -> int:
     preset = get_preset(args.preset) if args.preset else None
     given = {"rounds": args.rounds, "k": args.k, "stop_on_found": args.stop_on_found,
              "exclude_shown": args.exclude_shown, "rank_from": args.rank_from, "metrics_k": args.metrics_k,
-             "protocol": args.protocol}
+             "protocol": args.protocol, "tau": args.tau}
     settings, conflicts = apply_preset(preset, given)
     defaults = {"rounds": 5, "k": 10, "stop_on_found": True, "exclude_shown": True, "rank_from": "index",
                 "metrics_k": "1,5,10", "protocol": "plugir"}
-    settings = {k: (defaults[k] if v is None else v) for k, v in settings.items()}
+    settings = {k: (defaults.get(k) if v is None else v) for k, v in settings.items()}
     ks = parse_ks(settings["metrics_k"])
     if args.limit is not None and args.limit < 1:
         raise BadInputError("--limit must be at least 1")
@@ -149,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     protocols = expand_protocols(settings["protocol"], has_llm, has_dialogues)  # fail fast, before loading any model
     plugir_overrides, unsupported = _preset_pipeline(preset)
 
-    retriever = load_retriever(args.index, args.embedder, cfg.k)
+    retriever = load_retriever(args.index, args.embedder, cfg.k, tau=settings["tau"])
     if args.search_threads > 0:
         import faiss
 

@@ -8,6 +8,10 @@ printed at the top of the run and stored in each protocol's metrics.json.
 | preset | paper | protocols | rounds | k | stops when shown | shown images | rank from |
 |---|---|---|---|---|---|---|---|
 | plugir | PlugIR (paper 000) | plugir | 10 | 10 | no | excluded (shrinking pool) | whole index |
+
+PlugIR's pipeline choices (from the authors' code where the paper is silent): 512-token reformulation,
+caption->image entropy representatives, KL over candidate ranks 11..n, filtered questions rewritten up to
+3 times, pure text->image scores (tau 0).
 | chatir | ChatIR (Levy et al.; PlugIR's baseline) | zs | 10 | 10 | no | kept | whole index |
 | zhu | query rewriting with feedback (paper 001) | feedback:expand | 5 | 20 | no | excluded | whole index |
 | imagescope | ImageScope (paper 002) | composed:imagescope | 5 | 10 | yes | kept | the re-ranked list |
@@ -35,12 +39,14 @@ class Preset:
     rank_from: str = "index"  # "index": rank over the whole index; "results": position in the final (re-ranked)
     #                           list when the target is in it, else at least one past the list
     metrics_k: str = "1,5,10"  # the cut-offs the paper reports
+    tau: float | None = None  # the retriever's caption weight in fused scores (0: pure text->image; None: the index's)
     plugir: dict = field(default_factory=dict)  # PlugIRConfig overrides (pipeline choices)
     notes: str = ""  # what the preset cannot reproduce here
 
     def settings(self) -> dict:
         return {"rounds": self.rounds, "k": self.k, "stop_on_found": self.stop_on_found,
                 "exclude_shown": self.exclude_shown, "rank_from": self.rank_from, "metrics_k": self.metrics_k,
+                "tau": self.tau,
                 "protocol": self.protocols, **{f"plugir.{k}": v for k, v in self.plugir.items()}}
 
 
@@ -48,9 +54,11 @@ PRESETS = {
     "plugir": Preset(
         "plugir", "PlugIR (Lee et al., paper 000): 10 rounds, BRI and Hits@10 over VisDial val", "plugir", 10, 10,
         stop_on_found=False, exclude_shown=True, metrics_k="1,5,10",
-        plugir={"reformulate_max_tokens": 512, "pool_shrink": True, "representative": "entropy",
-                "kl_skip_top": 10, "filter_retries": 3, "pure_text_scores": True},
-        notes="the authors' BLIP retriever needs --embedder blip:... (not offline here)"),
+        tau=0.0, plugir={"reformulate_max_tokens": 512, "representative": "caption", "kl_skip_top": 10,
+                         "filter_retries": 3},
+        notes="the shrinking pool is --exclude-shown; pure text->image scores are --tau 0 (on a caption index the "
+              "image vectors are caption vectors, so nothing changes); the authors' BLIP retriever needs a blip: "
+              "embedder (not offline here)"),
     "chatir": Preset(
         "chatir", "ChatIR (Levy et al.): dialogue concatenated into one query, Hits@10 by round", "zs", 10, 10,
         stop_on_found=False, exclude_shown=False, metrics_k="1,5,10",
