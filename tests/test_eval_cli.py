@@ -317,3 +317,19 @@ def test_unknown_preset_is_a_one_line_error(bench, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "unknown preset 'nope'; choose one of plugir, chatir, zhu, imagescope, fisd" in err
     assert not (tmp_path / "x").exists()
+
+
+def test_tables_print_intervals_and_paired_differences(bench, tmp_path, capsys):
+    from interactive_ir.evaluation.tables import main as tables
+
+    out = tmp_path / "runs" / "pass"
+    args = ["eval", "--index", str(bench.index_dir), "--queries", str(bench.queries_file), "--protocol",
+            "none,oracle,grounded", "--limit", "12", "--rounds", "2", "-k", "3", "--out", str(out), "--no-progress"]
+    assert main(args) == 0
+    capsys.readouterr()
+    assert tables([str(tmp_path / "runs"), "pass", "--rounds", "2"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("load average: ")
+    assert "Paired differences against `none`, on every target" in text
+    assert "| oracle | 12 |" in text and "| grounded | 12 |" in text
+    assert "at-round@10 last [95% CI]" in text
