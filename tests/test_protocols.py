@@ -342,3 +342,15 @@ def test_resolve_targets_by_file_name():
     found, missing = resolve_targets(qs, ["000000185565.jpg", "p/dup.jpg", "q/dup.jpg"])
     assert [q.target for q in found] == ["000000185565.jpg"]
     assert [q.qid for q in missing] == ["b", "c"]  # "dup.jpg" is ambiguous
+
+
+def test_rank_from_results_takes_the_place_in_the_final_list(bench):
+    """ImageScope's bookkeeping: the target's place in the round's (re-ranked) list, else past the list."""
+    by_index, _, _ = run(bench, "composed:compose", llm=None, stop_on_found=False)
+    by_list, sessions, _ = run(bench, "composed:compose", llm=None, stop_on_found=False, rank_from="results")
+    for a, b, s in zip(by_index, by_list, sessions):
+        for t, turn in enumerate(s.turns):
+            if b.shown_ranks[t] is not None:
+                assert b.ranks[t] == b.shown_ranks[t]
+            else:
+                assert b.ranks[t] == max(a.ranks[t], len(turn.shown) + 1)
