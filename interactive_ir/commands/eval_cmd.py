@@ -20,6 +20,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queries", required=True, type=Path,
                    help='queries JSONL {"target", "description", "captions"} (see the queries command), or a '
                         "ChatIR/PlugIR/VisDial dialogue JSON")
+    p.add_argument("--queries-format", choices=["auto", "cirr", "fashioniq", "circo", "fisd"], default="auto",
+                   help="the --queries file is a composed-retrieval benchmark's own annotation file (reference, "
+                        "relative caption, target); auto: a queries JSONL or a dialogue JSON")
     p.add_argument("--preset", default=None,
                    help="a paper's settings: plugir, chatir, zhu, imagescope, fisd (rounds, k, stopping, rank "
                         "bookkeeping, pipeline); an explicit flag that conflicts wins, and the run says so")
@@ -144,7 +147,12 @@ def run(args: argparse.Namespace) -> int:
     sim_cfg = apply_overrides(apply_env(SimConfig(), "IIR_SIM_"), relevant_n=args.relevant_n,
                               relevance_overlap=args.relevance_overlap)
     has_llm = args.llm is not None
-    queries = read_queries(args.queries)
+    if args.queries_format != "auto":
+        from interactive_ir.datasets.triplets import load_triplets
+
+        queries = load_triplets(args.queries_format, args.queries)
+    else:
+        queries = read_queries(args.queries)
     if args.dialogues:
         queries = attach_dialogues(queries, read_dialogues(args.dialogues))
     has_dialogues = all(q.dialog or q.rounds_text for q in queries)

@@ -7,7 +7,7 @@ Round 0 is always the query's description. Each later round is one call of an en
 | `plugir`, `cr+rce`, `cr`, `zs` | `start` | `answer` the pending question (`skip` when there is none) | LLM |
 | `feedback:expand`, `rocchio` | `search_text` | `feedback` with the relevance actor's marks on the last page | - |
 | `feedback:summary`, `feedback:keywords`, `feedback:cot` | same | same, with that LLM rewrite | LLM |
-| `composed:compose` | `search_text` | `relative` on the last round's top-1 with the simulated relative caption | - |
+| `composed:compose` | `search_text` (`relative` on the query's reference, for CIR triplets) | `relative` on the last round's top-1 with the simulated relative caption | - |
 | `composed:imagescope` | same | same, ImageScope stage 1 (stages 2-3 with `--vlm`) | LLM |
 | `mixed` | `start` | the engine's modes in turn: answer, feedback, relative, answer, ... (grounded questions without an LLM) | - |
 | `none` | `search_text` | the same description again (no interaction: the next page of results) | - |
@@ -175,6 +175,9 @@ def first_round(p: Protocol, engine, session: Session, query: Query) -> Turn:
             return engine.start(session, query.description)
         text = query.rounds_text[0] if query.rounds_text else query.description
         return engine.search_text(session, text)
+    if p.family == "composed" and query.reference:  # a CIR triplet: the reference changed as the caption says
+        session.description = query.description
+        return engine.relative(session, query.description, reference=query.reference, method=p.variant)
     return engine.search_text(session, query.description)
 
 

@@ -39,6 +39,7 @@ class Query:
     dialog: tuple[tuple[str, str], ...] = ()  # a fixed dialogue to replay: (question, answer) pairs
     rounds_text: tuple[str, ...] = ()  # per-round queries given verbatim (PlugIR's reformulated files), round 0 first
     meta: Mapping = field(default_factory=dict)  # anything else found in the record
+    reference: str = ""  # a reference image id: round 0 of composed protocols changes it as `description` says
 
     @property
     def knowledge(self) -> list[str]:
@@ -55,6 +56,8 @@ class Query:
             d["dialog"] = [list(p) for p in self.dialog]
         if self.rounds_text:
             d["rounds_text"] = list(self.rounds_text)
+        if self.reference:
+            d["reference"] = self.reference
         return d
 
 
@@ -96,7 +99,10 @@ def query_from_record(row: Mapping, where: str = "query") -> Query:
     description = row.get("description")
     if not isinstance(description, str) or not description.strip():
         raise BadInputError(f'{where}: needs "description": the first text the simulated user types')
-    known = {"id", "target", "description", "captions", "relevant", "dialog", "rounds_text"}
+    known = {"id", "target", "description", "captions", "relevant", "dialog", "rounds_text", "reference"}
+    reference = row.get("reference") or ""
+    if not isinstance(reference, str):
+        raise BadInputError(f'{where}: "reference" must be an image id (a string)')
     return Query(
         qid=str(row.get("id") or target).strip(),
         target=target.strip(),
@@ -106,6 +112,7 @@ def query_from_record(row: Mapping, where: str = "query") -> Query:
         dialog=_pairs(row.get("dialog"), where),
         rounds_text=_strs(row.get("rounds_text"), where, "rounds_text"),
         meta={k: v for k, v in row.items() if k not in known},
+        reference=reference.strip(),
     )
 
 

@@ -1,0 +1,84 @@
+"""Composed-retrieval triplet loaders on tiny files in each benchmark's released format, bad files refused,
+and a CIR triplet's round 0: the reference changed as its caption says (paper 004)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from interactive_ir.datasets.triplets import load_triplets
+from interactive_ir.errors import BadInputError
+from interactive_ir.evaluation.dialogues import resolve_targets
+
+CIRR = [{"pairid": 12063, "reference": "test1-147-1-img1", "target_hard": "test1-83-0-img1",
+         "target_soft": {"test1-83-0-img1": 1.0}, "caption": "remove all but one dog and add a woman hugging it",
+         "img_set": {"id": 1, "members": ["test1-147-1-img1", "test1-83-0-img1"]}}]
+FASHIONIQ = [{"target": "B008BHCT58", "candidate": "B003FGW7MK",
+              "captions": ["is solid black with no sleeves", "is black with straps"]}]
+CIRCO = [{"reference_img_id": 85932, "target_img_id": 9761, "relative_caption": "is on a red plate",
+          "shared_concept": "a pizza", "gt_img_ids": [9761, 1234], "id": 0}]
+FISD = [{"id": 3, "type": "negation", "reference": "neg_0003_ref", "target": "neg_0003_tgt",
+         "relative_caption": "remove the hat from the man"}]
+
+
+@pytest.mark.parametrize("kind, data, expected", [
+    ("cirr", CIRR, ("cirr-12063", "test1-83-0-img1", "test1-147-1-img1",
+                    "remove all but one dog and add a woman hugging it", ())),
+    ("fashioniq", FASHIONIQ, ("fiq-0", "B008BHCT58", "B003FGW7MK",
+                              "is solid black with no sleeves and is black with straps", ())),
+    ("circo", CIRCO, ("circo-0", "9761", "85932", "is on a red plate", ("1234",))),
+    ("fisd", FISD, ("fisd-3", "neg_0003_tgt", "neg_0003_ref", "remove the hat from the man", ())),
+])
+def test_each_benchmark_file_becomes_queries(tmp_path, kind, data, expected):
+    path = tmp_path / f"{kind}.json"
+    path.write_text(json.dumps(data))
+    (q,) = load_triplets(kind, path)
+    assert (q.qid, q.target, q.reference, q.description, q.relevant) == expected
+    assert q.meta["benchmark"] == kind
+
+
+def test_a_file_of_another_benchmark_or_broken_json_is_a_one_line_error(tmp_path):
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(FASHIONIQ))
+    with pytest.raises(BadInputError, match=r"lacks pairid, reference, target_hard, caption: this is not a CIRR file"):
+        load_triplets("cirr", path)
+    path.write_text("{not json")
+    with pytest.raises(BadInputError, match="is not valid JSON"):
+        load_triplets("circo", path)
+    with pytest.raises(BadInputError, match="annotation file not found"):
+        load_triplets("fisd", tmp_path / "missing.json")
+    with pytest.raises(BadInputError, match="unknown triplet benchmark"):
+        load_triplets("nope", path)
+
+
+def test_ids_match_index_files_by_stem(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(CIRR))
+    qs = load_triplets("cirr", path)
+    found, missing = resolve_targets(qs, ["dev/test1-147-1-img1.png", "dev/test1-83-0-img1.png", "other.png"])
+    assert not missing and (found[0].target, found[0].reference) == ("dev/test1-83-0-img1.png",
+                                                                     "dev/test1-147-1-img1.png")
+    found, missing = resolve_targets(qs, ["dev/test1-83-0-img1.png"])  # the reference is not indexed
+    assert not found and missing == qs
+
+
+def test_a_triplet_starts_from_its_reference(tmp_path):
+    from iir_testutils import build_tiny
+
+    from interactive_ir.engine import EngineConfig
+    from interactive_ir.evaluation.protocols import get_protocol
+    from interactive_ir.evaluation.queries import Query
+    from interactive_ir.evaluation.runner import RunConfig, probed_engine, run_query
+    from interactive_ir.evaluation.simulators import make_user
+
+    retriever, ids, _ = build_tiny(tmp_path)
+    q = Query(qid="t", target=ids[5], description="make it blue", reference=ids[2])
+    p = get_protocol("composed:compose")
+    engine = probed_engine(retriever, config=EngineConfig(k=5), **p.mode_configs())
+    sessions = []
+    res = run_query(engine, p, q, make_user(retriever.index), RunConfig(rounds=1, k=5, progress=False),
+                    sessions.append)
+    first = sessions[0].turns[0]
+    assert first.kind == "relative" and first.reference == ids[2] and first.user_text == "make it blue"
+    assert ids[2] not in first.shown and len(res.ranks) >= 1
