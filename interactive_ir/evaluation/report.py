@@ -120,6 +120,9 @@ def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1,
         metrics[f"at_round@{k}"] = metrics[f"recall@{k}"]  # the target in the top k at that round itself
     metrics["costs"] = costs(ok, metrics["n_rounds"])
     metrics["intervals"] = intervals(ranks, n_images, rounds, ks)
+    if shown:  # known-item success: the target was shown to the user at some round
+        found = [1.0 if any(x is not None for x in row) else 0.0 for row in shown.values()]
+        metrics["intervals"]["found"] = [round(x, 6) for x in bootstrap_ci(found)]
     if relevant:
         rel = {r["qid"]: [r["target"], *relevant.get(r["qid"], ())] for r in ok if relevant.get(r["qid"])}
         if rel:
@@ -340,7 +343,7 @@ def markdown_table(results: Mapping[str, Mapping], k: int = PLOT_K, extra: Seque
     says it is a loop test, not a comparison."""
     n = max((m.get("n_rounds", 0) for m in results.values()), default=0)
     head = (["protocol", "BRI [95% CI]"] + [f"H@{k} r{t}" for t in range(n)]
-            + [f"H@{k} last [95% CI]", f"at-round@{k} last [95% CI]"] + [
+            + [f"H@{k} last [95% CI]", f"at-round@{k} last [95% CI]", "found (shown) [95% CI]"] + [
                 {"s/query": "s/query", "cpu/query": "CPU s/query", "llm": "LLM trips/query"}.get(e, e) for e in extra])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     fake = []
@@ -354,6 +357,8 @@ def markdown_table(results: Mapping[str, Mapping], k: int = PLOT_K, extra: Seque
         cells += [f"{100 * hits[t]:.1f}" if t < len(hits) else "" for t in range(n)]
         cells.append(f"{100 * hits[-1]:.1f}" + _ci(m, f"hits@{k}", 100) if hits else "-")
         cells.append(f"{100 * at[-1]:.1f}" + _ci(m, f"at_round@{k}", 100) if at else "-")
+        shown = m.get("shown") or []
+        cells.append(f"{100 * shown[-1]:.1f}" + _ci(m, "found", 100) if shown else "-")
         c = m.get("costs") or {}
         for e in extra:
             if e == "s/query":
