@@ -82,3 +82,45 @@ def test_a_triplet_starts_from_its_reference(tmp_path):
     first = sessions[0].turns[0]
     assert first.kind == "relative" and first.reference == ids[2] and first.user_text == "make it blue"
     assert ids[2] not in first.shown and len(res.ranks) >= 1
+
+
+# --- reproduce ------------------------------------------------------------------------------------------
+
+def _chatir(targets, caption_of):
+    return [{"img": t, "dialog": [caption_of(t), *(f"is it {w}? yes" for w in ("red", "big", "near", "old"))]}
+            for t in targets]
+
+
+def test_reproduce_plugir_table1_prints_the_papers_figures_beside_the_run(tmp_path, capsys):
+    import shutil
+
+    from iir_testutils import build_tiny
+
+    from interactive_ir.cli import main
+
+    retriever, ids, caps = build_tiny(tmp_path / "build")
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copytree(tmp_path / "build" / "index", data / "index")
+    (data / "zs.json").write_text(json.dumps(_chatir(ids[:4], lambda t: caps[t][0])))
+    (data / "plugir.json").write_text(json.dumps(_chatir(ids[:4], lambda t: caps[t][1])))
+    out = tmp_path / "out"
+    assert main(["reproduce", "plugir-table1", "--data", str(data), "--out", str(out), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "PlugIR Table 1, VisDial val, BLIP retriever" in text
+    lines = [ln for ln in text.splitlines() if ln.startswith(("| ZS |", "| PlugIR |"))]
+    assert len(lines) == 2 and "| 1.0006 |" in lines[0] and "| 0.7674 |" in lines[1]
+    run_bri = json.loads((out / "zs" / "fixed-dialogue-concat" / "metrics.json").read_text())["bri"]
+    assert f"{run_bri:.4f}" in lines[0] and f"{run_bri - 1.0006:+.4f}" in lines[0]
+
+
+def test_reproduce_refuses_a_folder_missing_a_file(tmp_path, capsys):
+    from interactive_ir.cli import main
+
+    (tmp_path / "index").mkdir()
+    assert main(["reproduce", "plugir-table1", "--data", str(tmp_path), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "lacks index/manifest.json, zs.json, plugir.json" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+    assert main(["reproduce", "nope", "--data", str(tmp_path)]) == 1
+    assert "unknown reproduction 'nope'" in capsys.readouterr().err
