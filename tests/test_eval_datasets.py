@@ -124,3 +124,29 @@ def test_reproduce_refuses_a_folder_missing_a_file(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
     assert main(["reproduce", "nope", "--data", str(tmp_path)]) == 1
     assert "unknown reproduction 'nope'" in capsys.readouterr().err
+
+
+# --- caption files of the papers' datasets ----------------------------------------------------------------
+
+KARPATHY = {"images": [
+    {"filepath": "val2014", "filename": "COCO_val2014_000000391895.jpg", "split": "test",
+     "sentences": [{"raw": "A man riding a bike."}, {"raw": "A person on a bicycle."}, {"raw": "Biker on a road."}]},
+    {"filepath": "train2014", "filename": "COCO_train2014_000000000009.jpg", "split": "restval",
+     "sentences": [{"raw": "A plate of food."}, {"raw": "Food on a table."}]},
+], "dataset": "coco"}
+
+
+def test_karpathy_split_files_give_caption_rows_by_split(tmp_path):
+    from interactive_ir.evaluation.queries import make_queries, read_caption_rows
+
+    path = tmp_path / "dataset_coco.json"
+    path.write_text(json.dumps(KARPATHY))
+    assert read_caption_rows(path, "test") == [("val2014/COCO_val2014_000000391895.jpg",
+                                                ["A man riding a bike.", "A person on a bicycle.", "Biker on a road."])]
+    assert [r[0] for r in read_caption_rows(path, "train")] == ["train2014/COCO_train2014_000000000009.jpg"]
+    assert len(read_caption_rows(path)) == 2
+    held = make_queries(read_caption_rows(path, "test"))
+    (q,) = held.queries
+    assert len(q.knowledge) == 2 and held.index_captions[q.target][0] not in q.knowledge
+    with pytest.raises(BadInputError, match="no images in split 'val'"):
+        read_caption_rows(path, "val")

@@ -220,11 +220,43 @@ def read_caption_rows(path: Path, split: str | None = None) -> list[tuple[str, l
         if not rows:
             raise BadInputError(f"{path} holds no images" + (f" in split {split!r}" if split else ""))
         return list(rows.items())
+    if path.suffix.lower() == ".json":
+        karpathy = _karpathy_rows(path, split)
+        if karpathy is not None:
+            return karpathy
     if split is not None:
-        raise BadInputError(f"--split needs a JSONL captions file with a \"split\" field; {path} has no splits")
+        raise BadInputError(f"--split needs a JSONL captions file with a \"split\" field or a Karpathy split file "
+                            f"(dataset_coco.json, dataset_flickr30k.json); {path} has no splits")
     from interactive_ir.captions_io import read_captions
 
     return list(read_captions(path).items())
+
+
+def _karpathy_rows(path: Path, split: str | None) -> list[tuple[str, list[str]]] | None:
+    """(image, captions) of a Karpathy split file (COCO / Flickr30k / Flickr8k `dataset_*.json`: {"images":
+    [{"filename", "filepath"?, "split", "sentences": [{"raw"}]}]}); None when the file is of another kind.
+    Karpathy's "restval" counts as "train"."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as e:
+        raise BadInputError(f"{path} is not valid JSON ({e.msg} at line {e.lineno})") from e
+    images = data.get("images") if isinstance(data, dict) else None
+    if not isinstance(images, list) or not images or not isinstance(images[0], dict) or "sentences" not in images[0]:
+        return None
+    rows = []
+    for i, im in enumerate(images):
+        name, sents = im.get("filename"), im.get("sentences")
+        if not isinstance(name, str) or not isinstance(sents, list):
+            raise BadInputError(f'{path}: images[{i}] needs "filename" and a "sentences" list (Karpathy split file)')
+        im_split = "train" if im.get("split") == "restval" else im.get("split")
+        if split is not None and im_split != split:
+            continue
+        rel = f"{im['filepath']}/{name}" if im.get("filepath") else name
+        caps = [s.get("raw", "").strip() for s in sents if isinstance(s, dict) and str(s.get("raw", "")).strip()]
+        rows.append((rel, caps))
+    if not rows:
+        raise BadInputError(f"{path} holds no images" + (f" in split {split!r}" if split else ""))
+    return rows
 
 
 def make_queries(rows: Sequence[tuple[str, Sequence[str]]], limit: int | None = None, seed: int = 0) -> HoldOut:
