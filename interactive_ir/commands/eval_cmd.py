@@ -122,13 +122,12 @@ def run(args: argparse.Namespace) -> int:
     from interactive_ir.config import apply_env, apply_overrides
     from interactive_ir.errors import BadInputError
     from interactive_ir.evaluation.dialogues import attach_dialogues, read_dialogues, resolve_targets, write_chatir
+    from interactive_ir.evaluation.presets import apply_preset, get_preset
     from interactive_ir.evaluation.protocols import expand_protocols
     from interactive_ir.evaluation.queries import read_queries
     from interactive_ir.evaluation.report import markdown_table, summarise, write_protocol_report, write_summary
     from interactive_ir.evaluation.runner import RunConfig, run_protocol
     from interactive_ir.evaluation.simulators import SimConfig, make_user
-
-    from interactive_ir.evaluation.presets import apply_preset, get_preset
 
     preset = get_preset(args.preset) if args.preset else None
     given = {"rounds": args.rounds, "k": args.k, "stop_on_found": args.stop_on_found,

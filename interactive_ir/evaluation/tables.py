@@ -20,6 +20,12 @@ def _ranks(folder: Path, protocol: str) -> dict:
     return json.loads((folder / protocol.replace(":", "-") / "ranks.json").read_text(encoding="utf-8"))
 
 
+def _cell(d: dict, name: str, scale: float = 1.0, fmt: str = "{:+.1f}") -> str:
+    """'mean [lo, hi]' of a paired difference, scaled (100 for points)."""
+    v = d[name]
+    return f"{fmt.format(scale * v['mean'])} [{fmt.format(scale * v['ci'][0])}, {fmt.format(scale * v['ci'][1])}]"
+
+
 def _subset(ranks: dict, qids: set) -> dict:
     return {q: r for q, r in ranks.items() if q in qids}
 
@@ -45,10 +51,8 @@ def pass_tables(folder: Path, rounds: int, baselines=("none", "zs"), k: int = 10
             if p == base or m.get("not_comparable") or summary[base].get("not_comparable"):
                 continue
             d = paired_difference(_subset(_ranks(folder, p), keep), _subset(base_ranks, keep), n_images, rounds, k)
-            cell = lambda name, s=1.0, f="{:+.1f}": (f.format(s * d[name]["mean"]) + " [" + f.format(  # noqa: E731
-                s * d[name]["ci"][0]) + ", " + f.format(s * d[name]["ci"][1]) + "]")
-            rows.append(f"| {p} | {d['n']} | {cell('bri', 1, '{:+.3f}')} | {cell(f'hits@{k}', 100)} | "
-                        f"{cell(f'at_round@{k}', 100)} |")
+            rows.append(f"| {p} | {d['n']} | {_cell(d, 'bri', 1, '{:+.3f}')} | {_cell(d, f'hits@{k}', 100)} | "
+                        f"{_cell(d, f'at_round@{k}', 100)} |")
         scope = (f"on the {len(keep)} targets not in the top {k} at round 0" if hard else "on every target")
         lines += [f"Paired differences against `{base}`, {scope} (protocol minus {base}; negative dBRI is better):",
                   "", *rows, ""]
