@@ -13,15 +13,17 @@
 #    the oracle (a held-out caption volunteered each round: an upper reference).
 # 4. Feedback with the opt-in caption-overlap actor (expand needs relevant marks; with ground truth only, a
 #    single target gives none until it is shown, and then the search stops).
-# 5. LLM pass (LLM_LIMIT targets, only when LLM_LIMIT > 0): zs and plugir with the offline SmolLM2 as the
-#    engine's questioner, answered by the same model-free user (slow: minutes per target on 2 busy cores).
+# 5. LLM pass (LLM_LIMIT targets, only when LLM_LIMIT > 0): zs with the offline SmolLM2 as the engine's
+#    questioner (one sampled question per turn), beside none and grounded, on the first LLM_LIMIT targets the
+#    description alone leaves outside the top 10 (from the model-free pass's `none` ranks), answered by the
+#    same model-free user (slow: about 80 s per target on 2 busy cores).
 # 6. Tables with 95% bootstrap intervals and paired differences against no interaction and zs.
 #
 # The simulated user judges "alike" with the index's own MiniLM (USER_SIM=index): it shares the retriever's
 # notion of similarity, which flatters every strategy equally; USER_SIM=words uses no model at all.
 # Every eval step resumes: run again after an interruption, or with a larger LIMIT to extend.
 # Usage: bench/run_flickr_benchmark.sh                 (defaults below; override any by env var)
-#        LIMIT=300 LLM_LIMIT=20 bench/run_flickr_benchmark.sh
+#        SPLIT=dev LIMIT=1000 LLM_LIMIT=20 WORK=runs/flickr_dev bench/run_flickr_benchmark.sh   (bench/README.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -76,10 +78,23 @@ echo "== 4. feedback with the opt-in caption-overlap relevance actor -> $WORK/ov
 run_eval overlap "$LIMIT" "feedback:expand,rocchio" --relevance-overlap 0.5
 
 if [ "$LLM_LIMIT" -gt 0 ]; then
-    echo "== 5. LLM pass: zs, plugir with $LLM, $LLM_LIMIT targets -> $WORK/llm"
-    run_eval llm "$LLM_LIMIT" "zs,plugir,none,grounded" --llm "$LLM"
+    echo "== 5. LLM pass: zs with $LLM beside none and grounded, $LLM_LIMIT hard targets -> $WORK/llm_hard"
+    $PY - "$WORK" <<'EOF'
+import json, sys
+from pathlib import Path
+work = Path(sys.argv[1])
+ranks = json.loads((work / "modelfree" / "none" / "ranks.json").read_text())
+with open(work / "queries_hard.jsonl", "w") as out:
+    for line in open(work / "queries.jsonl"):
+        q = json.loads(line)
+        if q["id"] in ranks and ranks[q["id"]][0] > 10:
+            out.write(line)
+EOF
+    IIR_PLUGIR_N_QUESTIONS=1 $PY -m interactive_ir eval --index "$WORK/index" --queries "$WORK/queries_hard.jsonl" \
+        --protocol zs,none,grounded --rounds "$ROUNDS" --limit "$LLM_LIMIT" --seed "$SEED" --torch-threads "$THREADS" \
+        --user-similarity "$USER_SIM" --llm "$LLM" --out "$WORK/llm_hard"
 fi
 
 echo "== 6. tables"
-$PY -m interactive_ir.evaluation.tables "$WORK" modelfree overlap $([ "$LLM_LIMIT" -gt 0 ] && echo llm) \
+$PY -m interactive_ir.evaluation.tables "$WORK" $([ "$LLM_LIMIT" -gt 0 ] && echo llm_hard) modelfree overlap \
     --rounds "$ROUNDS"
