@@ -25,7 +25,7 @@ def eval_args(bench, out, protocol="zs,feedback:expand,composed:compose", limit=
 
 
 def strip_timing(metrics: dict) -> dict:
-    return {k: v for k, v in metrics.items() if k != "timing"}
+    return {k: v for k, v in metrics.items() if k not in ("timing", "costs")}  # wall and CPU seconds vary
 
 
 # --- queries ---------------------------------------------------------------------------------------------
@@ -74,16 +74,17 @@ def test_eval_writes_reports_that_the_metrics_command_agrees_with(bench, tmp_pat
     out = tmp_path / "run"
     assert main(eval_args(bench, out)) == 0
     table = capsys.readouterr().out
-    assert "| zs |" in table and "| composed:compose |" in table
+    assert "| zs (FAKE) |" in table and "| composed:compose |" in table  # the fake LLM wrote zs's questions
+    assert "NOT A COMPARISON - zs: the engine's LLM is the fake one" in table
     for name in ("zs", "feedback-expand", "composed-compose"):
         folder = out / name
         for f in ("ranks.json", "metrics.json", "by_round.csv", "hits_recall.png", "checkpoint.jsonl"):
             assert (folder / f).exists(), (name, f)
         assert (folder / "hits_recall.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         ranks = json.loads((folder / "ranks.json").read_text())
-        assert len(ranks) == 8 and all(len(r) == 3 for r in ranks.values())
+        assert len(ranks) == 8 and all(1 <= len(r) <= 3 for r in ranks.values())  # a shown target ends the search
         metrics = json.loads((folder / "metrics.json").read_text())
-        assert main(["metrics", str(folder / "ranks.json"), "--n-images", "50"]) == 0
+        assert main(["metrics", str(folder / "ranks.json"), "--n-images", "50", "--rounds", "2"]) == 0
         again = json.loads(capsys.readouterr().out)
         assert again["bri"] == pytest.approx(metrics["bri"]) and again["hits@10"] == metrics["hits@10"]
         rows = list(csv.DictReader(open(folder / "by_round.csv")))
@@ -266,3 +267,69 @@ def test_summarise_adds_shown_share_accumulated_recall_and_counts():
     assert m["hits@10"] == [0.5, 1.0, 1.0]
     assert m["user_reply_sources"] == {"llm": 5} and m["engine_llm_calls_per_query"] == pytest.approx(5 / 3, abs=1e-3)
     assert m["timing"]["seconds_per_query"] == 2.0
+
+
+# --- presets, the simulated user's line, costs and at-round figures --------------------------------------
+
+def test_a_preset_sets_the_papers_settings_and_an_explicit_flag_wins(bench, tmp_path, capsys):
+    out = tmp_path / "fisd"
+    args = ["eval", "--index", str(bench.index_dir), "--queries", str(bench.queries_file), "--preset", "fisd",
+            "--limit", "3", "--out", str(out), "--no-progress", "--rounds", "2"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert lines[0].startswith("preset fisd: A sanity check on CIR") and "rounds=5" in lines[0]
+    assert "the flag wins: --rounds 2 overrides the fisd preset's 5" in text
+    assert "simulated user: model-free" in text and "stop when the target is shown: yes" in text
+    metrics = json.loads((out / "composed-compose" / "metrics.json").read_text())
+    assert metrics["settings"]["rounds"] == 2 and metrics["settings"]["k"] == 10 and metrics["preset"] == "fisd"
+    rows = list(csv.DictReader(open(out / "composed-compose" / "by_round.csv")))
+    assert {"hits@10", "at_round@10", "wall_seconds", "cpu_seconds", "llm_round_trips", "user_round_trips"} <= set(rows[0])
+    assert float(rows[0]["cpu_seconds"]) >= 0 and metrics["costs"]["llm_round_trips_per_query"] == 0
+
+
+def test_plugir_preset_says_which_pipeline_choices_this_build_lacks(bench, tmp_path, capsys):
+    args = ["eval", "--index", str(bench.index_dir), "--queries", str(bench.queries_file), "--preset", "plugir",
+            "--llm", "fake", "--limit", "1", "--rounds", "1", "--out", str(tmp_path / "p"), "--no-progress"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "preset plugir" in text and "plugir.reformulate_max_tokens=512" in text
+    assert "stop when the target is shown: no" in text
+    metrics = json.loads((tmp_path / "p" / "plugir" / "metrics.json").read_text())
+    assert metrics["costs"]["llm_round_trips_per_query"] >= 1  # the fake LLM was asked
+
+
+def test_a_fake_llm_as_simulated_user_is_said_and_compares_nothing(bench, tmp_path, capsys):
+    args = ["eval", "--index", str(bench.index_dir), "--queries", str(bench.queries_file), "--protocol",
+            "composed:compose,none", "--llm", "fake", "--answerer", "llm", "--limit", "2", "--rounds", "1",
+            "--out", str(tmp_path / "f"), "--no-progress"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "THE SIMULATED USER IS A FAKE MODEL" in text
+    assert "NOT A COMPARISON - composed:compose: the simulated user is the fake LLM" in text
+    assert not (tmp_path / "f" / "bri.png").exists()  # no comparison drawn
+
+
+def test_unknown_preset_is_a_one_line_error(bench, tmp_path, capsys):
+    args = ["eval", "--index", str(bench.index_dir), "--queries", str(bench.queries_file), "--preset", "nope",
+            "--out", str(tmp_path / "x"), "--no-progress"]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "unknown preset 'nope'; choose one of plugir, chatir, zhu, imagescope, fisd" in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_tables_print_intervals_and_paired_differences(bench, tmp_path, capsys):
+    from interactive_ir.evaluation.tables import main as tables
+
+    out = tmp_path / "runs" / "pass"
+    args = ["eval", "--index", str(bench.index_dir), "--queries", str(bench.queries_file), "--protocol",
+            "none,oracle,grounded", "--limit", "12", "--rounds", "2", "-k", "3", "--out", str(out), "--no-progress"]
+    assert main(args) == 0
+    capsys.readouterr()
+    assert tables([str(tmp_path / "runs"), "pass", "--rounds", "2"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("load average: ")
+    assert "Paired differences against `none`, on every target" in text
+    assert "| oracle | 12 |" in text and "| grounded | 12 |" in text
+    assert "at-round@10 last [95% CI]" in text

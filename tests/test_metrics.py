@@ -263,3 +263,31 @@ def test_round_budget_makes_a_query_score_independent_of_the_others():
     assert m["n_rounds"] == 4 and m["hits@10"] == [0.0, 1.0, 1.0, 1.0] and m["n_ended_early"] == 1
     with pytest.raises(BadInputError, match="round budget"):
         compute_all({"a": [1]}, rounds=-1)
+
+
+# --- intervals and paired differences (evaluation.report) -------------------------------------------------
+
+def test_bootstrap_interval_covers_the_mean_and_shrinks_with_more_queries():
+    from interactive_ir.evaluation.report import bootstrap_ci
+
+    rng = np.random.default_rng(1)
+    small, large = rng.normal(2.0, 1.0, 30), rng.normal(2.0, 1.0, 3000)
+    lo_s, hi_s = bootstrap_ci(small)
+    lo_l, hi_l = bootstrap_ci(large)
+    assert lo_s < small.mean() < hi_s and lo_l < large.mean() < hi_l
+    assert (hi_l - lo_l) < (hi_s - lo_s) / 5
+    assert bootstrap_ci([1.0, 1.0, 1.0]) == (1.0, 1.0)
+
+
+def test_paired_difference_sees_a_consistent_small_gain_and_no_gain():
+    from interactive_ir.evaluation.report import intervals, paired_difference
+
+    base = {f"q{i}": [10 + i % 7, 10 + i % 7] for i in range(200)}
+    better = {q: [r[0], max(1, r[1] - 3)] for q, r in base.items()}
+    d = paired_difference(better, base, 1000, 1)
+    assert d["n"] == 200 and d["bri"]["mean"] < 0 and d["bri"]["ci"][1] < 0  # every query gained: CI below 0
+    same = paired_difference(base, base, 1000, 1)
+    assert same["bri"] == {"mean": 0.0, "ci": [0.0, 0.0]}
+    ci = intervals(base, 1000, 1, (1, 5, 10))
+    share = sum(1 for r in base.values() if r[-1] <= 10) / len(base)  # ranks 10..16: one in seven hits
+    assert set(ci) == {"bri", "hits@10", "at_round@10"} and ci["hits@10"][0] < share < ci["hits@10"][1]

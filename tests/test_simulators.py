@@ -8,6 +8,7 @@ import pytest
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.backends.vlms import FakeVLM
 from interactive_ir.errors import BackendError, BadInputError
+from interactive_ir.evaluation.knowledge import knowledge_of
 from interactive_ir.evaluation.queries import Query
 from interactive_ir.evaluation.simulators import (
     UNCERTAIN,
@@ -27,11 +28,13 @@ from interactive_ir.evaluation.simulators import (
     parse_answer,
     parse_relative,
     rule_answer,
+    rule_choice,
     rule_relative,
 )
 
 Q = Query(qid="q1", target="t.jpg", description="a black dog jumps into a lake",
           captions=("the dog catches a red stick", "a dog swimming near trees"))
+K = knowledge_of(Q)  # all a simulated user is given
 
 
 # --- parsers -----------------------------------------------------------------------------------------
@@ -106,8 +109,39 @@ def test_rule_answer_picks_the_caption_sharing_most_question_words():
     # question words {dog, catching, stick}: the description shares {dog}, "the dog catches a red stick"
     # {dog, stick} ("catches" stems to "catch", not "catching"), "a dog swimming near trees" {dog}
     assert rule_answer(Q.knowledge, "What is the dog catching with its stick?") == ("the dog catches a red stick", False)
-    assert rule_answer(Q.knowledge, "Is it raining?") == (UNCERTAIN, True)
-    assert rule_answer(Q.knowledge, "Is it raining?", allow_uncertain=False) == (Q.description, False)
+    assert rule_answer(Q.knowledge, "What time is it?") == (UNCERTAIN, True)
+    assert rule_answer(Q.knowledge, "What time is it?", allow_uncertain=False) == (Q.description, False)
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("Is there a dog?", "yes"),
+    ("Are there trees?", "yes"),  # plural stems to the captions' singular
+    ("Is the stick red?", "yes"),
+    ("Is it raining?", "no"),
+    ("Is there a piano?", "no"),
+    ("Does the dog wear a collar?", "no"),
+    ("Is it?", UNCERTAIN),  # names nothing
+])
+def test_rule_answer_says_yes_or_no_by_word_presence(question, expected):
+    assert rule_answer(Q.knowledge, question)[0] == expected
+
+
+def test_rule_choice_picks_the_option_most_like_the_held_out_captions_or_none():
+    c = rule_choice(Q.knowledge, ["a red car on a road", "a dog swimming in water near trees", "two cats"])
+    assert c.index == 1 and c.scores[1] > c.scores[0] >= c.scores[2] == 0.0
+    none = rule_choice(Q.knowledge, ["a red car on a road", "two cats"], threshold=0.3)
+    assert none.index is None  # "none of these": the best option shares only "red"
+    assert CaptionAnswerer(SimConfig(choice_threshold=0.0)).choose(K, ["a red car", "two cats"]).index == 0
+
+
+def test_embedder_similarity_drives_choices_and_open_answers():
+    from interactive_ir.backends.embedders import FakeEmbedder
+    from interactive_ir.evaluation.similarity import EmbedderSimilarity
+
+    sim = EmbedderSimilarity(FakeEmbedder(64))
+    user = CaptionAnswerer(SimConfig(choice_threshold=0.2), sim)
+    assert user.choose(K, ["a red car on a road", "the dog catches a red stick in a lake"]).index == 1
+    assert user.answer(K, "What is the dog catching?").text in Q.knowledge
 
 
 def test_answer_prompt_holds_the_users_knowledge_and_offers_uncertain():
@@ -121,33 +155,33 @@ def test_answer_prompt_holds_the_users_knowledge_and_offers_uncertain():
 
 def test_llm_answerer_parses_the_reply():
     llm = FakeLLM(script=["Answer: red."])
-    r = LLMAnswerer(llm).answer(Q, "What colour is the stick?")
+    r = LLMAnswerer(llm).answer(K, "What colour is the stick?")
     assert (r.text, r.source, r.raw, r.uncertain) == ("red", "llm", "Answer: red.", False)
     assert llm.calls[0]["temperature"] == 0.0
     assert "the dog catches a red stick" in llm.prompts[0]
 
 
 def test_llm_answerer_passes_uncertain_through():
-    r = LLMAnswerer(FakeLLM(script=["I'm not sure."])).answer(Q, "Is it sunny?")
+    r = LLMAnswerer(FakeLLM(script=["I'm not sure."])).answer(K, "Is it sunny?")
     assert (r.text, r.uncertain, r.source) == (UNCERTAIN, True, "llm")
 
 
 def test_llm_answerer_falls_back_to_the_captions_on_junk_and_errors():
-    junk = LLMAnswerer(FakeLLM(script=["[Context] blah [Question]"])).answer(Q, "Where is the dog swimming?")
+    junk = LLMAnswerer(FakeLLM(script=["[Context] blah [Question]"])).answer(K, "Where is the dog swimming?")
     assert (junk.text, junk.source) == ("a dog swimming near trees", "fallback")
-    err = LLMAnswerer(FakeLLM(script=[BackendError("server down")])).answer(Q, "Where is the dog swimming?")
+    err = LLMAnswerer(FakeLLM(script=[BackendError("server down")])).answer(K, "Where is the dog swimming?")
     assert (err.text, err.source, err.error) == ("a dog swimming near trees", "fallback", "server down")
 
 
 def test_llm_answerer_without_uncertain_replaces_it_by_the_rule():
     cfg = SimConfig(allow_uncertain=False)
-    r = LLMAnswerer(FakeLLM(script=["Uncertain"]), cfg).answer(Q, "Where is the dog swimming?")
+    r = LLMAnswerer(FakeLLM(script=["Uncertain"]), cfg).answer(K, "Where is the dog swimming?")
     assert (r.text, r.uncertain, r.source) == ("a dog swimming near trees", False, "fallback")
 
 
 def test_caption_answerer_is_model_free():
-    r = CaptionAnswerer().answer(Q, "Is there a lake?")
-    assert (r.text, r.source) == (Q.description, "rule")
+    r = CaptionAnswerer().answer(K, "Is there a lake?")
+    assert (r.text, r.source, r.round_trips) == ("yes", "rule", 0)
 
 
 # --- relevance actor -----------------------------------------------------------------------------------
@@ -160,45 +194,57 @@ def _actor(**kw):
     return RelevanceActor(lambda i: CAPS.get(i, []), SimConfig(**kw), seed=7)
 
 
-def test_actor_ground_truth_by_caption_overlap():
+def test_actor_marks_by_ground_truth_only_by_default_and_overlap_on_request():
+    strict = _actor()
+    assert [i for i in "abcde" if strict.is_relevant(K, i)] == [] and strict.is_relevant(K, "t.jpg")
+    listed = knowledge_of(Query(**{**Q.__dict__, "relevant": ("e",)}))
+    assert strict.is_relevant(listed, "e")
     actor = _actor(relevance_overlap=0.6)
     # a: {black, dog, lake} all in the target's words -> 1.0; b: {black, dog, park} -> 2/3; c: {red, car, road}
     # -> 1/3; d: {dog, swimming, lake, stick} -> 1.0; e: {two, cat} -> 0
-    assert [i for i in "abcde" if actor.is_relevant(Q, i)] == ["a", "b", "d"]
-    assert actor.is_relevant(Q, "t.jpg")
-    strict = _actor(relevance_overlap=0.0)
-    assert [i for i in "abcde" if strict.is_relevant(Q, i)] == []
-    listed = Query(**{**Q.__dict__, "relevant": ("e",)})
-    assert strict.is_relevant(listed, "e")
+    assert [i for i in "abcde" if actor.is_relevant(K, i)] == ["a", "b", "d"]
 
 
 def test_actor_marks_a_seeded_random_subset_of_at_most_n():
     actor = _actor(relevance_overlap=0.6, relevant_n=2)
-    j = actor.judge(Q, ["a", "b", "c", "d", "e"], 1)
+    j = actor.judge(K, ["a", "b", "c", "d", "e"], 1)
     assert j.truth == ["a", "b", "d"]
     assert len(j.relevant) == 2 and set(j.relevant) <= {"a", "b", "d"}
     assert j.irrelevant == ["c", "e"]
-    assert actor.judge(Q, ["a", "b", "c", "d", "e"], 1) == j  # same seed, query and round: same marks
-    picks = {tuple(actor.judge(Q, ["a", "b", "c", "d", "e"], t).relevant) for t in range(1, 30)}
+    assert actor.judge(K, ["a", "b", "c", "d", "e"], 1) == j  # same seed, query and round: same marks
+    picks = {tuple(actor.judge(K, ["a", "b", "c", "d", "e"], t).relevant) for t in range(1, 30)}
     assert picks == {("a", "b"), ("a", "d"), ("b", "d")}  # the subset changes between rounds, in shown order
 
 
 def test_actor_always_marks_a_shown_target_and_can_leave_irrelevant_unmarked():
     actor = _actor(relevance_overlap=0.6, relevant_n=1)
     for t in range(1, 10):
-        assert actor.judge(Q, ["a", "t.jpg", "b", "d"], t).relevant == ["t.jpg"]
+        assert actor.judge(K, ["a", "t.jpg", "b", "d"], t).relevant == ["t.jpg"]
     quiet = _actor(relevance_overlap=0.6, mark_irrelevant=False)
-    assert quiet.judge(Q, ["c", "e"], 1).irrelevant == []
+    assert quiet.judge(K, ["c", "e"], 1).irrelevant == []
     with pytest.raises(BadInputError):
         _actor(relevant_n=0)
 
 
 # --- relative captioners -------------------------------------------------------------------------------
 
-def test_rule_relative_restates_the_target_caption_with_most_new_words():
-    # candidate words {black, dog, lake}; new words: description {jump}, "the dog catches a red stick"
-    # {catch, red, stick}, "a dog swimming near trees" {swimming, tree}
-    assert rule_relative(["a black dog near a lake"], Q.knowledge) == "the dog catches a red stick"
+def test_rule_relative_names_what_the_target_has_and_the_reference_lacks():
+    # reference words {black, dog, lake}; the target's other words in order of first mention
+    assert rule_relative(["a black dog near a lake"], Q.knowledge) == "jumps catches red stick swimming trees"
+    assert rule_relative(["a brown dog runs on the grass"], Q.knowledge, 3) == "black jumps lake instead of brown"
+    assert rule_relative(["a black dog jumps into a lake, catches a red stick, swimming near trees"],
+                         Q.knowledge) == "like this one"
+
+
+@pytest.mark.parametrize("reference", [[], [""], ["a black dog near a lake"], ["a red car"], ["dog"],
+                                       ["the dog catches a red stick"]])
+@pytest.mark.parametrize("target", [Q.knowledge, ["two dogs"], ["dog"], ["a man", "a man on a bike riding fast"]])
+def test_rule_relative_never_returns_a_target_caption_verbatim(reference, target):
+    from interactive_ir.evaluation.words import norm
+
+    text = rule_relative(reference, target)
+    assert text and norm(text) not in {norm(c) for c in target}
+    assert all(norm(c) not in norm(text) for c in target if len(c.split()) > 2)
 
 
 def test_relative_prompt_has_both_descriptions_and_a_worked_example():
@@ -210,14 +256,16 @@ def test_relative_prompt_has_both_descriptions_and_a_worked_example():
 
 def test_llm_relative_captioner_parses_and_falls_back():
     caps = {"c1": ["a black dog near a lake"]}.get
-    good = LLMRelativeCaptioner(FakeLLM(script=["Make the dog catch a red stick."]), caps).describe(Q, "c1")
+    good = LLMRelativeCaptioner(FakeLLM(script=["Make the dog catch a red stick."]), caps).describe(K, "c1")
     assert (good.text, good.source) == ("Make the dog catch a red stick", "llm")
-    junk = LLMRelativeCaptioner(FakeLLM(script=["a black dog near a lake"]), caps).describe(Q, "c1")
-    assert (junk.text, junk.source) == ("the dog catches a red stick", "fallback")
+    junk = LLMRelativeCaptioner(FakeLLM(script=["a black dog near a lake"]), caps).describe(K, "c1")
+    assert (junk.text, junk.source) == ("jumps catches red stick swimming trees", "fallback")
+    copied = LLMRelativeCaptioner(FakeLLM(script=["the dog catches a red stick"]), caps).describe(K, "c1")
+    assert copied.source == "fallback"  # a target caption copied verbatim is not a relative caption
     example = LLMRelativeCaptioner(FakeLLM(script=["make the dog black and have it jump into a lake after a stick"]),
-                                   caps).describe(Q, "c1")
+                                   caps).describe(K, "c1")
     assert example.source == "fallback"  # the one-shot example's answer copied back is junk
-    err = LLMRelativeCaptioner(FakeLLM(script=[BackendError("boom")]), caps).describe(Q, "c1")
+    err = LLMRelativeCaptioner(FakeLLM(script=[BackendError("boom")]), caps).describe(K, "c1")
     assert (err.source, err.error) == ("fallback", "boom")
 
 
@@ -227,11 +275,12 @@ def test_vlm_answerer_and_relative_captioner_see_the_right_images(tiny_index):
     retriever, ids, _ = tiny_index
     index = retriever.index
     q = Query(qid="q", target=ids[3], description="something", captions=("a thing on a beach",))
+    k = knowledge_of(q, index, pixels=True)
     vlm = FakeVLM(script=["Answer: blue", "put it on a beach"])
-    a = VLMAnswerer(vlm, index).answer(q, "What colour is it?")
+    a = VLMAnswerer(vlm).answer(k, "What colour is it?")
     assert (a.text, a.source) == ("blue", "vlm")
     assert len(vlm.calls[0]["images"][0]) == 1 and "What colour is it?" in vlm.calls[0]["questions"][0]
-    r = VLMRelativeCaptioner(vlm, index, lambda i: index.records[index.row_of[i]].captions).describe(q, ids[5])
+    r = VLMRelativeCaptioner(vlm, index, lambda i: index.records[index.row_of[i]].captions).describe(k, ids[5])
     assert (r.text, r.source) == ("put it on a beach", "vlm")
     cand_img, target_img = vlm.calls[1]["images"][0]
     from PIL import Image
@@ -243,14 +292,17 @@ def test_vlm_answerer_and_relative_captioner_see_the_right_images(tiny_index):
 def test_vlm_answerer_falls_back_when_the_image_is_missing(tiny_index):
     retriever, ids, _ = tiny_index
     q = Query(qid="q", target="not-in-index.png", description="a red boat", captions=())
-    r = VLMAnswerer(FakeVLM(script=["yes"]), retriever.index).answer(q, "Is the boat red?")
-    assert (r.text, r.source) == ("a red boat", "fallback") and "not-in-index" in r.error
+    r = VLMAnswerer(FakeVLM(script=["yes"])).answer(knowledge_of(q, retriever.index, pixels=True), "Is the boat red?")
+    assert (r.text, r.source) == ("yes", "fallback") and "could not be opened" in r.error
 
 
 def test_make_user_kinds(tiny_index):
     retriever, _, _ = tiny_index
     assert isinstance(make_user(retriever.index).answerer, CaptionAnswerer)
-    assert isinstance(make_user(retriever.index, llm=FakeLLM()).answerer, LLMAnswerer)
+    assert isinstance(make_user(retriever.index, llm=FakeLLM()).answerer, CaptionAnswerer)  # model-free by default
+    fake = make_user(retriever.index, llm=FakeLLM(), answerer="llm")
+    assert isinstance(fake.answerer, LLMAnswerer) and fake.is_fake and "FAKE" in fake.describe_self()
+    assert not make_user(retriever.index).is_fake and make_user(retriever.index, answerer="vlm", vlm=FakeVLM()).needs_pixels
     assert isinstance(make_user(retriever.index, answerer="vlm", vlm=FakeVLM()).relative, VLMRelativeCaptioner)
     with pytest.raises(BadInputError, match="needs an LLM"):
         make_user(retriever.index, answerer="llm")

@@ -85,6 +85,7 @@ _BUILTIN_MODULES = (
     "interactive_ir.backends.captioners",
     "interactive_ir.backends.llms",
     "interactive_ir.backends.vlms",
+    "interactive_ir.backends.blip",
 )
 
 

@@ -20,25 +20,43 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queries", required=True, type=Path,
                    help='queries JSONL {"target", "description", "captions"} (see the queries command), or a '
                         "ChatIR/PlugIR/VisDial dialogue JSON")
-    p.add_argument("--protocol", default="plugir",
+    p.add_argument("--queries-format", choices=["auto", "cirr", "fashioniq", "circo", "fisd"], default="auto",
+                   help="the --queries file is a composed-retrieval benchmark's own annotation file (reference, "
+                        "relative caption, target); auto: a queries JSONL or a dialogue JSON")
+    p.add_argument("--preset", default=None,
+                   help="a paper's settings: plugir, chatir, zhu, imagescope, fisd (rounds, k, stopping, rank "
+                        "bookkeeping, pipeline); an explicit flag that conflicts wins, and the run says so")
+    p.add_argument("--protocol", default=None,
                    help="comma-separated protocols: plugir, cr+rce, cr, zs, feedback:{expand,summary,keywords,cot}, "
-                        "rocchio, composed:{compose,imagescope}, mixed, fixed-dialogue[:concat|:split|:cr]; aliases "
-                        "conversation, feedback, composed, all (default plugir)")
-    p.add_argument("--rounds", type=int, default=5, help="rounds after the description (default 5)")
+                        "rocchio, composed:{compose,imagescope}, mixed, grounded (no LLM), none, oracle, "
+                        "random-questions, attribute, fixed-dialogue[:concat|:split|:cr]; aliases conversation, "
+                        "feedback, composed, reference, all (default plugir, or the preset's)")
+    p.add_argument("--rounds", type=int, default=None, help="rounds after the description (default 5)")
     p.add_argument("--llm", default=None, help="the engine's LLM spec, e.g. transformers:smollm2, openai:gpt-4o-mini, fake")
     p.add_argument("--answerer", default=None,
-                   help="who plays the user: an LLM spec (answers and relative captions from the target's captions), "
-                        "'rule' (no model), or vlm:SPEC (from the images); default: the --llm model, else rule")
+                   help="who plays the user: 'rule' (default: model-free, from the target's held-out captions), "
+                        "'llm' (the --llm model) or an LLM spec, or vlm:SPEC (from the target's pixels). A fake model "
+                        "as the user tests the loop only: the run says so and draws no comparison")
+    p.add_argument("--user-similarity", default="words",
+                   help="how the model-free user judges 'alike' (choices, open answers): words (default, no model), "
+                        "index (the index's embedder) or an embedder spec such as text:all-MiniLM-L6-v2")
     p.add_argument("--vlm", default=None, help="VLM spec for the engine's composed re-ranking (ImageScope stages 2-3)")
     p.add_argument("--dialogues", type=Path, default=None,
                    help="fixed dialogues for the fixed-dialogue protocols (ChatIR/PlugIR/VisDial JSON or queries JSONL)")
     p.add_argument("--limit", type=int, default=None, help="run only the first Q queries of the file")
     p.add_argument("--seed", type=int, default=0, help="seed of the simulated user and of sampling (default 0)")
     p.add_argument("--out", required=True, type=Path, help="output folder (reused to resume)")
-    p.add_argument("-k", type=int, default=10, help="results shown per round (default 10)")
-    p.add_argument("--metrics-k", default="1,5,10", help="cut-offs for Hits/Recall/MRR/NDCG (default 1,5,10)")
-    p.add_argument("--stop-on-found", action="store_true",
-                   help="the simulated user stops once the target is shown (default: every round runs, as PlugIR)")
+    p.add_argument("-k", type=int, default=None, help="results shown per round (default 10)")
+    p.add_argument("--metrics-k", default=None, help="cut-offs for Hits/Recall/MRR/NDCG (default 1,5,10)")
+    p.add_argument("--stop-on-found", action=argparse.BooleanOptionalAction, default=None,
+                   help="the simulated user stops once the target is shown (default: yes, known-item search; "
+                        "--no-stop-on-found runs every round, as PlugIR)")
+    p.add_argument("--exclude-shown", action=argparse.BooleanOptionalAction, default=None,
+                   help="each round shows only images not shown before (default: yes)")
+    p.add_argument("--tau", type=float, default=None,
+                   help="caption weight in fused text scores (0: pure text->image, as PlugIR; default: the index's)")
+    p.add_argument("--rank-from", choices=["index", "results"], default=None,
+                   help="the target's rank over the whole index (default) or its place in the final re-ranked list")
     p.add_argument("--on-uncertain", choices=["answer", "skip"], default="answer",
                    help="send an 'uncertain' answer as is (default) or skip the question")
     p.add_argument("--relevant-n", type=int, default=None, help="relevance actor: most images marked relevant per round (2)")
@@ -59,12 +77,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _user_backend(spec: str | None, llm, llm_spec: str | None):
-    """(kind, llm, vlm) of the simulated user from --answerer."""
+    """(kind, llm, vlm) of the simulated user from --answerer (default: the model-free rule)."""
     from interactive_ir.backends import make_llm, make_vlm
+    from interactive_ir.errors import BadInputError
 
-    if spec is None:
-        return ("llm", llm, None) if llm is not None else ("rule", None, None)
-    s = spec.strip()
+    s = (spec or "rule").strip()
+    if s == "llm" and llm is None:
+        raise BadInputError("--answerer llm needs --llm SPEC (or give the answerer's own spec: --answerer SPEC)")
     if s == "rule":
         return "rule", None, None
     if s.startswith("vlm:"):
@@ -74,6 +93,28 @@ def _user_backend(spec: str | None, llm, llm_spec: str | None):
     return "llm", (llm if s == llm_spec else make_llm(s)), None
 
 
+def _not_comparable(protocol, user, engine_fake: bool) -> str:
+    """Why a protocol's figures must not be compared with others ("" when they may)."""
+    if user.is_fake:
+        return "the simulated user is the fake LLM (a loop test)"
+    if engine_fake and protocol.needs_llm:
+        return "the engine's LLM is the fake one: its questions/rewrites are canned (a loop test)"
+    return ""
+
+
+def _preset_pipeline(preset) -> tuple[dict, list[str]]:
+    """(PlugIRConfig overrides this build supports, the preset's pipeline choices it lacks)."""
+    import dataclasses
+
+    from interactive_ir.plugir.config import PlugIRConfig
+
+    if preset is None:
+        return {}, []
+    names = {f.name for f in dataclasses.fields(PlugIRConfig)}
+    return ({k: v for k, v in preset.plugir.items() if k in names},
+            [f"{k}={v}" for k, v in preset.plugir.items() if k not in names])
+
+
 def run(args: argparse.Namespace) -> int:
     from interactive_ir.backends import make_llm, make_vlm
     from interactive_ir.commands.metrics_cmd import parse_ks
@@ -81,27 +122,43 @@ def run(args: argparse.Namespace) -> int:
     from interactive_ir.config import apply_env, apply_overrides
     from interactive_ir.errors import BadInputError
     from interactive_ir.evaluation.dialogues import attach_dialogues, read_dialogues, resolve_targets, write_chatir
+    from interactive_ir.evaluation.presets import apply_preset, get_preset
     from interactive_ir.evaluation.protocols import expand_protocols
     from interactive_ir.evaluation.queries import read_queries
     from interactive_ir.evaluation.report import markdown_table, summarise, write_protocol_report, write_summary
     from interactive_ir.evaluation.runner import RunConfig, run_protocol
     from interactive_ir.evaluation.simulators import SimConfig, make_user
 
-    ks = parse_ks(args.metrics_k)
+    preset = get_preset(args.preset) if args.preset else None
+    given = {"rounds": args.rounds, "k": args.k, "stop_on_found": args.stop_on_found,
+             "exclude_shown": args.exclude_shown, "rank_from": args.rank_from, "metrics_k": args.metrics_k,
+             "protocol": args.protocol, "tau": args.tau}
+    settings, conflicts = apply_preset(preset, given)
+    defaults = {"rounds": 5, "k": 10, "stop_on_found": True, "exclude_shown": True, "rank_from": "index",
+                "metrics_k": "1,5,10", "protocol": "plugir"}
+    settings = {k: (defaults.get(k) if v is None else v) for k, v in settings.items()}
+    ks = parse_ks(settings["metrics_k"])
     if args.limit is not None and args.limit < 1:
         raise BadInputError("--limit must be at least 1")
-    cfg = RunConfig(rounds=args.rounds, seed=args.seed, k=args.k, stop_on_found=args.stop_on_found,
+    cfg = RunConfig(rounds=settings["rounds"], seed=args.seed, k=settings["k"], stop_on_found=settings["stop_on_found"],
+                    exclude_shown=settings["exclude_shown"], rank_from=settings["rank_from"],
                     on_uncertain=args.on_uncertain, progress=not args.no_progress, keep_sessions=args.keep_sessions)
     sim_cfg = apply_overrides(apply_env(SimConfig(), "IIR_SIM_"), relevant_n=args.relevant_n,
                               relevance_overlap=args.relevance_overlap)
     has_llm = args.llm is not None
-    queries = read_queries(args.queries)
+    if args.queries_format != "auto":
+        from interactive_ir.datasets.triplets import load_triplets
+
+        queries = load_triplets(args.queries_format, args.queries)
+    else:
+        queries = read_queries(args.queries)
     if args.dialogues:
         queries = attach_dialogues(queries, read_dialogues(args.dialogues))
     has_dialogues = all(q.dialog or q.rounds_text for q in queries)
-    protocols = expand_protocols(args.protocol, has_llm, has_dialogues)  # fail fast, before loading any model
+    protocols = expand_protocols(settings["protocol"], has_llm, has_dialogues)  # fail fast, before loading any model
+    plugir_overrides, unsupported = _preset_pipeline(preset)
 
-    retriever = load_retriever(args.index, args.embedder, args.k)
+    retriever = load_retriever(args.index, args.embedder, cfg.k, tau=settings["tau"])
     if args.search_threads > 0:
         import faiss
 
@@ -125,10 +182,34 @@ def run(args: argparse.Namespace) -> int:
     llm = make_llm(args.llm) if has_llm else None
     vlm = make_vlm(args.vlm) if args.vlm else None
     kind, user_llm, user_vlm = _user_backend(args.answerer, llm, args.llm)
-    user = make_user(retriever.index, llm=user_llm, answerer=kind, vlm=user_vlm, config=sim_cfg, seed=args.seed)
-    backends = {"llm": args.llm, "answerer": args.answerer or ("llm" if has_llm else "rule"), "vlm": args.vlm,
+    from interactive_ir.evaluation.similarity import make_similarity
+
+    similarity = make_similarity(args.user_similarity, retriever.embedder)
+    user = make_user(retriever.index, llm=user_llm, answerer=kind, vlm=user_vlm, config=sim_cfg, seed=args.seed,
+                     similarity=similarity)
+    backends = {"llm": args.llm, "answerer": args.answerer or "rule", "vlm": args.vlm,
                 "sim": {"relevant_n": sim_cfg.relevant_n, "relevance_overlap": sim_cfg.relevance_overlap,
-                        "allow_uncertain": sim_cfg.allow_uncertain}}
+                        "allow_uncertain": sim_cfg.allow_uncertain, "similarity": args.user_similarity,
+                        "choice_threshold": sim_cfg.choice_threshold},
+                "preset": args.preset, "plugir": plugir_overrides}
+    engine_fake = bool(args.llm) and args.llm.split(":", 1)[0].strip().lower() == "fake"
+    header = [f"simulated user: {user.describe_self()}",
+              f"rounds {cfg.rounds}, k {cfg.k}, stop when the target is shown: {'yes' if cfg.stop_on_found else 'no'}, "
+              f"shown images excluded: {'yes' if cfg.exclude_shown else 'no'}, rank from: {cfg.rank_from}, "
+              f"{len(queries)} queries, index of {len(retriever.index)} images"]
+    if preset:
+        header.insert(0, f"preset {preset.name}: {preset.paper}; " + ", ".join(
+            f"{k}={v}" for k, v in preset.settings().items()))
+        header += [f"the flag wins: {c}" for c in conflicts]
+        if unsupported:
+            header.append("pipeline choices of the preset not implemented in this build (run without them): "
+                          + ", ".join(unsupported))
+        if preset.notes:
+            header.append(f"note: {preset.notes}")
+    if user.is_fake:
+        header.append("THE SIMULATED USER IS A FAKE MODEL: this run tests the loop only and compares nothing")
+    for line in header:
+        print(line)
     relevant = {q.qid: list(q.relevant) for q in queries if q.relevant}
     by_id = {q.qid: q for q in queries}
     n_images = len(retriever.index)
@@ -136,9 +217,13 @@ def run(args: argparse.Namespace) -> int:
     for p in protocols:
         folder = args.out / p.name.replace(":", "-")
         run_ = run_protocol(p, queries, retriever, user, folder, cfg, llm=llm, vlm=vlm, backends=backends,
-                            fresh=args.fresh, retry_failed=args.retry_failed)
-        ranks, metrics = summarise(run_.results, n_images, ks, relevant, rounds=args.rounds)
-        metrics = {"protocol": p.name, **metrics}
+                            fresh=args.fresh, retry_failed=args.retry_failed, plugir_overrides=plugir_overrides)
+        ranks, metrics = summarise(run_.results, n_images, ks, relevant, rounds=cfg.rounds)
+        metrics = {"protocol": p.name, "simulated_user": user.describe_self(), "preset": args.preset,
+                   "settings": {k: v for k, v in settings.items()}, **metrics}
+        why = _not_comparable(p, user, engine_fake)
+        if why:
+            metrics["not_comparable"] = why
         if ranks:
             write_protocol_report(folder, ranks, metrics, ks, p.name)
         if any(r.get("dialog") for r in run_.results):
@@ -148,7 +233,8 @@ def run(args: argparse.Namespace) -> int:
         log.info("%s: %d queries (%d resumed) in %.1f s -> %s", p.name, len(run_.results), run_.resumed,
                  run_.seconds, folder)
     write_summary(args.out, {p: m for p, m in results.items() if m.get("n_queries")}, ks)
-    print(markdown_table(results))
+    k_table = 10 if 10 in ks else max(ks)
+    print(markdown_table(results, k=k_table, extra=("s/query", "cpu/query", "llm")))
     print(f"\nwrote {args.out}/<protocol>/{{ranks.json,metrics.json,by_round.csv,hits_recall.png}} and "
           f"{args.out}/summary.{{json,csv}}")
     return 0

@@ -155,14 +155,24 @@ def resolve_targets(queries: Sequence[Query], ids: Sequence[str]) -> tuple[list[
     for i in ids:
         name = PurePosixPath(i).name
         by_name[name] = None if name in by_name else i  # None: ambiguous
+    by_stem: dict[str, str | None] = {}
+    for i in ids:
+        stem = PurePosixPath(i).stem
+        by_stem[stem] = None if stem in by_stem else i
+
+    def resolve(image_id: str) -> str | None:
+        if image_id in known:
+            return image_id
+        return by_name.get(PurePosixPath(image_id).name) or by_stem.get(PurePosixPath(image_id).name)
+
     found, missing = [], []
     for q in queries:
-        if q.target in known:
-            found.append(q)
-            continue
-        hit = by_name.get(PurePosixPath(q.target).name)
-        if hit:
-            found.append(Query(**{**q.__dict__, "target": hit}))
+        target = resolve(q.target)
+        reference = resolve(q.reference) if q.reference else ""
+        if target and reference is not None:
+            changes = {"target": target, "reference": reference,
+                       "relevant": tuple(r for r in (resolve(x) for x in q.relevant) if r)}
+            found.append(q if all(getattr(q, k) == v for k, v in changes.items()) else Query(**{**q.__dict__, **changes}))
         else:
             missing.append(q)
     return found, missing

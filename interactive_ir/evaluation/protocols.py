@@ -7,12 +7,24 @@ Round 0 is always the query's description. Each later round is one call of an en
 | `plugir`, `cr+rce`, `cr`, `zs` | `start` | `answer` the pending question (`skip` when there is none) | LLM |
 | `feedback:expand`, `rocchio` | `search_text` | `feedback` with the relevance actor's marks on the last page | - |
 | `feedback:summary`, `feedback:keywords`, `feedback:cot` | same | same, with that LLM rewrite | LLM |
-| `composed:compose` | `search_text` | `relative` on the last round's top-1 with the simulated relative caption | - |
+| `composed:compose` | `search_text` (`relative` on the query's reference, for CIR triplets) | `relative` on the last round's top-1 with the simulated relative caption | - |
 | `composed:imagescope` | same | same, ImageScope stage 1 (stages 2-3 with `--vlm`) | LLM |
-| `mixed` | `start` | the engine's modes in turn: answer, feedback, relative, answer, ... | LLM |
+| `mixed` | `start` | the engine's modes in turn: answer, feedback, relative, answer, ... (grounded questions without an LLM) | - |
+| `none` | `search_text` | the same description again (no interaction: the next page of results) | - |
+| `oracle` | `search_text` | the description and one more held-out caption each round (an upper reference) | - |
+| `random-questions` | `search_text` | an unrelated yes/no question, answered; the dialogue concatenated (a known-bad) | - |
+| `attribute` | `search_text` | a yes/no question on the word that best splits the candidates; "yes" adds it | - |
+| `grounded` | `start` | the engine's grounded question (`engine.ask`): options chosen, or yes/no answered | - |
 | `fixed-dialogue` (= `:concat`) | `search_text` | ChatIR's query: the caption and the first t entries joined by ", " | dialogues |
 | `fixed-dialogue:split` | `search_text` | the dialogue file's round-t entry as the query (PlugIR's released files) | dialogues |
 | `fixed-dialogue:cr` | `start` | `answer` with the dialogue's question and answer (PlugIR context reformulation) | dialogues, LLM |
+
+`none`, `oracle`, `random-questions` and `attribute` are the reference strategies of
+`evaluation.questioners`: the benchmark must rank `oracle` above `attribute`/`grounded` above
+`random-questions`, and `none` below every interactive baseline (tests/test_eval_ranking.py).
+
+The simulated user receives only a `TargetKnowledge` (held-out captions, pixels, a recogniser of the
+target): these functions never hand it the query, its target id or rank.
 
 `plugir` is CR + RCE + F; `cr+rce`, `cr` and `zs` are the paper's ablations (`PlugIRConfig.method`).
 Aliases: `feedback` = the five feedback protocols, `composed` = `composed:compose` and (with an LLM)
@@ -28,19 +40,26 @@ from dataclasses import dataclass
 
 from interactive_ir.errors import BadInputError
 from interactive_ir.evaluation.dialogues import chatir_query, concat_query
+from interactive_ir.evaluation.knowledge import TargetKnowledge, knowledge_of
 from interactive_ir.evaluation.queries import Query
 from interactive_ir.evaluation.simulators import SimulatedUser
 from interactive_ir.session import Session, Turn
+from interactive_ir.types import NONE_OF_THESE
 
 CONVERSATION = ("plugir", "cr+rce", "cr", "zs")
 FEEDBACK = ("feedback:expand", "feedback:summary", "feedback:keywords", "feedback:cot", "rocchio")
 COMPOSED = ("composed:compose", "composed:imagescope")
 FIXED = ("fixed-dialogue:concat", "fixed-dialogue:split", "fixed-dialogue:cr")
-ALL = (*CONVERSATION, *FEEDBACK, *COMPOSED, "mixed", *FIXED)
+REFERENCE = ("none", "oracle", "random-questions", "attribute")
+GROUNDED = ("grounded",)
+ALL = (*CONVERSATION, *FEEDBACK, *COMPOSED, "mixed", *REFERENCE, *GROUNDED, *FIXED)
+ATTRIBUTE_CANDIDATES = 20  # the attribute questioner splits the captions of this many top images
 ALIASES = {
     "fixed-dialogue": ("fixed-dialogue:concat",),
     "feedback:rocchio": ("rocchio",),
     "composed:auto": ("composed:compose",),
+    "no-interaction": ("none",),
+    "random": ("random-questions",),
 }
 MIXED_CYCLE = ("answer", "feedback", "relative")  # the modes `mixed` takes in turn from round 1
 
@@ -54,14 +73,16 @@ class Protocol:
     """One way of running simulated searches."""
 
     name: str  # canonical name, e.g. "plugir", "feedback:cot", "composed:compose", "fixed-dialogue:concat"
-    family: str  # "conversation", "feedback", "composed", "mixed" or "fixed-dialogue"
+    family: str  # "conversation", "feedback", "composed", "mixed", "reference", "grounded" or "fixed-dialogue"
     variant: str  # the method within the family: PlugIR method, feedback method, composed method, replay kind
     needs_llm: bool  # the engine needs an LLM for it
     needs_dialogues: bool = False  # every query needs a fixed dialogue
 
     @property
     def asks_questions(self) -> bool:
-        return self.family in ("conversation", "mixed")
+        """The engine asks questions (its LLM questioner, or the grounded one); the reference strategies ask
+        their own."""
+        return self.family in ("conversation", "mixed", "grounded")
 
     def mode_configs(self) -> dict:
         """Keyword mode configs for `build_engine` (env `IIR_PLUGIR_*` etc. still apply underneath)."""
@@ -77,7 +98,14 @@ class Protocol:
         return {}
 
     def session_meta(self) -> dict:
-        return {"protocol": self.name, "ask_questions": self.asks_questions}
+        meta = {"protocol": self.name, "ask_questions": self.asks_questions}
+        if self.family == "grounded":
+            meta["questioner"] = "grounded"
+        elif self.family == "conversation":
+            meta["questioner"] = "llm"  # PlugIR's questioner, whatever the engine's default
+        elif self.family == "mixed":
+            meta["questioner"] = "auto"  # the LLM's questions, or grounded ones without an LLM (or with SmolLM2)
+        return meta
 
 
 def get_protocol(name: str) -> Protocol:
@@ -91,13 +119,17 @@ def get_protocol(name: str) -> Protocol:
     if n in COMPOSED:
         m = n.split(":", 1)[1]
         return Protocol(n, "composed", m, m == "imagescope")
-    if n == "mixed":
-        return Protocol(n, "mixed", "alternate", True)
+    if n == "mixed":  # answers LLM questions when an LLM runs, grounded ones otherwise (the engine's "auto")
+        return Protocol(n, "mixed", "alternate", False)
+    if n in REFERENCE:
+        return Protocol(n, "reference", n, False)
+    if n in GROUNDED:
+        return Protocol(n, "grounded", n, False)
     if n in FIXED:
         m = n.split(":", 1)[1]
         return Protocol(n, "fixed-dialogue", m, m == "cr", needs_dialogues=True)
     raise BadInputError(f"unknown protocol {name!r}; choose from {', '.join(ALL)} or the aliases "
-                        "conversation, feedback, composed, fixed-dialogue, all")
+                        "conversation, feedback, composed, reference, fixed-dialogue, all")
 
 
 def expand_protocols(spec: str | Sequence[str], has_llm: bool, has_dialogues: bool = False) -> list[Protocol]:
@@ -115,6 +147,8 @@ def expand_protocols(spec: str | Sequence[str], has_llm: bool, has_dialogues: bo
                      and (has_dialogues or not get_protocol(p).needs_dialogues)]
         elif n == "conversation":
             group = list(CONVERSATION)
+        elif n == "reference":
+            group = list(REFERENCE)
         elif n == "feedback":
             group = [p for p in FEEDBACK if has_llm or not get_protocol(p).needs_llm]
         elif n == "composed":
@@ -137,42 +171,53 @@ def expand_protocols(spec: str | Sequence[str], has_llm: bool, has_dialogues: bo
 
 def first_round(p: Protocol, engine, session: Session, query: Query) -> Turn:
     """Round 0."""
-    if p.family in ("conversation", "mixed"):
+    if p.family in ("conversation", "mixed", "grounded"):
         return engine.start(session, query.description)
     if p.family == "fixed-dialogue":
         if p.variant == "cr":
             return engine.start(session, query.description)
         text = query.rounds_text[0] if query.rounds_text else query.description
         return engine.search_text(session, text)
+    if p.family == "composed" and query.reference:  # a CIR triplet: the reference changed as the caption says
+        session.description = query.description
+        return engine.relative(session, query.description, reference=query.reference, method=p.variant)
     return engine.search_text(session, query.description)
 
 
 def next_round(p: Protocol, engine, session: Session, query: Query, user: SimulatedUser, t: int,
-               on_uncertain: str = "answer") -> tuple[Turn, dict]:
-    """Round t >= 1: (the turn, what the simulated user did)."""
+               on_uncertain: str = "answer", knowledge: TargetKnowledge | None = None) -> tuple[Turn, dict]:
+    """Round t >= 1: (the turn, what the simulated user did). The user is handed `knowledge` only."""
+    k = knowledge if knowledge is not None else knowledge_of(query)
     if p.family == "conversation":
-        return _answer(engine, session, query, user, on_uncertain)
+        return _answer(engine, session, k, user, on_uncertain)
     if p.family == "feedback":
-        return _feedback(engine, session, query, user, t, p.variant)
+        return _feedback(engine, session, k, user, t, p.variant)
     if p.family == "composed":
-        return _relative(engine, session, query, user, p.variant)
+        return _relative(engine, session, k, user, p.variant)
     if p.family == "mixed":
         mode = MIXED_CYCLE[(t - 1) % len(MIXED_CYCLE)]
         if mode == "answer":
-            return _answer(engine, session, query, user, on_uncertain)
+            q = getattr(session, "question", None)
+            if q is not None and q.options:
+                return _grounded(engine, session, k, user)
+            return _answer(engine, session, k, user, on_uncertain)
         if mode == "feedback":
-            return _feedback(engine, session, query, user, t, None)
-        return _relative(engine, session, query, user, None)
+            return _feedback(engine, session, k, user, t, None)
+        return _relative(engine, session, k, user, None)
+    if p.family == "reference":
+        return _reference(p.variant, engine, session, k, user, t)
+    if p.family == "grounded":
+        return _grounded(engine, session, k, user)
     if p.family == "fixed-dialogue":
         return _replay(p, engine, session, query, t)
     raise BadInputError(f"protocol family {p.family!r} has no rounds")  # pragma: no cover
 
 
-def _answer(engine, session: Session, query: Query, user: SimulatedUser, on_uncertain: str) -> tuple[Turn, dict]:
+def _answer(engine, session: Session, k: TargetKnowledge, user: SimulatedUser, on_uncertain: str) -> tuple[Turn, dict]:
     question = session.pending_question
     if not question:
         return engine.skip(session), {"action": "skip", "why": "no question pending"}
-    reply = user.answerer.answer(query, question)
+    reply = user.answerer.answer(k, question)
     act = {"action": "answer", "question": question, **reply.to_dict()}
     if reply.uncertain and on_uncertain == "skip":
         act["action"] = "skip"
@@ -180,26 +225,93 @@ def _answer(engine, session: Session, query: Query, user: SimulatedUser, on_unce
     return engine.answer(session, reply.text), act
 
 
-def _feedback(engine, session: Session, query: Query, user: SimulatedUser, t: int,
+def _feedback(engine, session: Session, k: TargetKnowledge, user: SimulatedUser, t: int,
               method: str | None) -> tuple[Turn, dict]:
     shown = session.last.shown if session.last else []
-    j = user.actor.judge(query, shown, t)
+    j = user.actor.judge(k, shown, t)
     if not j.relevant and not j.irrelevant:
         raise StopQuery("nothing was shown to mark")
-    act = {"action": "feedback", "relevant": j.relevant, "irrelevant": len(j.irrelevant), "truth": len(j.truth)}
+    act = {"action": "feedback", "relevant": len(j.relevant), "irrelevant": len(j.irrelevant), "truth": len(j.truth)}
     return engine.feedback(session, j.relevant, j.irrelevant, method=method), act
 
 
-def _relative(engine, session: Session, query: Query, user: SimulatedUser, method: str | None) -> tuple[Turn, dict]:
+def _relative(engine, session: Session, k: TargetKnowledge, user: SimulatedUser, method: str | None) -> tuple[Turn, dict]:
     shown = session.last.shown if session.last else []
     if not shown:
         raise StopQuery("nothing was shown to compare with")
     # the top result, as paper 004; but never the target itself (a user who sees it would not describe how
     # it differs from itself): when the target is on top the next best result is the reference
-    reference = next((i for i in shown if i != query.target), shown[0])
-    reply = user.relative.describe(query, reference)
-    act = {"action": "relative", "reference": reference, **reply.to_dict()}
+    reference = next((i for i in shown if not k.recognise.is_target(i)), shown[0])
+    reply = user.relative.describe(k, reference)
+    act = {"action": "relative", "reference_rank": shown.index(reference) + 1, **reply.to_dict()}
     return engine.relative(session, reply.text, reference=reference, method=method), act
+
+
+def _reference(variant: str, engine, session: Session, k: TargetKnowledge, user: SimulatedUser,
+               t: int) -> tuple[Turn, dict]:
+    """Rounds of the reference strategies (`evaluation.questioners`); state lives in `session.meta["ref"]`."""
+    from interactive_ir.evaluation import questioners as qs
+
+    state = session.meta.setdefault("ref", {"dialog": [], "yes": [], "asked_words": []})
+    description = session.description
+    if variant == "none":
+        return engine.search_text(session, description, kind="search"), {"action": "none"}
+    if variant == "oracle":
+        text = qs.oracle_query(k.captions, t)
+        return engine.search_text(session, text, kind="search"), {"action": "reveal", "captions": min(t, len(k.held_out))}
+    if variant == "random-questions":
+        question = qs.random_question(k.key, t, [q for q, _ in state["dialog"]])
+        reply = user.answerer.answer(k, question)
+        state["dialog"].append((question, reply.text))
+        text = concat_query(description, state["dialog"], len(state["dialog"]))
+        turn = engine.search_text(session, text, kind="search")
+        return turn, {"action": "answer", "question": question, **reply.to_dict()}
+    if variant == "attribute":
+        current = qs.attribute_query(description, state["yes"])
+        caps = qs.candidate_captions(engine, current, ATTRIBUTE_CANDIDATES, engine.captions_of)
+        asked = qs.attribute_question(caps, current, state["asked_words"])
+        if asked is None:
+            return engine.search_text(session, current, kind="search"), {"action": "skip", "why": "nothing to ask"}
+        question, word = asked
+        reply = user.answerer.answer(k, question)
+        state["asked_words"].append(word)
+        if reply.text.lower().startswith("yes"):
+            state["yes"].append(question[len("Is there "):-1])
+        turn = engine.search_text(session, qs.attribute_query(description, state["yes"]), kind="search")
+        return turn, {"action": "answer", "question": question, **reply.to_dict()}
+    raise BadInputError(f"unknown reference strategy {variant!r}")  # pragma: no cover
+
+
+def _grounded(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) -> tuple[Turn, dict]:
+    """The engine's grounded question (issue 13), answered from `k`: a choice among the candidate clusters
+    (the option whose representative looks most like the held-out captions, or "none of these"), or
+    yes/no on a word (by word presence)."""
+    if not hasattr(engine, "answer_choice"):
+        raise BadInputError("this engine has no grounded questions (engine.ask / engine.answer_choice): "
+                            "merge the loop-engine branch")
+    question = getattr(session, "question", None) or engine.ask(session)
+    if question is None:
+        return engine.skip(session), {"action": "skip", "why": "no question pending"}
+    options = list(question.options)
+    if not options:
+        reply = user.answerer.answer(k, question.text)
+        return engine.answer(session, reply.text), {"action": "answer", "question": question.text, **reply.to_dict()}
+    labels = [o.label.strip().lower() for o in options]
+    if question.kind == "yesno" or set(labels) == {"yes", "no"}:
+        reply = user.answerer.answer(k, question.text)
+        said = "yes" if reply.text.lower().startswith("yes") else "no"
+        index = labels.index(said) if said in labels else 0
+        act = {"action": "choose", "question": question.text, "choice": index, **reply.to_dict()}
+        return engine.answer_choice(session, index), act
+    real = [i for i, o in enumerate(options) if o.image_id]
+    none = next((i for i, lab in enumerate(labels) if lab == NONE_OF_THESE), None)
+    # what the user sees of each option is its image; in caption space, the representative's index caption
+    seen = [c or options[i].label for i, c in zip(real, engine.captions_of([options[i].image_id for i in real]))]
+    choice = user.answerer.choose(k, seen)
+    index = real[choice.index] if choice.index is not None else (none if none is not None else real[0])
+    act = {"action": "choose", "question": question.text, "options": len(options), **choice.to_dict(),
+           "choice": index, "none": choice.index is None}
+    return engine.answer_choice(session, index), act
 
 
 def _replay(p: Protocol, engine, session: Session, query: Query, t: int) -> tuple[Turn, dict]:

@@ -39,6 +39,7 @@ class Query:
     dialog: tuple[tuple[str, str], ...] = ()  # a fixed dialogue to replay: (question, answer) pairs
     rounds_text: tuple[str, ...] = ()  # per-round queries given verbatim (PlugIR's reformulated files), round 0 first
     meta: Mapping = field(default_factory=dict)  # anything else found in the record
+    reference: str = ""  # a reference image id: round 0 of composed protocols changes it as `description` says
 
     @property
     def knowledge(self) -> list[str]:
@@ -55,6 +56,8 @@ class Query:
             d["dialog"] = [list(p) for p in self.dialog]
         if self.rounds_text:
             d["rounds_text"] = list(self.rounds_text)
+        if self.reference:
+            d["reference"] = self.reference
         return d
 
 
@@ -96,7 +99,10 @@ def query_from_record(row: Mapping, where: str = "query") -> Query:
     description = row.get("description")
     if not isinstance(description, str) or not description.strip():
         raise BadInputError(f'{where}: needs "description": the first text the simulated user types')
-    known = {"id", "target", "description", "captions", "relevant", "dialog", "rounds_text"}
+    known = {"id", "target", "description", "captions", "relevant", "dialog", "rounds_text", "reference"}
+    reference = row.get("reference") or ""
+    if not isinstance(reference, str):
+        raise BadInputError(f'{where}: "reference" must be an image id (a string)')
     return Query(
         qid=str(row.get("id") or target).strip(),
         target=target.strip(),
@@ -106,6 +112,7 @@ def query_from_record(row: Mapping, where: str = "query") -> Query:
         dialog=_pairs(row.get("dialog"), where),
         rounds_text=_strs(row.get("rounds_text"), where, "rounds_text"),
         meta={k: v for k, v in row.items() if k not in known},
+        reference=reference.strip(),
     )
 
 
@@ -213,11 +220,43 @@ def read_caption_rows(path: Path, split: str | None = None) -> list[tuple[str, l
         if not rows:
             raise BadInputError(f"{path} holds no images" + (f" in split {split!r}" if split else ""))
         return list(rows.items())
+    if path.suffix.lower() == ".json":
+        karpathy = _karpathy_rows(path, split)
+        if karpathy is not None:
+            return karpathy
     if split is not None:
-        raise BadInputError(f"--split needs a JSONL captions file with a \"split\" field; {path} has no splits")
+        raise BadInputError(f"--split needs a JSONL captions file with a \"split\" field or a Karpathy split file "
+                            f"(dataset_coco.json, dataset_flickr30k.json); {path} has no splits")
     from interactive_ir.captions_io import read_captions
 
     return list(read_captions(path).items())
+
+
+def _karpathy_rows(path: Path, split: str | None) -> list[tuple[str, list[str]]] | None:
+    """(image, captions) of a Karpathy split file (COCO / Flickr30k / Flickr8k `dataset_*.json`: {"images":
+    [{"filename", "filepath"?, "split", "sentences": [{"raw"}]}]}); None when the file is of another kind.
+    Karpathy's "restval" counts as "train"."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as e:
+        raise BadInputError(f"{path} is not valid JSON ({e.msg} at line {e.lineno})") from e
+    images = data.get("images") if isinstance(data, dict) else None
+    if not isinstance(images, list) or not images or not isinstance(images[0], dict) or "sentences" not in images[0]:
+        return None
+    rows = []
+    for i, im in enumerate(images):
+        name, sents = im.get("filename"), im.get("sentences")
+        if not isinstance(name, str) or not isinstance(sents, list):
+            raise BadInputError(f'{path}: images[{i}] needs "filename" and a "sentences" list (Karpathy split file)')
+        im_split = "train" if im.get("split") == "restval" else im.get("split")
+        if split is not None and im_split != split:
+            continue
+        rel = f"{im['filepath']}/{name}" if im.get("filepath") else name
+        caps = [s.get("raw", "").strip() for s in sents if isinstance(s, dict) and str(s.get("raw", "")).strip()]
+        rows.append((rel, caps))
+    if not rows:
+        raise BadInputError(f"{path} holds no images" + (f" in split {split!r}" if split else ""))
+    return rows
 
 
 def make_queries(rows: Sequence[tuple[str, Sequence[str]]], limit: int | None = None, seed: int = 0) -> HoldOut:

@@ -3,7 +3,9 @@
 Per protocol (folder ``OUT/<protocol>/``):
 - ``ranks.json``: query id -> the target's rank at each round (what ``python -m interactive_ir metrics`` reads);
 - ``metrics.json``: `metrics.compute_all` plus run facts (queries, errors, seconds, model calls);
-- ``by_round.csv``: one row per round: hits@K, recall@K, mrr@K, ndcg@K, best rank, rank percentile, shown@K;
+- ``by_round.csv``: one row per round: hits@K (best so far), at_round@K (the target in the top K at that
+  round itself; = recall@K), mrr@K, ndcg@K, best rank, rank percentile, shown, and the round's costs
+  (wall and CPU seconds, engine LLM round trips, simulated-user model round trips, per query);
 - ``hits_recall.png``: Hits@10 (cumulative) and Recall@10 (per round) by round.
 Across protocols (folder ``OUT/``): ``summary.json``, ``summary.csv`` (one row per protocol and round),
 ``hits_recall.png`` (every protocol) and ``bri.png`` (BRI bars, when there are several protocols).
@@ -56,6 +58,28 @@ def run_metrics(ranks: Mapping[str, Sequence[int]], n_images: int, ks: Sequence[
     return out
 
 
+def costs(records: Sequence[Mapping], n_rounds: int) -> dict:
+    """Costs per query (whole search) and per turn (by round, averaged over the queries that played it)."""
+    n = max(1, len(records))
+    keys = ("wall_seconds", "cpu_seconds", "llm_round_trips", "user_round_trips")
+    total = {
+        "wall_seconds_per_query": sum(r.get("seconds", 0.0) for r in records) / n,
+        "cpu_seconds_per_query": sum(r.get("cpu_seconds", 0.0) for r in records) / n,
+        "llm_round_trips_per_query": sum(r.get("llm_round_trips", 0) for r in records) / n,
+        "user_round_trips_per_query": sum(r.get("user_round_trips", 0) for r in records) / n,
+    }
+    turns = [t for r in records for t in r.get("turns", [])]
+    per_turn = {f"{k}_per_turn": (sum(t.get(k, 0) for t in turns) / len(turns) if turns else 0.0) for k in keys}
+    by_round = {k: [] for k in keys}
+    for t in range(n_rounds):
+        played = [r["turns"][t] for r in records if len(r.get("turns", [])) > t]
+        for k in keys:
+            by_round[k].append(sum(x.get(k, 0) for x in played) / len(played) if played else 0.0)
+    out = {k: round(v, 6) for k, v in {**total, **per_turn}.items()}
+    out["by_round"] = {k: [round(v, 6) for v in vs] for k, vs in by_round.items()}
+    return out
+
+
 def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1, 5, 10),
               relevant: Mapping[str, Sequence[str]] | None = None,
               rounds: int | None = None) -> tuple[dict[str, list[int]], dict]:
@@ -92,6 +116,13 @@ def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1,
     if not ranks:
         return ranks, {"n_queries": 0, **facts}
     metrics = run_metrics(ranks, n_images, ks, shown, facts, rounds)
+    for k in ks:
+        metrics[f"at_round@{k}"] = metrics[f"recall@{k}"]  # the target in the top k at that round itself
+    metrics["costs"] = costs(ok, metrics["n_rounds"])
+    metrics["intervals"] = intervals(ranks, n_images, rounds, ks)
+    if shown:  # known-item success: the target was shown to the user at some round
+        found = [1.0 if any(x is not None for x in row) else 0.0 for row in shown.values()]
+        metrics["intervals"]["found"] = [round(x, 6) for x in bootstrap_ci(found)]
     if relevant:
         rel = {r["qid"]: [r["target"], *relevant.get(r["qid"], ())] for r in ok if relevant.get(r["qid"])}
         if rel:
@@ -100,13 +131,63 @@ def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1,
     return ranks, metrics
 
 
+BOOTSTRAP = 2000  # bootstrap resamples of the queries for the 95% intervals
+
+
+def bootstrap_ci(values, n: int = BOOTSTRAP, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of `values` (resampling queries)."""
+    import numpy as np
+
+    v = np.asarray(values, np.float64)
+    if len(v) == 0:
+        return (float("nan"), float("nan"))
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, len(v), size=(n, len(v)))].mean(axis=1)
+    a = (1 - level) / 2
+    return float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
+
+
+def per_query_values(ranks: Mapping[str, Sequence[int]], n_images: int, rounds: int | None, k: int) -> dict:
+    """Per-query BRI, best-so-far hit@k and at-round hit@k at the last round (query order kept)."""
+    import numpy as np
+
+    from interactive_ir.evaluation.metrics import bri_per_query, rank_matrix
+
+    m = rank_matrix(dict(ranks), n_images, rounds)
+    best = np.minimum.accumulate(m.ranks, axis=1)
+    return {"qids": list(m.query_ids), "bri": list(bri_per_query(m).values()),
+            f"hits@{k}": list((best[:, -1] <= k).astype(float)), f"at_round@{k}": list((m.ranks[:, -1] <= k).astype(float))}
+
+
+def intervals(ranks: Mapping[str, Sequence[int]], n_images: int, rounds: int | None, ks: Sequence[int]) -> dict:
+    """95% bootstrap intervals of BRI and, for K = 10 (or the largest K), final-round Hits@K and at-round@K."""
+    k = 10 if 10 in ks else max(ks)
+    vals = per_query_values(ranks, n_images, rounds, k)
+    return {name: [round(x, 6) for x in bootstrap_ci(vals[name])] for name in ("bri", f"hits@{k}", f"at_round@{k}")}
+
+
+def paired_difference(a: Mapping[str, Sequence[int]], b: Mapping[str, Sequence[int]], n_images: int,
+                      rounds: int | None, k: int = 10) -> dict:
+    """Mean difference a - b over the queries both ran, with 95% paired bootstrap intervals."""
+    va, vb = per_query_values(a, n_images, rounds, k), per_query_values(b, n_images, rounds, k)
+    common = [q for q in va["qids"] if q in set(vb["qids"])]
+    ia, ib = {q: i for i, q in enumerate(va["qids"])}, {q: i for i, q in enumerate(vb["qids"])}
+    out = {"n": len(common)}
+    for name in ("bri", f"hits@{k}", f"at_round@{k}"):
+        d = [va[name][ia[q]] - vb[name][ib[q]] for q in common]
+        lo, hi = bootstrap_ci(d)
+        out[name] = {"mean": round(sum(d) / max(1, len(d)), 6), "ci": [round(lo, 6), round(hi, 6)]}
+    return out
+
+
 def by_round_rows(metrics: Mapping, ks: Sequence[int]) -> list[dict]:
     rows = []
     for t in range(metrics.get("n_rounds", 0)):
         row: dict = {"round": t}
         for k in ks:
-            for name in ("hits", "recall", "mrr", "ndcg"):
-                row[f"{name}@{k}"] = metrics[f"{name}@{k}"][t]
+            for name in ("hits", "at_round", "mrr", "ndcg"):
+                key = f"{name}@{k}" if f"{name}@{k}" in metrics else f"recall@{k}"
+                row[f"{name}@{k}"] = metrics[key][t]
         row["best_rank"] = metrics["best_rank"][t]
         if "rank_percentile" in metrics:
             row["rank_percentile"] = metrics["rank_percentile"][t]
@@ -114,6 +195,9 @@ def by_round_rows(metrics: Mapping, ks: Sequence[int]) -> list[dict]:
             row["shown"] = metrics["shown"][t]
         if t < len(metrics.get("accumulated_recall") or ()):
             row["accumulated_recall"] = metrics["accumulated_recall"][t]
+        for k, values in (metrics.get("costs") or {}).get("by_round", {}).items():
+            if t < len(values):
+                row[k] = values[t]
         rows.append(row)
     return rows
 
@@ -157,8 +241,8 @@ def plot_hits_recall(path: Path, results: Mapping[str, Mapping], k: int = PLOT_K
         style = {"color": _colour(i, len(results)), "marker": markers[i % len(markers)], "ms": 4, "label": name}
         axes[0].plot(rounds, m[f"hits@{k}"], "-", **style)
         axes[1].plot(rounds, m[f"recall@{k}"], "--", **style)
-    for ax, title in zip(axes, (f"Hits@{k} (target in the top {k} at some round so far)",
-                                f"Recall@{k} (target in the top {k} at that round)")):
+    for ax, title in zip(axes, (f"Hits@{k}, best so far (in the top {k} at some round so far)",
+                                f"at-round@{k} (in the top {k} at that round itself)")):
         ax.set_xlabel("round")
         ax.set_ylim(-0.02, 1.05)  # lines at 0 and 1 stay visible
         ax.grid(alpha=0.3)
@@ -232,9 +316,11 @@ def write_summary(folder: Path, results: Mapping[str, Mapping], ks: Sequence[int
             rows.append({"protocol": p, "bri": m.get("bri"), **r})
     if rows:
         files["csv"] = _write_csv(folder / "summary.csv", rows)
-    png = plot_hits_recall(folder / "hits_recall.png", results)
+    comparable = {p: m for p, m in results.items() if not m.get("not_comparable")}
+    png = plot_hits_recall(folder / "hits_recall.png", comparable)  # a loop test is never drawn beside others
     if png:
         files["plot"] = png
+    results = comparable
     if len(results) > 1:
         bri = plot_bri(folder / "bri.png", results)
         if bri:
@@ -242,17 +328,48 @@ def write_summary(folder: Path, results: Mapping[str, Mapping], ks: Sequence[int
     return files
 
 
+def _ci(m: Mapping, name: str, scale: float = 1.0, fmt: str = "{:.1f}") -> str:
+    ci = (m.get("intervals") or {}).get(name)
+    if not ci or any(x is None or x != x for x in ci):
+        return ""
+    return " [" + fmt.format(scale * ci[0]) + ", " + fmt.format(scale * ci[1]) + "]"
+
+
 def markdown_table(results: Mapping[str, Mapping], k: int = PLOT_K, extra: Sequence[str] = ("s/query",)) -> str:
-    """A Markdown table: protocol, BRI, Hits@k at each round (percent), and seconds per query."""
+    """A Markdown table: protocol, BRI [95% CI], best-so-far Hits@k at each round and at the last round with
+    its interval, at-round Hits@k at the last round [95% CI] (percent), and costs per query.
+
+    A protocol run with a fake simulated user or a fake engine LLM is marked and a note under the table
+    says it is a loop test, not a comparison."""
     n = max((m.get("n_rounds", 0) for m in results.values()), default=0)
-    head = ["protocol", "BRI"] + [f"H@{k} r{t}" for t in range(n)] + list(extra)
+    head = (["protocol", "BRI [95% CI]"] + [f"H@{k} r{t}" for t in range(n)]
+            + [f"H@{k} last [95% CI]", f"at-round@{k} last [95% CI]", "found (shown) [95% CI]"] + [
+                {"s/query": "s/query", "cpu/query": "CPU s/query", "llm": "LLM trips/query"}.get(e, e) for e in extra])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    fake = []
     for p, m in results.items():
         hits = m.get(f"hits@{k}", [])
-        cells = [p, "-" if m.get("bri") is None else f"{m['bri']:.3f}"]
+        at = m.get(f"at_round@{k}") or m.get(f"recall@{k}", [])
+        name = p + (" (FAKE)" if m.get("not_comparable") else "")
+        if m.get("not_comparable"):
+            fake.append(f"{p}: {m['not_comparable']}")
+        cells = [name, "-" if m.get("bri") is None else f"{m['bri']:.3f}" + _ci(m, "bri", fmt="{:.3f}")]
         cells += [f"{100 * hits[t]:.1f}" if t < len(hits) else "" for t in range(n)]
-        if "s/query" in extra:
-            sq = m.get("timing", {}).get("seconds_per_query")
-            cells.append("-" if sq is None else f"{sq:.2f}")
+        cells.append(f"{100 * hits[-1]:.1f}" + _ci(m, f"hits@{k}", 100) if hits else "-")
+        cells.append(f"{100 * at[-1]:.1f}" + _ci(m, f"at_round@{k}", 100) if at else "-")
+        shown = m.get("shown") or []
+        cells.append(f"{100 * shown[-1]:.1f}" + _ci(m, "found", 100) if shown else "-")
+        c = m.get("costs") or {}
+        for e in extra:
+            if e == "s/query":
+                sq = m.get("timing", {}).get("seconds_per_query")
+                cells.append("-" if sq is None else f"{sq:.2f}")
+            elif e == "cpu/query":
+                cells.append(f"{c['cpu_seconds_per_query']:.2f}" if "cpu_seconds_per_query" in c else "-")
+            elif e == "llm":
+                cells.append(f"{c['llm_round_trips_per_query']:.1f}" if "llm_round_trips_per_query" in c else "-")
         lines.append("| " + " | ".join(cells) + " |")
+    if fake:
+        lines.append("")
+        lines += [f"NOT A COMPARISON - {f}" for f in fake]
     return "\n".join(lines)

@@ -17,6 +17,19 @@ and fsynced); its first line records the run's settings. Run the same command ag
 queries are skipped; a half-written last line is dropped. Changed settings are refused (use a new
 `--out` or `--fresh`).
 
+**Stopping.** Known-item search has one target: once it is shown the simulated user has found it and
+stops (`RunConfig.stop_on_found`, on by default), and its last rank is carried over the remaining
+rounds. No protocol is then rewarded twice for it (e.g. feedback marking the shown target relevant, so
+that its index caption joins the query). `--no-stop-on-found` runs every round regardless (PlugIR's
+own evaluation, which never shows results to its simulated user).
+
+**The information boundary.** The simulated user is handed `knowledge.knowledge_of(query)` only (held-out
+captions, a hashed recogniser of the target, pixels for VLM users): never the query, its id or rank.
+
+**Costs.** Each turn records its wall seconds, the CPU seconds of this process (`time.process_time`,
+every thread), the engine's LLM round trips and the simulated user's model round trips; report.py sums
+them per protocol and per turn.
+
 **Determinism.** Everything random here is seeded by (seed, query id, round), and torch's generator
 (when loaded) is reseeded per query, so a query's result does not depend on which queries ran before
 it: with deterministic backends an interrupted and resumed run equals an uninterrupted one.
@@ -38,6 +51,7 @@ import numpy as np
 
 from interactive_ir.engine import Engine, EngineConfig
 from interactive_ir.errors import BadInputError, IIRError
+from interactive_ir.evaluation.knowledge import knowledge_of
 from interactive_ir.evaluation.protocols import Protocol, StopQuery, first_round, next_round
 from interactive_ir.evaluation.queries import Query
 from interactive_ir.evaluation.simulators import SimulatedUser
@@ -57,7 +71,10 @@ class RunConfig:
     k: int = 10  # results shown per round
     exclude_shown: bool = True  # each round shows only images not shown before (the papers' protocols; passed to
     #                             EngineConfig.hide_seen, whose own default is off)
-    stop_on_found: bool = False  # the user stops once the target is shown (paper 004); else all rounds run (PlugIR)
+    stop_on_found: bool = True  # the user stops once the target is shown (known-item search; paper 004); False:
+    #                             every round runs (PlugIR's protocol, whose simulated user never sees results)
+    rank_from: str = "index"  # "index": the target's rank over the whole index; "results": its place in the round's
+    #                           final (re-ranked) list when it is there, else one past the list at best (ImageScope)
     on_uncertain: str = "answer"  # an "uncertain" answer is sent as the answer ("answer") or the question is skipped
     progress: bool = True  # tqdm progress bar with ETA on stderr
     keep_sessions: bool = False  # also write every full session (with prompts and replies) to sessions.jsonl
@@ -67,6 +84,8 @@ class RunConfig:
             raise BadInputError(f"--rounds must be 0 or more, got {self.rounds}")
         if self.k < 1:
             raise BadInputError(f"-k must be at least 1, got {self.k}")
+        if self.rank_from not in ("index", "results"):
+            raise BadInputError(f"rank_from must be 'index' or 'results', got {self.rank_from!r}")
         if self.on_uncertain not in ("answer", "skip"):
             raise BadInputError(f"on_uncertain must be 'answer' or 'skip', got {self.on_uncertain!r}")
 
@@ -84,6 +103,9 @@ class QueryResult:
     seconds: float = 0.0  # wall time of the whole search
     engine_llm_seconds: float = 0.0  # of which the engine's LLM calls
     sim_seconds: float = 0.0  # of which the simulated user
+    cpu_seconds: float = 0.0  # CPU time of this process over the whole search (all threads)
+    llm_round_trips: int = 0  # the engine's LLM calls over the whole search
+    user_round_trips: int = 0  # the simulated user's model calls over the whole search
     dialog: list[list[str]] = field(default_factory=list)  # (question, answer) pairs answered, for dialogues.json
 
     def to_dict(self) -> dict:
@@ -146,11 +168,21 @@ def _short(text: str, n: int = 400) -> str:
     return text if len(text) <= n else text[: n - 1] + "\u2026"
 
 
-def _turn_record(turn, rank: int, shown_rank: int | None, act: dict | None) -> dict:
+def llm_round_trips(turn) -> int:
+    """The engine's LLM round trips in a turn (a batched call of several prompts is one)."""
+    if "llm_round_trips" in turn.extra:
+        return int(turn.extra["llm_round_trips"])
+    # prompts batched into one call share their stage and latency
+    return len({(c.get("stage"), c.get("latency_s")) for c in turn.llm_calls})
+
+
+def _turn_record(turn, rank: int, shown_rank: int | None, act: dict | None, wall: float = 0.0,
+                 cpu: float = 0.0) -> dict:
     rec = {"round": turn.round, "kind": turn.kind, "method": turn.method, "query": _short(turn.query),
            "rank": rank, "shown_rank": shown_rank, "shown": list(turn.shown), "question": turn.question,
-           "llm_calls": len(turn.llm_calls), "seconds": turn.timings.get("total", 0.0),
-           "llm_seconds": turn.timings.get("llm", 0.0)}
+           "llm_calls": len(turn.llm_calls), "llm_round_trips": llm_round_trips(turn),
+           "user_round_trips": int((act or {}).get("round_trips", 0)), "seconds": turn.timings.get("total", 0.0),
+           "wall_seconds": round(wall, 6), "cpu_seconds": round(cpu, 6), "llm_seconds": turn.timings.get("llm", 0.0)}
     if turn.error:
         rec["error"] = turn.error
     if act:
@@ -164,8 +196,10 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
     _reseed(cfg.seed, query.qid)
     retriever = engine.retriever
     res = QueryResult(query.qid, query.target)
+    knowledge = knowledge_of(query, retriever.index, pixels=getattr(user, "needs_pixels", False))
     session = engine.new_session(target=query.target, query_id=query.qid, **protocol.session_meta())
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
+    clock = [t0, c0]  # wall and CPU readings at the start of the current round
 
     def note(turn, act):
         row = engine.take_row(turn)
@@ -175,10 +209,17 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
             rank = res.ranks[-1] if res.ranks else len(retriever.index)
             act = {**(act or {}), "rank_note": "no search this round: rank carried over"}
         shown_rank = turn.shown.index(query.target) + 1 if query.target in turn.shown else None
+        if cfg.rank_from == "results":  # ImageScope: the final re-ranked list decides, the index rank beyond it
+            rank = shown_rank if shown_rank is not None else max(int(rank), len(turn.shown) + 1)
+        now, cpu = time.perf_counter(), time.process_time()
+        rec = _turn_record(turn, int(rank), shown_rank, act, now - clock[0], cpu - clock[1])
+        clock[:] = [now, cpu]
         res.ranks.append(int(rank))
         res.shown_ranks.append(shown_rank)
-        res.turns.append(_turn_record(turn, int(rank), shown_rank, act))
+        res.turns.append(rec)
         res.engine_llm_seconds += turn.timings.get("llm", 0.0)
+        res.llm_round_trips += rec["llm_round_trips"]
+        res.user_round_trips += rec["user_round_trips"]
         return shown_rank is not None
 
     try:
@@ -189,7 +230,7 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
                 res.stop = "found"
                 break
             ts = time.perf_counter()
-            turn, act = next_round(protocol, engine, session, query, user, t, cfg.on_uncertain)
+            turn, act = next_round(protocol, engine, session, query, user, t, cfg.on_uncertain, knowledge)
             res.sim_seconds += time.perf_counter() - ts - turn.timings.get("total", 0.0)
             shown = note(turn, act)
     except StopQuery as e:
@@ -199,6 +240,7 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
         res.stop = f"error: {e}"
     res.dialog = [list(p) for p in session.dialogue()]
     res.seconds = round(time.perf_counter() - t0, 4)
+    res.cpu_seconds = round(time.process_time() - c0, 4)
     res.engine_llm_seconds = round(res.engine_llm_seconds, 4)
     res.sim_seconds = round(max(0.0, res.sim_seconds), 4)
     if on_session is not None:
@@ -269,7 +311,7 @@ def index_fingerprint(retriever) -> dict:
 
 def run_protocol(protocol: Protocol, queries: Sequence[Query], retriever, user: SimulatedUser, out: Path,
                  cfg: RunConfig = RunConfig(), llm=None, vlm=None, backends: dict | None = None,
-                 fresh: bool = False, retry_failed: bool = False) -> ProtocolRun:
+                 fresh: bool = False, retry_failed: bool = False, plugir_overrides: dict | None = None) -> ProtocolRun:
     """Run every query (skipping those already in `out/checkpoint.jsonl`) and return all records.
 
     `retry_failed` runs again the queries a backend error ended (stop "error: ..."); the new record is appended
@@ -297,8 +339,14 @@ def run_protocol(protocol: Protocol, queries: Sequence[Query], retriever, user: 
         if q.qid in done and done[q.qid].get("query_hash", query_hash(q)) != query_hash(q):
             raise BadInputError(f"{path}: query {q.qid!r} was run with another description, captions or dialogue "
                                 "than the queries file now gives: pass --fresh, or choose another --out")
+    modes = protocol.mode_configs()
+    if plugir_overrides:
+        from interactive_ir.config import apply_overrides
+        from interactive_ir.conversation import plugir_config
+
+        modes["plugir"] = apply_overrides(modes.get("plugir") or plugir_config(), **plugir_overrides)
     engine = probed_engine(retriever, llm=llm, vlm=vlm,
-                           config=EngineConfig(k=cfg.k, exclude_shown=cfg.exclude_shown), **protocol.mode_configs())
+                           config=EngineConfig(k=cfg.k, exclude_shown=cfg.exclude_shown), **modes)
     todo = [q for q in queries if q.qid not in done or (retry_failed and _failed(done[q.qid]))]
     t0 = time.perf_counter()
     from tqdm import tqdm

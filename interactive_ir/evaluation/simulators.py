@@ -1,20 +1,36 @@
-"""Simulated users: they answer questions, mark relevant results, and write relative captions.
+"""Simulated users: they answer questions, pick among options, mark relevant results, and write
+relative captions, knowing only what a person looking at the target would.
 
-What a simulated user knows about its target is `Query.knowledge` (the description and the held-out
-captions); the caption the index stores for the target is never shown to it. What it sees of a shown
-result is that image's index captions (or the image itself, for the VLM variants).
+**Information model.** Every behaviour receives a `knowledge.TargetKnowledge`: the target's description
+and held-out captions, and (VLM users only) its pixels; never its id, its rank or the caption the index
+stores for it. Of a *shown* image, a user sees what anyone would: its index captions (`captions_of`),
+or the image itself (VLM variants), and whether it is the target (`knowledge.recognise`).
 
-- `LLMAnswerer` answers a question from the target's captions with an LLM, and may say "uncertain"
-  (PlugIR's Table 19 prompt); `VLMAnswerer` asks a VLM about the target image; `CaptionAnswerer` is the
-  model-free rule both fall back on.
-- `RelevanceActor` marks shown images by ground truth (paper 001's artificial actor): of the shown
-  images that are relevant, a seeded random subset of at most n is marked relevant.
-- `LLMRelativeCaptioner` says how the target differs from a shown candidate, from both captions
-  (paper 004's LLM user simulator); `VLMRelativeCaptioner` from the two images; `RuleRelativeCaptioner`
-  is the model-free fallback.
+- Answerers: `CaptionAnswerer` is model-free (the default): yes/no questions by word presence in the
+  held-out captions; other questions from the best-matching held-out caption's words ("uncertain" when
+  nothing matches); choice questions by the option whose caption is most like the held-out captions,
+  or "none of these" under `SimConfig.choice_threshold`. "Alike" is `similarity.WordSimilarity` (no
+  model) or an embedder's cosine (`--user-similarity SPEC`). `LLMAnswerer` answers from the captions with
+  an LLM (PlugIR's Table 19 prompt); `VLMAnswerer` asks a VLM about the target's pixels. Both choose
+  among options by the model-free rule.
+- `RelevanceActor` marks shown images by ground truth (paper 001's artificial actor): the target and
+  the query's listed relevant images; caption-word overlap counts only when asked (`relevance_overlap`).
+- Relative captioners say how the target differs from a reference: `RuleRelativeCaptioner` (model-free)
+  names the target's held-out words that the reference's caption lacks (and the reference's own words
+  the target lacks); it never returns a target caption verbatim. `LLMRelativeCaptioner` and
+  `VLMRelativeCaptioner` use a model (paper 004) and fall back on the rule.
 
 Every model stage is build prompt -> call -> parse; parsers accept any string and return None for
 junk, and a None (or a backend error) falls back to the rule, recorded as `source="fallback"`.
+
+The API other code uses (the evaluator, `study simulate`):
+
+    user = make_user(index, answerer="rule")             # or llm=..., answerer="llm" / vlm=..., "vlm"
+    k = knowledge_of(query, index, pixels=user.needs_pixels)
+    user.answerer.answer(k, "Is there a dog?")           # -> SimReply(text="yes", ...)
+    user.answerer.choose(k, ["a dog on grass", "a red car"])   # -> Choice(index=0 or None, ...)
+    user.actor.judge(k, shown_ids, round_)               # -> Judgement(relevant, irrelevant, truth)
+    user.relative.describe(k, reference_id)              # -> SimReply(text="black lake instead of grass")
 """
 
 from __future__ import annotations
@@ -26,6 +42,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from interactive_ir.errors import BackendError, BadInputError
+from interactive_ir.evaluation.knowledge import TargetKnowledge
+from interactive_ir.evaluation.similarity import WordSimilarity
+from interactive_ir.evaluation.words import content_words, cut_repetition, norm, stem, surface_words
+
+__all__ = ["stem", "content_words", "cut_repetition"]  # re-exported for older callers (see evaluation.words)
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +62,12 @@ class SimConfig:
     max_words: int = 30  # parsed answers and relative captions are cut to this many words
     allow_uncertain: bool = True  # the answerer may reply "uncertain"; False: the rule answers instead
     relevant_n: int = 2  # relevance actor: marks at most this many relevant shown images per round (paper 001)
-    relevance_overlap: float = 0.5  # a shown image counts as relevant when at least this share of its caption's
-    # content words occur in the target's captions (0: only the target and the query's "relevant" ids)
+    relevance_overlap: float = 0.0  # opt-in: a shown image also counts as relevant when at least this share of
+    # its caption's content words occur in the target's captions (0: ground truth only, the default)
     mark_irrelevant: bool = True  # relevance actor marks the shown images that are not relevant as irrelevant
+    choice_threshold: float = 0.3  # choice questions: "none of these" when no option is at least this alike
+    answer_threshold: float = 0.25  # open questions (embedder similarity): "uncertain" below this
+    relative_words: int = 6  # relative captions name at most this many of the target's words
 
 
 @dataclass(frozen=True)
@@ -55,41 +79,22 @@ class SimReply:
     raw: str | None = None  # the model's raw reply (None when no model was asked or it failed)
     uncertain: bool = False  # the answer is "uncertain"
     error: str = ""  # the backend error that forced a fallback
+    round_trips: int = 0  # model calls the simulated user made for this reply
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, "", False)}
+        return {k: v for k, v in self.__dict__.items() if v not in (None, "", False, 0)}
 
 
-# --- words ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Choice:
+    """The simulated user's pick among a question's options."""
 
-_STOP = frozenset(
-    "a an the and or of to in on at for with by from into onto over under near next up down out off as is are was "
-    "were be been being it its this that these those there here he she they them his her their him who whom whose "
-    "what which where when why how do does did can could should would will shall may might must have has had not "
-    "through no yes any some each other another than then very just also too while image picture photo "
-    "shows showing seen see".split()
-)
-_WORD = re.compile(r"[a-z0-9]+")
+    index: int | None  # the chosen option (0-based), None = "none of these"
+    scores: tuple[float, ...]  # how alike each option is to the held-out captions
+    source: str = "rule"
 
-
-def stem(word: str) -> str:
-    """A crude singular: 'dogs' -> 'dog', 'glasses' -> 'glass', 'grass' stays."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 4 and word.endswith(("sses", "shes", "ches", "xes")):
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
-def content_words(text: str) -> list[str]:
-    """Lower-case stemmed words that carry content, in order, without repeats."""
-    seen: dict[str, None] = {}
-    for w in _WORD.findall((text or "").lower()):
-        if w not in _STOP and len(w) > 1:
-            seen.setdefault(stem(w), None)
-    return list(seen)
+    def to_dict(self) -> dict:
+        return {"choice": self.index, "scores": [round(x, 4) for x in self.scores], "source": self.source}
 
 
 def _words_cut(text: str, n: int) -> str:
@@ -97,16 +102,7 @@ def _words_cut(text: str, n: int) -> str:
     return " ".join(words[:n]) if len(words) > n else text
 
 
-def cut_repetition(text: str, n: int = 4) -> str:
-    """Cut a small model's loop: everything from the first repeat of an n-word sequence on."""
-    words = text.split()
-    seen: set[tuple[str, ...]] = set()
-    for i in range(len(words) - n + 1):
-        gram = tuple(_norm(w) for w in words[i:i + n])
-        if gram in seen:
-            return " ".join(words[:i]).rstrip(" ,;:-")
-        seen.add(gram)
-    return text
+_norm = norm
 
 
 # --- parsing replies -------------------------------------------------------------------------------------
@@ -132,10 +128,6 @@ def _clean_line(line: str) -> str:
         prev = line
         line = _LABEL.sub("", line).strip().strip(_QUOTES).strip()
     return re.sub(r"\s+", " ", line)
-
-
-def _norm(text: str) -> str:
-    return " ".join(_WORD.findall((text or "").lower()))
 
 
 def _first_usable_line(reply: str, drop: Sequence[str] = ()) -> str | None:
@@ -209,60 +201,115 @@ def build_answer_prompt(context: Sequence[str], question: str, allow_uncertain: 
             {"role": "user", "content": f"[Context] {ctx} [Question] {question.strip()} [Answer]"}]
 
 
-def rule_answer(context: Sequence[str], question: str, allow_uncertain: bool = True) -> tuple[str, bool]:
-    """Model-free answer: the caption sharing most content words with the question; 'uncertain' if none does."""
-    q = set(content_words(question))
-    best, best_score = "", 0
-    for c in context:
-        score = len(q & set(content_words(c)))
-        if score > best_score:
-            best, best_score = c, score
-    if best_score == 0:
+# --- the model-free rules --------------------------------------------------------------------------------
+
+_YES_NO = re.compile(r"^\s*(?:is|are|was|were|does|do|did|can|could|has|have|had|will|would|should|am)\b", re.I)
+_GENERIC = frozenset("visible present there thing something anything someone anyone person people".split())
+
+
+def is_yes_no(question: str) -> bool:
+    """A question answered by yes or no ("Is there a dog?"), not one offering alternatives ("Is it red or blue?")."""
+    return bool(_YES_NO.match(question or "")) and " or " not in f" {(question or '').lower()} "
+
+
+def _best_caption(context: Sequence[str], question: str, similarity) -> tuple[str, float]:
+    if not context:
+        return "", 0.0
+    if similarity is None or isinstance(similarity, WordSimilarity):
+        q = set(content_words(question))
+        scores = [len(q & set(content_words(c))) for c in context]
+    else:
+        scores = [float(x) for x in similarity.matrix([question], list(context))[0]]
+    i = max(range(len(context)), key=lambda j: (scores[j], -j))
+    return context[i], float(scores[i])
+
+
+def rule_answer(context: Sequence[str], question: str, allow_uncertain: bool = True, similarity=None,
+                threshold: float = 0.25) -> tuple[str, bool]:
+    """Model-free answer to `question` from the target's captions `context`.
+
+    Yes/no questions: "yes" when every content word of the question occurs in the captions, "no" when some
+    does not, "uncertain" when the question names nothing. Other questions: the caption most alike the
+    question (most shared content words; with an embedder `similarity`, highest cosine), "uncertain"
+    when none shares a word (cosine below `threshold`). Without `allow_uncertain` the best guess is given.
+    """
+    if is_yes_no(question):
+        words = [w for w in content_words(question) if w not in _GENERIC]
+        known = {w for c in context for w in content_words(c)}
+        if words:
+            return ("yes" if all(w in known for w in words) else "no"), False
+    best, score = _best_caption(context, question, similarity)
+    weak = score <= 0 if (similarity is None or isinstance(similarity, WordSimilarity)) else score < threshold
+    if weak or not best:
         if allow_uncertain or not context:
             return UNCERTAIN, True
         best = context[0]
     return best.strip().rstrip("."), False
 
 
-class CaptionAnswerer:
-    """Answers from the target's captions by word overlap (no model)."""
+def rule_choice(context: Sequence[str], options: Sequence[str], similarity=None, threshold: float = 0.3) -> Choice:
+    """The option most alike any of the target's captions; None ("none of these") when none reaches `threshold`."""
+    sim = similarity or WordSimilarity()
+    if not options:
+        return Choice(None, ())
+    m = sim.matrix(list(options), list(context)) if context else None
+    scores = tuple(float(m[i].max()) if m is not None and m.shape[1] else 0.0 for i in range(len(options)))
+    best = max(range(len(options)), key=lambda i: (scores[i], -i))
+    return Choice(best if scores[best] >= threshold else None, scores)
+
+
+class _Chooser:
+    """`choose` by the model-free rule (shared by every answerer)."""
+
+    config: SimConfig
+    similarity = None
+
+    def choose(self, knowledge: TargetKnowledge, options: Sequence[str]) -> Choice:
+        return rule_choice(knowledge.captions, options, self.similarity, self.config.choice_threshold)
+
+
+class CaptionAnswerer(_Chooser):
+    """Answers and chooses from the target's held-out captions by `rule_answer` / `rule_choice` (no LLM)."""
 
     source = "rule"
 
-    def __init__(self, config: SimConfig = SimConfig()):
+    def __init__(self, config: SimConfig = SimConfig(), similarity=None):
         self.config = config
+        self.similarity = similarity
 
-    def answer(self, query, question: str) -> SimReply:
-        text, unc = rule_answer(query.knowledge, question, self.config.allow_uncertain)
-        return SimReply(text, self.source, uncertain=unc)
+    def answer(self, knowledge: TargetKnowledge, question: str) -> SimReply:
+        text, unc = rule_answer(knowledge.captions, question, self.config.allow_uncertain, self.similarity,
+                                self.config.answer_threshold)
+        return SimReply(_words_cut(text, self.config.max_words), self.source, uncertain=unc)
 
 
-class LLMAnswerer:
+class LLMAnswerer(_Chooser):
     """Answers from the target's captions with an LLM (PlugIR Table 19 prompt)."""
 
-    def __init__(self, llm, config: SimConfig = SimConfig()):
+    def __init__(self, llm, config: SimConfig = SimConfig(), similarity=None):
         self.llm = llm
         self.config = config
+        self.similarity = similarity
 
-    def answer(self, query, question: str) -> SimReply:
+    def answer(self, knowledge: TargetKnowledge, question: str) -> SimReply:
         cfg = self.config
-        prompt = build_answer_prompt(query.knowledge, question, cfg.allow_uncertain)
+        prompt = build_answer_prompt(knowledge.captions, question, cfg.allow_uncertain)
         try:
             raw = self.llm.generate([prompt], temperature=cfg.temperature, max_tokens=cfg.max_tokens)[0]
         except BackendError as e:
             log.warning("answerer LLM failed (%s); answering from the captions", e)
-            text, unc = rule_answer(query.knowledge, question, cfg.allow_uncertain)
-            return SimReply(text, "fallback", uncertain=unc, error=str(e))
-        return _settle(raw, query, question, cfg, "llm")
+            text, unc = rule_answer(knowledge.captions, question, cfg.allow_uncertain)
+            return SimReply(text, "fallback", uncertain=unc, error=str(e), round_trips=1)
+        return _settle(raw, knowledge, question, cfg, "llm")
 
 
-def _settle(raw: str, query, question: str, cfg: SimConfig, source: str) -> SimReply:
+def _settle(raw: str, knowledge: TargetKnowledge, question: str, cfg: SimConfig, source: str) -> SimReply:
     """The parsed model answer, or the caption rule's answer when the reply is junk or a forbidden "uncertain"."""
     text, unc = parse_answer(raw, question, cfg.max_words)
     if text is None or (unc and not cfg.allow_uncertain):
-        text, unc = rule_answer(query.knowledge, question, cfg.allow_uncertain)
-        return SimReply(text, "fallback", raw=raw, uncertain=unc)
-    return SimReply(text, source, raw=raw, uncertain=unc)
+        text, unc = rule_answer(knowledge.captions, question, cfg.allow_uncertain)
+        return SimReply(text, "fallback", raw=raw, uncertain=unc, round_trips=1)
+    return SimReply(text, source, raw=raw, uncertain=unc, round_trips=1)
 
 
 def _open(index, image_id: str):
@@ -278,25 +325,28 @@ VLM_ANSWER_PROMPT = ("Answer the question about the image in a few words. If the
                      "question asks about, answer \"Uncertain\". Question: {question}")
 
 
-class VLMAnswerer:
-    """Answers by asking a VLM about the target image itself."""
+class VLMAnswerer(_Chooser):
+    """Answers by asking a VLM about the target's pixels (`knowledge.pixels`)."""
 
-    def __init__(self, vlm, index, config: SimConfig = SimConfig()):
+    needs_pixels = True
+
+    def __init__(self, vlm, config: SimConfig = SimConfig(), similarity=None):
         self.vlm = vlm
-        self.index = index
         self.config = config
+        self.similarity = similarity
 
-    def answer(self, query, question: str) -> SimReply:
+    def answer(self, knowledge: TargetKnowledge, question: str) -> SimReply:
         cfg = self.config
         try:
-            image = _open(self.index, query.target)
-            raw = self.vlm.ask([[image]], [VLM_ANSWER_PROMPT.format(question=question.strip())],
+            if knowledge.pixels is None:
+                raise BadInputError("the target image could not be opened")
+            raw = self.vlm.ask([[knowledge.pixels]], [VLM_ANSWER_PROMPT.format(question=question.strip())],
                                max_tokens=cfg.max_tokens)[0]
         except (BackendError, BadInputError) as e:
             log.warning("answerer VLM failed (%s); answering from the captions", e)
-            text, unc = rule_answer(query.knowledge, question, cfg.allow_uncertain)
+            text, unc = rule_answer(knowledge.captions, question, cfg.allow_uncertain)
             return SimReply(text, "fallback", uncertain=unc, error=str(e))
-        return _settle(raw, query, question, cfg, "vlm")
+        return _settle(raw, knowledge, question, cfg, "vlm")
 
 
 # --- relevance actor -----------------------------------------------------------------------------------
@@ -323,12 +373,12 @@ def overlap(candidate_captions: Sequence[str], target_captions: Sequence[str]) -
 class RelevanceActor:
     """Marks shown images by ground truth (paper 001, section 3.2's artificial actor).
 
-    Relevant by ground truth: the target, the query's listed `relevant` ids, and (when
-    `relevance_overlap` > 0) any shown image whose index caption shares that share of its content words
-    with the target's captions (a stand-in for "looks like what I want" on single-target data). Each
-    round a random subset of at most `relevant_n` of them is marked relevant; when the target is
-    shown it is always among them (a user who sees the target marks it). The generator is seeded by
-    (seed, query id, round), so marks do not depend on the order queries run in.
+    Relevant by ground truth: the target and the query's listed `relevant` ids (`knowledge.recognise`),
+    and only when `relevance_overlap` > 0 (opt-in) any shown image whose index caption shares that share
+    of its content words with the target's captions. Each round a random subset of at most `relevant_n`
+    of them is marked relevant; a shown target is always among them. The generator is seeded by (seed,
+    `knowledge.key`, round), so marks do not depend on the order queries run in. (In known-item runs the
+    evaluator stops once the target is shown, so a protocol is never rewarded for marking it.)
     """
 
     source = "rule"
@@ -340,20 +390,20 @@ class RelevanceActor:
         self.config = config
         self.seed = seed
 
-    def is_relevant(self, query, image_id: str) -> bool:
-        if image_id == query.target or image_id in query.relevant:
+    def is_relevant(self, knowledge: TargetKnowledge, image_id: str) -> bool:
+        if knowledge.recognise.is_relevant(image_id):
             return True
         thr = self.config.relevance_overlap
-        return thr > 0 and overlap(self.captions_of(image_id), query.knowledge) >= thr
+        return thr > 0 and overlap(self.captions_of(image_id), knowledge.captions) >= thr
 
-    def judge(self, query, shown: Sequence[str], round_: int) -> Judgement:
-        truth = [i for i in shown if self.is_relevant(query, i)]
-        rng = random.Random(f"{self.seed}:{query.qid}:{round_}")
+    def judge(self, knowledge: TargetKnowledge, shown: Sequence[str], round_: int) -> Judgement:
+        truth = [i for i in shown if self.is_relevant(knowledge, i)]
+        rng = random.Random(f"{self.seed}:{knowledge.key}:{round_}")
         n = self.config.relevant_n
         if len(truth) <= n:
             chosen = list(truth)
         else:
-            must = [query.target] if query.target in truth else []
+            must = [i for i in truth if knowledge.recognise.is_target(i)]
             rest = [i for i in truth if i not in must]
             picked = set(must) | set(rng.sample(rest, n - len(must)))
             chosen = [i for i in truth if i in picked]
@@ -385,11 +435,36 @@ def build_relative_prompt(candidate: Sequence[str], target: Sequence[str]) -> li
             {"role": "user", "content": f"[Candidate image] {cand}\n[Target image] {tgt}\n[Instruction]"}]
 
 
-def rule_relative(candidate: Sequence[str], target: Sequence[str], max_words: int = 30) -> str:
-    """Model-free relative caption: the target caption with the most content words the candidate lacks."""
-    cand = set(w for c in candidate for w in content_words(c))
-    best = max(target, key=lambda t: (len(set(content_words(t)) - cand), -target.index(t)), default="")
-    return _words_cut(best.strip().rstrip("."), max_words) or "something else"
+def _ranked_words(texts: Sequence[str]) -> list[tuple[str, str]]:
+    """(stem, surface form) of the content words of `texts`, most captions mentioning it first, then first seen."""
+    count: dict[str, int] = {}
+    surface: dict[str, str] = {}
+    for t in texts:
+        for w, form in surface_words(t).items():
+            count[w] = count.get(w, 0) + 1
+            surface.setdefault(w, form)
+    order = list(surface)
+    return sorted(((w, surface[w]) for w in order), key=lambda ws: (-count[ws[0]], order.index(ws[0])))
+
+
+def rule_relative(reference: Sequence[str], target: Sequence[str], max_words: int = 6) -> str:
+    """Model-free relative caption: how the target differs from the reference, from words only.
+
+    Names up to `max_words` content words of the target's captions that the reference's captions lack
+    (words most of the target's captions use first), then "instead of" up to half as many words of the
+    reference that none of the target's captions use: "black lake stick instead of brown grass". With
+    nothing new to say: "like this one". Never a target caption verbatim.
+    """
+    ref = {w for c in reference for w in content_words(c)}
+    tgt = {w for c in target for w in content_words(c)}
+    new = [form for w, form in _ranked_words(target) if w not in ref][:max(1, max_words)]
+    gone = [form for w, form in _ranked_words(reference) if w not in tgt][:max(1, max_words // 2)]
+    if not new:
+        return "like this one" + (f" but without {' '.join(gone)}" if gone else "")
+    text = " ".join(new) + (f" instead of {' '.join(gone)}" if gone else "")
+    if norm(text) in {norm(c) for c in target}:  # a short caption made only of new words: not verbatim
+        text = "with " + text
+    return text
 
 
 class RuleRelativeCaptioner:
@@ -401,9 +476,11 @@ class RuleRelativeCaptioner:
         self.captions_of = captions_of
         self.config = config
 
-    def describe(self, query, candidate_id: str) -> SimReply:
-        return SimReply(rule_relative(self.captions_of(candidate_id), query.knowledge, self.config.max_words),
-                        self.source)
+    def rule(self, reference: Sequence[str], knowledge: TargetKnowledge) -> str:
+        return rule_relative(reference, knowledge.captions, self.config.relative_words)
+
+    def describe(self, knowledge: TargetKnowledge, reference_id: str) -> SimReply:
+        return SimReply(self.rule(self.captions_of(reference_id), knowledge), self.source)
 
 
 class LLMRelativeCaptioner(RuleRelativeCaptioner):
@@ -413,19 +490,19 @@ class LLMRelativeCaptioner(RuleRelativeCaptioner):
         super().__init__(captions_of, config)
         self.llm = llm
 
-    def describe(self, query, candidate_id: str) -> SimReply:
+    def describe(self, knowledge: TargetKnowledge, reference_id: str) -> SimReply:
         cfg = self.config
-        cand = list(self.captions_of(candidate_id))
+        cand = list(self.captions_of(reference_id))
         try:
-            raw = self.llm.generate([build_relative_prompt(cand, query.knowledge)], temperature=cfg.temperature,
+            raw = self.llm.generate([build_relative_prompt(cand, knowledge.captions)], temperature=cfg.temperature,
                                     max_tokens=cfg.max_tokens)[0]
         except BackendError as e:
             log.warning("relative-caption LLM failed (%s); using the word-difference rule", e)
-            return SimReply(rule_relative(cand, query.knowledge, cfg.max_words), "fallback", error=str(e))
-        text = parse_relative(raw, cand + [RELATIVE_EXAMPLE[1]], cfg.max_words)
+            return SimReply(self.rule(cand, knowledge), "fallback", error=str(e), round_trips=1)
+        text = parse_relative(raw, cand + list(knowledge.captions) + [RELATIVE_EXAMPLE[1]], cfg.max_words)
         if text is None:
-            return SimReply(rule_relative(cand, query.knowledge, cfg.max_words), "fallback", raw=raw)
-        return SimReply(text, "llm", raw=raw)
+            return SimReply(self.rule(cand, knowledge), "fallback", raw=raw, round_trips=1)
+        return SimReply(text, "llm", raw=raw, round_trips=1)
 
 
 VLM_RELATIVE_PROMPT = ("The first image is a search result; the second image is the one the user wants. In one short "
@@ -435,24 +512,28 @@ VLM_RELATIVE_PROMPT = ("The first image is a search result; the second image is 
 class VLMRelativeCaptioner(RuleRelativeCaptioner):
     """How the target differs from a candidate, from the two images, with a VLM (paper 004, Table 4)."""
 
+    needs_pixels = True
+
     def __init__(self, vlm, index, captions_of: Callable[[str], Sequence[str]], config: SimConfig = SimConfig()):
         super().__init__(captions_of, config)
         self.vlm = vlm
-        self.index = index
+        self.index = index  # to open the *reference* (a shown image); the target comes as knowledge.pixels
 
-    def describe(self, query, candidate_id: str) -> SimReply:
+    def describe(self, knowledge: TargetKnowledge, reference_id: str) -> SimReply:
         cfg = self.config
-        cand = list(self.captions_of(candidate_id))
+        cand = list(self.captions_of(reference_id))
         try:
-            images = [_open(self.index, candidate_id), _open(self.index, query.target)]
+            if knowledge.pixels is None:
+                raise BadInputError("the target image could not be opened")
+            images = [_open(self.index, reference_id), knowledge.pixels]
             raw = self.vlm.ask([images], [VLM_RELATIVE_PROMPT], max_tokens=cfg.max_tokens)[0]
         except (BackendError, BadInputError) as e:
             log.warning("relative-caption VLM failed (%s); using the word-difference rule", e)
-            return SimReply(rule_relative(cand, query.knowledge, cfg.max_words), "fallback", error=str(e))
-        text = parse_relative(raw, cand, cfg.max_words)
+            return SimReply(self.rule(cand, knowledge), "fallback", error=str(e))
+        text = parse_relative(raw, cand + list(knowledge.captions), cfg.max_words)
         if text is None:
-            return SimReply(rule_relative(cand, query.knowledge, cfg.max_words), "fallback", raw=raw)
-        return SimReply(text, "vlm", raw=raw)
+            return SimReply(self.rule(cand, knowledge), "fallback", raw=raw)
+        return SimReply(text, "vlm", raw=raw, round_trips=1)
 
 
 # --- the whole simulated user --------------------------------------------------------------------------
@@ -460,11 +541,30 @@ class VLMRelativeCaptioner(RuleRelativeCaptioner):
 
 @dataclass
 class SimulatedUser:
-    """The three behaviours a protocol may call on."""
+    """The behaviours a protocol may call on; each takes a `TargetKnowledge`."""
 
-    answerer: object  # .answer(query, question) -> SimReply
-    actor: RelevanceActor  # .judge(query, shown, round) -> Judgement
-    relative: object  # .describe(query, candidate_id) -> SimReply
+    answerer: object  # .answer(knowledge, question) -> SimReply; .choose(knowledge, options) -> Choice
+    actor: RelevanceActor  # .judge(knowledge, shown, round) -> Judgement
+    relative: object  # .describe(knowledge, reference_id) -> SimReply
+    kind: str = "rule"  # "rule" (model-free), "llm" or "vlm"
+    model: str = ""  # the simulator's model spec, when it has one (a "fake" one makes a run a loop test only)
+    similarity: str = "words"  # how the model-free rules judge "alike"
+
+    @property
+    def needs_pixels(self) -> bool:
+        """Whether `knowledge_of` must open the target image for this user."""
+        return any(getattr(b, "needs_pixels", False) for b in (self.answerer, self.relative))
+
+    @property
+    def is_fake(self) -> bool:
+        """Played by the fake LLM/VLM: good for testing the loop, never for comparing strategies."""
+        return self.kind != "rule" and self.model.split(":", 1)[0].strip().lower() == "fake"
+
+    def describe_self(self) -> str:
+        if self.kind == "rule":
+            return f"model-free (held-out captions; similarity: {self.similarity})"
+        return f"{self.kind} {self.model}".strip() + (" - FAKE: tests the loop only, no comparison" if self.is_fake
+                                                      else "")
 
 
 def index_captions(index) -> Callable[[str], list[str]]:
@@ -478,25 +578,30 @@ def index_captions(index) -> Callable[[str], list[str]]:
 
 
 def make_user(index, llm=None, answerer: str | None = None, vlm=None, config: SimConfig = SimConfig(),
-              seed: int = 0) -> SimulatedUser:
+              seed: int = 0, similarity=None) -> SimulatedUser:
     """A simulated user over `index`.
 
-    `answerer` chooses who answers questions and writes relative captions: "llm" (the given `llm`;
-    the default when one is given), "rule" (model-free; the default without an LLM) or "vlm" (the
-    given `vlm`, from the images).
+    `answerer` chooses who answers questions and writes relative captions: "rule" (model-free; the
+    default), "llm" (the given `llm`) or "vlm" (the given `vlm`, from the images). `similarity` (a
+    `similarity.WordSimilarity` or `EmbedderSimilarity`; default words) is how the model-free rules judge
+    "alike" (choices, open answers).
     """
-    kind = answerer or ("llm" if llm is not None else "rule")
+    kind = answerer or "rule"
+    sim = similarity or WordSimilarity()
+    sim_name = getattr(sim, "name", "words")
     captions_of = index_captions(index)
     actor = RelevanceActor(captions_of, config, seed)
     if kind == "llm":
         if llm is None:
             raise BadInputError("the LLM answerer needs an LLM: pass --llm or --answerer SPEC")
-        return SimulatedUser(LLMAnswerer(llm, config), actor, LLMRelativeCaptioner(llm, captions_of, config))
+        return SimulatedUser(LLMAnswerer(llm, config, sim), actor, LLMRelativeCaptioner(llm, captions_of, config),
+                             "llm", getattr(llm, "spec", ""), sim_name)
     if kind == "vlm":
         if vlm is None:
             raise BadInputError("the VLM answerer needs a VLM: pass --answerer vlm:SPEC")
-        return SimulatedUser(VLMAnswerer(vlm, index, config), actor, VLMRelativeCaptioner(vlm, index, captions_of,
-                                                                                          config))
+        return SimulatedUser(VLMAnswerer(vlm, config, sim), actor, VLMRelativeCaptioner(vlm, index, captions_of, config),
+                             "vlm", getattr(vlm, "spec", ""), sim_name)
     if kind == "rule":
-        return SimulatedUser(CaptionAnswerer(config), actor, RuleRelativeCaptioner(captions_of, config))
+        return SimulatedUser(CaptionAnswerer(config, sim), actor, RuleRelativeCaptioner(captions_of, config), "rule",
+                             "", sim_name)
     raise BadInputError(f"unknown answerer {kind!r}: use llm, rule or vlm")

@@ -53,6 +53,10 @@ class PlugIRConfig:
     grounded_push: float = 0.2  # how far the options not chosen push it away
     grounded_temperature: float = 0.1  # the pull goes to the chosen members weighted by softmax(score / this);
     #                                    0: their plain mean (see grounded.pull_target)
+    representative: str = "image"  # RCE representative by the entropy of "image"->image similarities (the paper's
+    #                                text) or "caption"->image (the authors' code; needs a caption index)
+    kl_skip_top: int = 0  # KL is computed over candidate ranks kl_skip_top+1..n (the authors' code: 10)
+    filter_retries: int = 0  # when the filter drops every question, write new ones up to this many times (code: 3)
     carry_weight: float = 0.5  # weight of the latest feedback/relative round's query row in the query rows of
     #                            later answers and skips (0: they search the dialogue alone; see conversation.py)
 
@@ -80,6 +84,10 @@ class PlugIRConfig:
                 raise BadInputError(f"{name} must be at least 1, got {getattr(self, name)}")
         if not 0.0 <= self.carry_weight <= 1.0:
             raise BadInputError(f"carry_weight must be between 0 and 1, got {self.carry_weight}")
+        if self.representative not in ("image", "caption"):
+            raise BadInputError(f"representative must be 'image' or 'caption', got {self.representative!r}")
+        if self.kl_skip_top < 0 or self.filter_retries < 0:
+            raise BadInputError("kl_skip_top and filter_retries must be 0 or more")
         if self.n_candidates < 0:
             raise BadInputError(f"n_candidates must be 0 (auto) or positive, got {self.n_candidates}")
 

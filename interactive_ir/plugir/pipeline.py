@@ -92,8 +92,11 @@ def next_question(llm, retriever, captions_of: Callable[[Sequence[str]], list[st
 
     t = time.perf_counter()
     if cfg.uses_candidates and cands:
-        ctx = rce.extract([h.id for h in cands], retriever.index.vectors([h.row for h in cands], "image"),
-                          cfg.n_clusters, cfg.kmeans_seed, cfg.sim_scale, cfg.kmeans_n_init)
+        rows = [h.row for h in cands]
+        cap_vecs = (retriever.index.vectors(rows, "caption")
+                    if cfg.representative == "caption" and retriever.index.has_captions else None)
+        ctx = rce.extract([h.id for h in cands], retriever.index.vectors(rows, "image"),
+                          cfg.n_clusters, cfg.kmeans_seed, cfg.sim_scale, cfg.kmeans_n_init, cap_vecs)
         try:
             ctx.captions = [c for c in captions_of([ctx.ids[i] for i in ctx.representatives]) if c]
         except BackendError as e:
@@ -103,20 +106,23 @@ def next_question(llm, retriever, captions_of: Callable[[Sequence[str]], list[st
         rep_captions = ctx.captions or None  # no captions at all: the Table 17 prompt
     res.timings["rce"] = time.perf_counter() - t
 
-    t = time.perf_counter()
-    prompts = question_prompts(state.description, state.dialogue, rep_captions, cfg.n_questions,
-                               cfg.question_style, cfg.question_temperature)
-    per_prompt = cfg.n_questions if cfg.question_style == "list" else 1
-    try:
-        replies = llm.generate(prompts, stage="question", temperature=cfg.question_temperature,
-                               max_tokens=cfg.question_max_tokens * per_prompt)
-    except BackendError as e:
-        res.error = _join(res.error, f"the question model failed ({e}); asked a question built from the results "
-                                     "instead")
-        replies = []
-    questions = collect_questions(replies, state.asked, cfg.n_questions)
+    def write_questions(asked: Sequence[str]) -> list[str]:
+        t = time.perf_counter()
+        prompts = question_prompts(state.description, state.dialogue, rep_captions, cfg.n_questions,
+                                   cfg.question_style, cfg.question_temperature)
+        per_prompt = cfg.n_questions if cfg.question_style == "list" else 1
+        try:
+            replies = llm.generate(prompts, stage="question", temperature=cfg.question_temperature,
+                                   max_tokens=cfg.question_max_tokens * per_prompt)
+        except BackendError as e:
+            res.error = _join(res.error, f"the question model failed ({e}); asked a question built from the "
+                                         "results instead")
+            replies = []
+        res.timings["question"] = res.timings.get("question", 0.0) + time.perf_counter() - t
+        return collect_questions(replies, asked, cfg.n_questions)
+
+    questions = write_questions(state.asked)
     res.extra["questions"] = questions
-    res.timings["question"] = time.perf_counter() - t
 
     def fallback() -> QuestionResult:
         captions = list(rep_captions or []) + [h.caption for h in cands[:FALLBACK_CAPTIONS] if h.caption]
@@ -142,6 +148,21 @@ def next_question(llm, retriever, captions_of: Callable[[Sequence[str]], list[st
         kept = filtering.kept_positions(verdicts)
         res.extra["verdicts"] = verdicts
         res.timings["filter"] = time.perf_counter() - t
+        retries = 0
+        while not kept and retries < cfg.filter_retries:  # the authors' code writes new questions (up to 3 times)
+            retries += 1
+            again = write_questions([*state.asked, *questions])
+            if not again:
+                break
+            try:
+                replies = llm.generate(filtering.filter_prompts(context, again), stage="filter",
+                                       temperature=cfg.filter_temperature, max_tokens=cfg.filter_max_tokens)
+                verdicts = filtering.verdicts(replies, again)
+            except BackendError as e:
+                res.error = _join(res.error, f"the filter model failed ({e}); chose among all questions")
+                verdicts = [EMPTY] * len(again)
+            questions, kept = again, filtering.kept_positions(verdicts)
+            res.extra.update(questions=questions, verdicts=verdicts, filter_retries=retries)
         if not kept:  # the answerer says the dialogue answers every question
             res.extra["filter_kept_none"] = True
             if cfg.all_answered == "fallback":  # trust it: ask a question built from the candidates
@@ -150,7 +171,10 @@ def next_question(llm, retriever, captions_of: Callable[[Sequence[str]], list[st
 
         t = time.perf_counter()
         if len(kept) > 1 and len(cands) > 1 and state.query:
-            kls = question_kls(retriever, [h.row for h in cands], state.query, questions, cfg.sim_scale, text_limit,
+            rows = [h.row for h in cands]
+            if cfg.kl_skip_top and len(rows) > cfg.kl_skip_top + 1:  # the authors' code: KL over ranks 11..n
+                rows = rows[cfg.kl_skip_top:]
+            kls = question_kls(retriever, rows, state.query, questions, cfg.sim_scale, text_limit,
                                state.carry, state.carry_weight)
             res.extra["kl"] = [round(k, 8) for k in kls]
             chosen = filtering.choose_by_kl(kls, kept)

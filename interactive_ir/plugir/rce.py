@@ -43,6 +43,22 @@ def similarity_entropies(vectors: np.ndarray, scale: float = 1.0) -> np.ndarray:
     return (np.log(z) - np.einsum("ij,ij->i", e, s) / z).astype(np.float64)
 
 
+def cross_entropies(queries: np.ndarray, vectors: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """H(p_x) for each candidate x with p_x = softmax over the *other* candidates x' of scale * <q_x, v_x'>:
+    q_x is x's caption vector, v the image vectors (PlugIR's code: caption->image entropy)."""
+    q, v = np.asarray(queries, np.float32), np.asarray(vectors, np.float32)
+    n = len(v)
+    if n < 2:
+        return np.zeros(n)
+    s = (q @ v.T).astype(np.float64) * float(scale)
+    np.fill_diagonal(s, -np.inf)
+    s -= s.max(axis=1, keepdims=True)
+    e = np.exp(s)
+    np.fill_diagonal(s, 0.0)
+    z = e.sum(axis=1)
+    return np.log(z) - np.einsum("ij,ij->i", e, s) / z
+
+
 def kmeans_labels(vectors: np.ndarray, m: int, seed: int = 0, n_init: int = 1) -> np.ndarray:
     """KMeans cluster labels (scikit-learn, seeded). m is lowered to the number of distinct rows."""
     v = np.asarray(vectors, np.float32)
@@ -93,8 +109,9 @@ class RetrievalContext:
 
 
 def extract(ids: list[str], vectors: np.ndarray, m: int, seed: int = 0, scale: float = 1.0,
-            n_init: int = 1) -> RetrievalContext:
-    """Algorithm 1 lines 7-13 on given candidates (ids best first, their image vectors)."""
+            n_init: int = 1, caption_vectors: np.ndarray | None = None) -> RetrievalContext:
+    """Algorithm 1 lines 7-13 on given candidates (ids best first, their image vectors). With
+    `caption_vectors` the representative's entropy is caption->image (`cross_entropies`), else image->image."""
     if len(ids) != len(vectors):
         raise ValueError(f"{len(ids)} ids but {len(vectors)} vectors")
     from threadpoolctl import threadpool_limits  # installed with scikit-learn
@@ -103,6 +120,7 @@ def extract(ids: list[str], vectors: np.ndarray, m: int, seed: int = 0, scale: f
     # (several users, faiss, an LLM) oversubscribed OpenMP/BLAS pools are several times slower
     with threadpool_limits(limits=1):
         labels = kmeans_labels(vectors, m, seed, n_init)
-        ent = similarity_entropies(vectors, scale)
+        ent = (similarity_entropies(vectors, scale) if caption_vectors is None
+               else cross_entropies(caption_vectors, vectors, scale))
     reps = pick_representatives(labels, ent) if len(ids) else []
     return RetrievalContext(list(ids), [int(x) for x in labels], [float(x) for x in ent], reps)

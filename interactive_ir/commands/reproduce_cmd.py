@@ -1,0 +1,91 @@
+"""`python -m interactive_ir reproduce NAME --data DIR [--llm ...] [--embedder ...]`
+
+Runs a paper's evaluation preset on the paper's data and prints the paper's figures beside the run's,
+with the difference. The data are downloaded by the user; DIR must hold:
+
+- `plugir-table1` (PlugIR Table 1, VisDial column, BLIP retriever): `index/` (an index of the VisDial val
+  images, built with `index --embedder blip:...` to match the paper), `zs.json` (the released ZS dialogues,
+  ChatIR layout: {"img", "dialog": [caption, "q a", ...]}) and `plugir.json` (the released PlugIR
+  dialogues: the round-t entry is that round's reformulated query). ZS is scored by ChatIR's concatenation
+  (`fixed-dialogue:concat`), PlugIR by its per-round queries (`fixed-dialogue:split`); 10 rounds, every
+  round played, the target's rank over the whole index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from interactive_ir.errors import BadInputError
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    name: str
+    paper: str  # which figures, in words
+    runs: tuple[tuple[str, str, str, float], ...]  # (label, data file in DIR, protocol, the paper's BRI)
+    rounds: int = 10
+    k: int = 10
+
+
+REPRODUCTIONS = {
+    "plugir-table1": Reproduction(
+        "plugir-table1", "PlugIR Table 1, VisDial val, BLIP retriever (BRI, lower is better)",
+        (("ZS", "zs.json", "fixed-dialogue:concat", 1.0006), ("PlugIR", "plugir.json", "fixed-dialogue:split", 0.7674))),
+}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help=f"what to reproduce: {', '.join(REPRODUCTIONS)}")
+    p.add_argument("--data", required=True, type=Path, help="folder with the paper's data (see the command's help)")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default runs/reproduce/NAME)")
+    p.add_argument("--embedder", default=None, help="embedder spec (default: the index manifest's)")
+    p.add_argument("--llm", default=None, help="LLM spec, for reproductions whose protocol needs one")
+    p.add_argument("--limit", type=int, default=None, help="only the first Q dialogues (a quick check)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _check_data(rep: Reproduction, data: Path) -> None:
+    if not data.is_dir():
+        raise BadInputError(f"--data {data} is not a folder: download the {rep.name} data into one (see "
+                            "`python -m interactive_ir reproduce --help`)")
+    need = ["index/manifest.json", *(f for _, f, _, _ in rep.runs)]
+    missing = [f for f in need if not (data / f).is_file()]
+    if missing:
+        raise BadInputError(f"{data} lacks {', '.join(missing)}: {rep.name} needs index/ (an index of the images) "
+                            f"and {', '.join(f for _, f, _, _ in rep.runs)} (the released dialogues)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from interactive_ir.commands import eval_cmd
+
+    rep = REPRODUCTIONS.get(args.name.strip().lower())
+    if rep is None:
+        raise BadInputError(f"unknown reproduction {args.name!r}; choose one of {', '.join(REPRODUCTIONS)}")
+    _check_data(rep, args.data)
+    out = args.out or Path("runs") / "reproduce" / rep.name
+    rows = []
+    for label, data_file, protocol, paper in rep.runs:
+        argv = ["--index", str(args.data / "index"), "--queries", str(args.data / data_file), "--protocol", protocol,
+                "--rounds", str(rep.rounds), "-k", str(rep.k), "--no-stop-on-found", "--no-exclude-shown",
+                "--out", str(out / label.lower())]
+        for flag, value in (("--embedder", args.embedder), ("--llm", args.llm), ("--limit", args.limit)):
+            if value is not None:
+                argv += [flag, str(value)]
+        if args.no_progress:
+            argv.append("--no-progress")
+        p = argparse.ArgumentParser(prog="eval")
+        eval_cmd.add_arguments(p)
+        print(f"== {rep.name}: {label} ({protocol}, {data_file})")
+        eval_cmd.run(p.parse_args(argv))
+        metrics = json.loads((out / label.lower() / protocol.replace(":", "-") / "metrics.json").read_text())
+        rows.append((label, paper, metrics["bri"], metrics["n_queries"], metrics.get("intervals", {}).get("bri")))
+    print(f"\n{rep.paper}\n")
+    print("| method | paper | this run [95% CI] | difference | dialogues |")
+    print("|---|---|---|---|---|")
+    for label, paper, got, n, ci in rows:
+        ci_text = f" [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""
+        print(f"| {label} | {paper:.4f} | {got:.4f}{ci_text} | {got - paper:+.4f} | {n} |")
+    return 0

@@ -1,0 +1,1 @@
+"""Loaders for the papers' benchmark files, downloaded by the user (see each module)."""
