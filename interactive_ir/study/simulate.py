@@ -109,16 +109,21 @@ def simulate_participant(runner: StudyRunner, user, clock: SimClock, n: int, cap
 
 
 def _search_task(runner, pid, user, query, modes, clock, rng, timing) -> None:
+    from interactive_ir.evaluation.knowledge import knowledge_of
+
+    k = knowledge_of(query)  # what the simulated participant knows: captions of the image it was shown, and
+    #                          whether a shown image is that one (by hash); never the index row or rank
     clock.wait(rng, timing.describe)
     runner.describe(pid, query.description)
     extra = list(query.captions)
     while True:
         p = runner.progress(pid)
         s = p.session
-        judgement = user.actor.judge(query, s.shown_ids(), s.round)  # the actor judges everything seen
+        judgement = user.actor.judge(k, s.shown_ids(), s.round)  # the actor judges everything seen
         clock.wait(rng, timing.round)
-        if query.target in judgement.truth:
-            runner.pick(pid, query.target)
+        seen_target = next((i for i in judgement.truth if k.recognise.is_target(i)), None)
+        if seen_target is not None:
+            runner.pick(pid, seen_target)
             return
         if not p.can_search:
             runner.give_up(pid)
@@ -126,18 +131,18 @@ def _search_task(runner, pid, user, query, modes, clock, rng, timing) -> None:
         mode = modes[0]
         try:
             if mode == "conversation" and s.pending_question:
-                runner.answer(pid, user.answerer.answer(query, s.pending_question).text or "I do not know")
+                runner.answer(pid, user.answerer.answer(k, s.pending_question).text or "I do not know")
             elif mode == "conversation":
                 runner.skip(pid)
             elif mode == "feedback":
-                j = user.actor.judge(query, s.last.shown, s.round)
+                j = user.actor.judge(k, s.last.shown, s.round)
                 if j.relevant or j.irrelevant:
                     runner.feedback(pid, j.relevant, j.irrelevant)
                 else:
                     runner.give_up(pid)
                     return
             elif mode == "composed":
-                runner.relative(pid, user.relative.describe(query, s.last.shown[0]).text or query.description)
+                runner.relative(pid, user.relative.describe(k, s.last.shown[0]).text or query.description)
             else:
                 runner.search(pid, extra.pop(0) if extra else query.description)
         except TaskTimeout:
