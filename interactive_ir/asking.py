@@ -101,7 +101,7 @@ class Asker:
         """S_R for a round that did not fetch it (another mode's, or questions deferred): its own row."""
         if not cfg.uses_candidates and not grounded_:
             return self.core.hits_of(turn)
-        pages = self.core.config.hide_seen or turn.kind in PAGING_KINDS
+        pages = self.core.hides_seen(session) or turn.kind in PAGING_KINDS
         earlier = {i for t in session.turns if t is not turn for i in t.shown} if pages else set()
         return self.core.retriever.search_row(self.row_of(session, turn), self.n_candidates(cfg), exclude=earlier)
 

@@ -212,7 +212,7 @@ class Composed:
         rerank = self.vlm is not None and cfg.rerank
         n = max(want, cfg.rerank_k, cfg.alpha) if rerank else want
         exclude = self.core.exclude_for(session) + ([ref.id] if ref.id else [])
-        if self.config.hide_seen:  # earlier references were seen too
+        if self.core.hides_seen(session):  # earlier references were seen too
             exclude += [prev.reference for prev in session.turns if prev.reference]
         hits = self.retriever.search_row(qrow, n, exclude=exclude)
         turn.timings["retrieve"] = round(time.perf_counter() - t, 6)

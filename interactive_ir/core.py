@@ -84,10 +84,17 @@ class TextSearch:
         except BadInputError as e:
             raise BadInputError(str(e).replace("the query", f"the {what}")) from None
 
+    def hides_seen(self, session: Session) -> bool:
+        """Whether this session's rounds show only unseen images: its own choice, `session.meta["hide_seen"]`
+        (the web page's per-tab option), else `EngineConfig.hide_seen`."""
+        own = session.meta.get("hide_seen")
+        return self.config.hide_seen if own is None else bool(own)
+
     def exclude_for(self, session: Session, page: bool = False, before: Turn | None = None) -> list[str]:
-        """The ids a round leaves out: those shown before when it pages (`page`) or the config hides them.
-        `before`: a round already in the session (a refinement of it): only what the rounds before it showed."""
-        if not (page or self.config.hide_seen):
+        """The ids a round leaves out: those shown before when it pages (`page`) or the session hides them
+        (`hides_seen`). `before`: a round already in the session (a refinement of it): only what the rounds
+        before it showed."""
+        if not (page or self.hides_seen(session)):
             return []
         if before is None:
             return session.shown_ids()

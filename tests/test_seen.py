@@ -53,3 +53,25 @@ def test_hide_seen_from_env_and_the_old_name(monkeypatch):
     old = EngineConfig(k=3, exclude_shown=True)  # the evaluation runner's name for it
     assert old.hide_seen and old.exclude_shown is None
     assert dataclasses.replace(old, hide_seen=False).hide_seen is False
+
+
+def test_a_session_can_hide_seen_images_while_others_keep_the_engine_default(tiny_index):
+    r, ids, caps = tiny_index
+    eng = build_engine(r, config=EngineConfig(k=5))  # the engine-wide default: seen images come back, marked
+    hiding, default = eng.new_session(hide_seen=True), eng.new_session()
+    texts = ["a red dog on the beach", "a red dog on the beach in the sun", "a red dog on the sand"]
+    shown: set[str] = set()
+    for text in texts:
+        t = eng.search_text(hiding, text)
+        assert not set(t.shown) & shown and t.seen == [] and len(t.shown) == 5
+        assert t.shown == _exact(r, text, 5, shown)
+        shown |= set(t.shown)
+    for text in texts:
+        eng.search_text(default, text)
+    assert default.turns[1].shown == _exact(r, texts[1], 5) and default.turns[1].seen  # shown again, marked seen
+    assert any(h.seen for h in eng.hits_of(default.turns[1]))
+    # the other way round: an engine that hides seen images, and a session that asks to see them again
+    eng2 = build_engine(r, config=EngineConfig(k=5, hide_seen=True))
+    s = eng2.new_session(hide_seen=False)
+    eng2.search_text(s, texts[0])
+    assert eng2.search_text(s, texts[1]).shown == _exact(r, texts[1], 5)

@@ -110,3 +110,22 @@ def test_the_chosen_kind_of_question_holds_for_this_and_later_searches(grounded,
     h.new_search(eng, st)
     assert h.start(eng, st, "a cat").session.meta["questioner"] == "llm"
     assert "questioner" not in h.set_questioner(eng, st, "").session.meta
+
+
+def test_hide_seen_option_holds_for_this_tab_and_its_next_searches(tiny_index):
+    eng = build_engine(tiny_index[0], config=EngineConfig(k=K))
+    other = h.start(eng, UIState(), "a red dog on the beach")
+    st = h.start(eng, UIState(), "a red dog on the beach")
+    assert "hide_seen" not in st.session.meta  # the engine's default until the option is touched
+    st = h.set_hide_seen(eng, st, True)
+    assert st.session.meta["hide_seen"] is True and "only images not shown before" in st.notice
+    first = set(st.session.last.shown)
+    t = eng.search_text(st.session, "a red dog on the beach in the sun")
+    assert not set(t.shown) & first and t.seen == []
+    t_other = eng.search_text(other.session, "a red dog on the beach in the sun")  # another tab: unchanged
+    assert t_other.seen
+    h.new_search(eng, st)
+    st = h.start(eng, st, "a cat")
+    assert st.session.meta["hide_seen"] is True
+    st = h.set_hide_seen(eng, st, False)
+    assert st.session.meta["hide_seen"] is False and "marked as seen" in st.notice

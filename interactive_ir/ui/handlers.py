@@ -146,6 +146,30 @@ def set_questioner(engine, st: UIState, questioner: str) -> UIState:
     return st
 
 
+def set_hide_seen(engine, st: UIState, hide: bool) -> UIState:
+    """The user's choice to see only images not shown before in this tab (this search and the next ones);
+    it applies from the next round (the engine reads `session.meta["hide_seen"]`)."""
+    st.hide_seen = bool(hide)
+    if st.session is not None:
+        st.session.meta["hide_seen"] = st.hide_seen
+    if st.started and not st.ended:
+        st.notice = ("The next rounds show only images not shown before." if st.hide_seen
+                     else "The next rounds show the best images again, those already shown marked as seen.")
+    else:
+        st.notice = ""
+    return st
+
+
+def _session_meta(st: UIState) -> dict:
+    """What a new search of this tab takes from its Options (kind of questions, hide seen)."""
+    meta: dict = {"source": "web"}
+    if st.questioner:
+        meta["questioner"] = st.questioner
+    if st.hide_seen is not None:
+        meta["hide_seen"] = st.hide_seen
+    return meta
+
+
 # --- starting and resetting --------------------------------------------------------------------
 def start(engine, st: UIState, description: str, *, defer_question: bool = False, later: bool = False) -> UIState:
     """A new search from a first description (replaces any search in this tab).
@@ -155,7 +179,7 @@ def start(engine, st: UIState, description: str, *, defer_question: bool = False
     "refine" step (`interactive_ir.ui.work`): the round is shown from retrieval alone, then replaced.
     """
     text = engine.check_text(description, "description")
-    session = engine.new_session(source="web", **({"questioner": st.questioner} if st.questioner else {}))
+    session = engine.new_session(**_session_meta(st))
     with _question_later(engine, st, session, defer_question or later):
         if modes(engine).conversation:
             engine.start(session, text)
@@ -351,7 +375,7 @@ def relative(engine, st: UIState, caption: str, method: str | None = None, *,
     if st.started:
         session, fresh = _open(st), False
     elif st.upload:
-        session, fresh = engine.new_session(source="web"), True
+        session, fresh = engine.new_session(**_session_meta(st)), True
     else:
         raise SessionError("choose a reference first: upload an image, or start with a description")
     image = st.upload or None  # the engine opens (and checks) it

@@ -152,6 +152,11 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
                     has_llm = getattr(engine, "llm", None) is not None
                     questioner = gr.Radio(handlers.choices(handlers.QUESTIONER_CHOICES, has_llm), value="",
                                           label="Questions", elem_id="iir-questioner", visible=m.questions)
+                    hides = bool(getattr(getattr(engine, "config", None), "hide_seen", False))  # engine's default
+                    hide_seen = gr.Checkbox(value=hides, label="Hide images already shown",
+                                            info="Off: each round shows the best images, those seen before marked "
+                                                 "\"seen\". On: each round shows only new images.",
+                                            elem_id="iir-hide-seen")
                     fb_method = gr.Radio(handlers.choices(handlers.FEEDBACK_CHOICES, has_llm), value="",
                                          label="More like my marks: how", elem_id="iir-fb-method",
                                          visible=m.feedback)
@@ -344,6 +349,11 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
             return quick(handlers.set_questioner, st, value or "")
 
         questioner.change(on_questioner, [state, questioner], outputs, **cheap)
+
+        def on_hide_seen(st: UIState, value):
+            return quick(handlers.set_hide_seen, st, bool(value))
+
+        hide_seen.input(on_hide_seen, [state, hide_seen], outputs, **cheap)
 
         def on_close(request: gr.Request):
             on_tab_closed(request)

@@ -37,6 +37,7 @@ class UIState:
     working: str = ""  # the model step running now for this tab ("" none)
     refined: bool = False  # this round's results were replaced by the model's ("refine" adopted)
     questioner: str = ""  # the kind of questions chosen in Options ("" automatic, "grounded", "llm")
+    hide_seen: bool | None = None  # Options' "Hide images already shown" (None: the engine's EngineConfig.hide_seen)
 
     def __post_init__(self) -> None:
         self.lock = threading.RLock()  # not a field: asdict/deepcopy/pickle of the state never touch it
@@ -45,7 +46,7 @@ class UIState:
     def __deepcopy__(self, memo) -> UIState:
         return UIState(copy.deepcopy(self.session, memo), dict(self.marks), self.reference, self.upload, self.notice,
                        self.epoch, list(self.todo), copy.deepcopy(self.redo, memo), self.working, self.refined,
-                       self.questioner)
+                       self.questioner, self.hide_seen)
 
     def __getstate__(self) -> dict:  # picklable (a spaces.GPU worker receives a copy)
         d = dict(self.__dict__)
