@@ -133,6 +133,22 @@ def test_skip_question(app, shot):
     shot(app.page, "skipped")
 
 
+def test_hide_seen_option_shows_only_new_images(app, shot):
+    """Options > "Hide images already shown": the tab's next rounds show no image shown before, none marked seen."""
+    page = app.page
+    page.locator("#iir-options").get_by_text("Options").click()
+    page.locator("#iir-hide-seen input[type=checkbox]").check()
+    app.search("a cat sleeping on a sofa")
+    app.expect_round(1)
+    first = app.ids()
+    app.answer("it is black and white")
+    app.expect_round(2)
+    app.wait_model()
+    assert len(app.ids()) == K and not set(app.ids()) & set(first)
+    assert app.seen_ids() == [] and page.locator("#iir-results .iir-card.is-seen").count() == 0
+    shot(page, "hide-seen")
+
+
 def test_quick_clicks_are_all_kept(app, shot):
     """Marks clicked in quick succession each count (none is dropped while the previous one renders)."""
     app.search("a bowl of fruit")
