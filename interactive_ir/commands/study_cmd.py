@@ -136,6 +136,12 @@ def _simulate(args) -> int:
     for w in rep["warnings"]:
         print(f"warning: {w}")
     print("note: simulated participants check the study's flow and analysis; their results compare nothing")
+    said = rep.get("participant_text") or {}
+    if said:
+        print("the simulated participants described their targets from: "
+              + ", ".join(f"{src} ({n} task(s))" for src, n in sorted(said.items())))
+    if (rep.get("simulated") or {}).get("note"):
+        print(f"note: {rep['simulated']['note']}")
     return 0
 
 

@@ -152,8 +152,9 @@ def write_html(rep: dict, path: Path, plots: Sequence[Path], dictionary: Sequenc
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Study report: {e(str(rep['study_id']))}"
              f"</title>{STYLE}</head><body>", f"<h1>Study report: {e(str(rep['study_id']))}</h1>",
              ("<p class='warn'><b>Dry run:</b> every participant here is simulated (<code>study simulate</code>). "
-              "This checks the study's flow and analysis; the results compare nothing.</p>"
-              if rep.get("simulated") else ""),
+              "This checks the study's flow and analysis; the results compare nothing."
+              + (f" Note: {e(rep['simulated']['note'])}." if (rep.get("simulated") or {}).get("note") else "")
+              + "</p>" if rep.get("simulated") else ""),
              f"<p>{rep['n_participants']} participant(s) started tasks; {rep['n_sessions_ended']} task(s) analysed "
              f"of {rep['n_sessions_started']} started; left out: {rep['excluded']['practice']} practice, "
              f"{rep['excluded']['timeout']} timed out. Index of {rep['n_images']} images.</p>"]

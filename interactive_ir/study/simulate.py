@@ -3,8 +3,10 @@ database and report as people, so a researcher checks the flow, the timings and 
 recruiting anyone.
 
 A simulated participant consents (with a made-up recruitment id when the study recruits on a
-platform), then for each task in their plan: describes the target with one of the target's captions,
-and while the round budget lasts uses the condition's first mode, driven by the evaluation's simulated
+platform), then for each task in their plan: describes the target with what a person looking at it could
+say (`participant_text`: a caption of the target other than the one the index ranks with, else the
+task's prompt from the study file; never the index's own caption unless nothing else exists, which the
+dry run then says), and while the round budget lasts uses the condition's first mode, driven by the evaluation's simulated
 user (`interactive_ir.evaluation.simulators.make_user`): answers questions, marks results, writes
 relative captions, or searches with another caption. It picks the target when the simulated user's
 relevance actor says it is shown (in this or an earlier round), else gives up. Questionnaire items get
@@ -12,7 +14,7 @@ seeded random valid answers (attention checks answered right 90% of the time; sc
 
 Time is simulated: the runner's clock advances by a plausible time per action (`SimTiming`), so time to
 success and time limits behave as in a real session. The simulated user is a stand-in that knows the
-target's captions; its results check the study's plumbing and give no comparison of the conditions.
+target's other captions; its results check the study's plumbing and give no comparison of the conditions.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from interactive_ir.errors import SessionError
-from interactive_ir.study.config import Question
+from interactive_ir.study.config import Question, Task
 from interactive_ir.study.runner import StudyRunner, TaskTimeout
 
 
@@ -73,9 +75,46 @@ def _random_answer(q: Question, rng: random.Random, avoid=()) -> object:
     return v
 
 
-def simulate_participant(runner: StudyRunner, user, clock: SimClock, n: int, captions_of: Callable[[str], list],
-                         timing: SimTiming = SimTiming(), seed: int = 0) -> str:
-    """Run one simulated participant through the study; how it ended (the progress phase)."""
+# where a simulated participant's description of a target came from (`ParticipantText.source`)
+OTHER_CAPTIONS = "other captions"  # captions of the target the index stores beside the one it ranks with
+TASK_PROMPT = "task prompt"  # the task's prompt written in the study file
+INDEX_CAPTION = "index caption"  # only the index's own caption: the dry run then checks the flow only
+NOTHING = "nothing"  # no caption and no prompt: the participant types a bare "a photo" (flow check only)
+FLOW_ONLY = (INDEX_CAPTION, NOTHING)  # sources that make the dry run a check of the flow only
+
+
+@dataclass(frozen=True)
+class ParticipantText:
+    """What a simulated participant says about a task's target, and where it came from."""
+
+    description: str  # the first description typed
+    captions: tuple[str, ...]  # further things it may say (a new search), in order
+    source: str  # OTHER_CAPTIONS, TASK_PROMPT, INDEX_CAPTION or NOTHING
+
+
+def participant_text(index, task: Task, study_prompt: str = "") -> ParticipantText:
+    """What a person shown `task`'s target could say, without the index's own caption of it (the one it ranks
+    with, `records[row].captions[0]`): the target's other stored captions, else `study_prompt` (the prompt the
+    study file gives the task; "" when the study file gives none, e.g. a prompt made from the index caption),
+    else the index caption itself, marked INDEX_CAPTION, else "a photo", marked NOTHING (never the target's id)."""
+    row = index.row_of.get(task.target)
+    stored = [c for c in (index.records[row].captions if row is not None else ()) if c and c.strip()]
+    others = [c for c in stored[1:] if c != stored[0]]
+    if others:
+        return ParticipantText(others[0], tuple(others[1:]), OTHER_CAPTIONS)
+    if study_prompt.strip():
+        return ParticipantText(study_prompt.strip(), (), TASK_PROMPT)
+    if stored:
+        return ParticipantText(stored[0], (), INDEX_CAPTION)
+    return ParticipantText("a photo", (), NOTHING)
+
+
+def simulate_participant(runner: StudyRunner, user, clock: SimClock, n: int,
+                         text_of: Callable[[Task], ParticipantText], timing: SimTiming = SimTiming(),
+                         seed: int = 0, sources: dict | None = None) -> str:
+    """Run one simulated participant through the study; how it ended (the progress phase).
+    `text_of`: what the participant says about a task's target; `sources` (when given) counts, by
+    `ParticipantText.source`, where each task's description came from."""
     from interactive_ir.evaluation.queries import Query
 
     rng = random.Random(f"{seed}:{n}")
@@ -97,10 +136,11 @@ def simulate_participant(runner: StudyRunner, user, clock: SimClock, n: int, cap
             return p.phase
         clock.wait(rng, timing.read_brief)
         p = runner.start_task(pid)
-        target = p.current.task.target
-        caps = [c for c in captions_of(target) if c] or [p.current.task.prompt or target]
-        query = Query(qid=f"{pid}:{p.current.position}", target=target, description=caps[0],
-                      captions=tuple(caps[1:]))
+        said = text_of(p.current.task)
+        if sources is not None:
+            sources[said.source] = sources.get(said.source, 0) + 1
+        query = Query(qid=f"{pid}:{p.current.position}", target=p.current.task.target, description=said.description,
+                      captions=said.captions)
         modes = runner.condition_of(p).modes
         try:
             _search_task(runner, pid, user, query, modes, clock, rng, timing)
