@@ -107,6 +107,7 @@ class QueryResult:
     llm_round_trips: int = 0  # the engine's LLM calls over the whole search
     user_round_trips: int = 0  # the simulated user's model calls over the whole search
     dialog: list[list[str]] = field(default_factory=list)  # (question, answer) pairs answered, for dialogues.json
+    subset_ranks: list[int] = field(default_factory=list)  # the target's rank within its subset group, by round
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -190,6 +191,16 @@ def _turn_record(turn, rank: int, shown_rank: int | None, act: dict | None, wall
     return rec
 
 
+def _subset_rank(retriever, row, query: Query) -> int:
+    """The target's rank among its subset group (CIRR's Recall_subset), by the round's query scores."""
+    from interactive_ir.evaluation.metrics import subset_rank
+
+    scores = retriever.all_scores(row)
+    index_row = retriever.index.row_of
+    group = {i: float(scores[index_row[i]]) for i in {*query.subset, query.target} if i in index_row}
+    return subset_rank(group, query.target)
+
+
 def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg: RunConfig,
               on_session: Callable | None = None) -> QueryResult:
     """One simulated search: round 0, then up to `cfg.rounds` rounds; ranks recorded after each."""
@@ -215,6 +226,9 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
         rec = _turn_record(turn, int(rank), shown_rank, act, now - clock[0], cpu - clock[1])
         clock[:] = [now, cpu]
         res.ranks.append(int(rank))
+        if query.subset:
+            res.subset_ranks.append(_subset_rank(retriever, row, query) if row is not None
+                                    else (res.subset_ranks[-1] if res.subset_ranks else len(query.subset)))
         res.shown_ranks.append(shown_rank)
         res.turns.append(rec)
         res.engine_llm_seconds += turn.timings.get("llm", 0.0)
