@@ -150,3 +150,37 @@ def test_karpathy_split_files_give_caption_rows_by_split(tmp_path):
     assert len(q.knowledge) == 2 and held.index_captions[q.target][0] not in q.knowledge
     with pytest.raises(BadInputError, match="no images in split 'val'"):
         read_caption_rows(path, "val")
+
+
+def test_reproduce_chatir_prints_hits_by_round_beside_the_papers(tmp_path, capsys):
+    import shutil
+
+    from iir_testutils import build_tiny
+
+    from interactive_ir.cli import main
+
+    retriever, ids, caps = build_tiny(tmp_path / "build")
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copytree(tmp_path / "build" / "index", data / "index")
+    (data / "dialogues.json").write_text(json.dumps(_chatir(ids[:6], lambda t: caps[t][0])))
+    out = tmp_path / "out"
+    assert main(["reproduce", "chatir", "--data", str(data), "--out", str(out), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "ChatIR (Levy et al. 2023; FT in PlugIR Table 12), VisDial val, Hits@10 (%) by round" in text
+    rows = {ln.split("|")[2].strip(): [c.strip() for c in ln.split("|")[3:14]]
+            for ln in text.splitlines() if ln.startswith("| ChatIR |")}
+    assert rows["paper"] == ["71.5", "76.2", "78.9", "80.5", "82.0", "83.3", "84.4", "84.9", "85.6", "86.1", "86.4"]
+    hits = json.loads((out / "chatir" / "fixed-dialogue-concat" / "metrics.json").read_text())["hits@10"]
+    assert len(hits) == 11 and rows["this run"] == [f"{100 * h:.1f}" for h in hits]
+    assert rows["difference"] == [f"{100 * h - p:+.1f}" for h, p in zip(hits, map(float, rows["paper"]))]
+
+
+def test_reproduce_chatir_refuses_a_folder_without_the_dialogues(tmp_path, capsys):
+    from interactive_ir.cli import main
+
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index" / "manifest.json").write_text("{}")
+    assert main(["reproduce", "chatir", "--data", str(tmp_path), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "lacks dialogues.json" in err and len(err.splitlines()) == 1 and not (tmp_path / "o").exists()

@@ -9,6 +9,11 @@ with the difference. The data are downloaded by the user; DIR must hold:
   dialogues: the round-t entry is that round's reformulated query). ZS is scored by ChatIR's concatenation
   (`fixed-dialogue:concat`), PlugIR by its per-round queries (`fixed-dialogue:split`); 10 rounds, every
   round played, the target's rank over the whole index.
+- `chatir` (ChatIR, Levy et al. 2023: a BLIP retriever fine-tuned on VisDial dialogues, "FT" in PlugIR; its
+  Hits@10 by round 0-10 on VisDial val as PlugIR Table 12 reports it): `index/` (the VisDial val images,
+  built with the fine-tuned retriever to match the paper) and `dialogues.json` (ChatIR's released
+  `VisDial_v1.0_queries_val.json`, ChatIR layout). Scored by ChatIR's concatenation, 10 rounds, every round
+  played, Hits@10 (best so far) by round, printed in percent beside the paper's with the difference.
 """
 
 from __future__ import annotations
@@ -25,15 +30,21 @@ from interactive_ir.errors import BadInputError
 class Reproduction:
     name: str
     paper: str  # which figures, in words
-    runs: tuple[tuple[str, str, str, float], ...]  # (label, data file in DIR, protocol, the paper's BRI)
+    runs: tuple[tuple[str, str, str, float | tuple[float, ...]], ...]  # (label, data file in DIR, protocol,
+    #   the paper's figure: its BRI, or with metric "hits" its Hits@k in percent at rounds 0..rounds)
     rounds: int = 10
     k: int = 10
+    metric: str = "bri"  # "bri": one figure per run; "hits": Hits@k (best so far) by round
 
 
 REPRODUCTIONS = {
     "plugir-table1": Reproduction(
         "plugir-table1", "PlugIR Table 1, VisDial val, BLIP retriever (BRI, lower is better)",
         (("ZS", "zs.json", "fixed-dialogue:concat", 1.0006), ("PlugIR", "plugir.json", "fixed-dialogue:split", 0.7674))),
+    "chatir": Reproduction(
+        "chatir", "ChatIR (Levy et al. 2023; FT in PlugIR Table 12), VisDial val, Hits@10 (%) by round",
+        (("ChatIR", "dialogues.json", "fixed-dialogue:concat",
+          (71.5, 76.2, 78.9, 80.5, 82.0, 83.3, 84.4, 84.9, 85.6, 86.1, 86.4)),), metric="hits"),
 }
 
 
@@ -81,11 +92,28 @@ def run(args: argparse.Namespace) -> int:
         print(f"== {rep.name}: {label} ({protocol}, {data_file})")
         eval_cmd.run(p.parse_args(argv))
         metrics = json.loads((out / label.lower() / protocol.replace(":", "-") / "metrics.json").read_text())
+        if rep.metric == "hits":
+            rows.append((label, paper, [100 * h for h in metrics[f"hits@{rep.k}"]], metrics["n_queries"]))
+            continue
         rows.append((label, paper, metrics["bri"], metrics["n_queries"], metrics.get("intervals", {}).get("bri")))
     print(f"\n{rep.paper}\n")
+    if rep.metric == "hits":
+        return _print_by_round(rows, rep.rounds)
     print("| method | paper | this run [95% CI] | difference | dialogues |")
     print("|---|---|---|---|---|")
     for label, paper, got, n, ci in rows:
         ci_text = f" [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""
         print(f"| {label} | {paper:.4f} | {got:.4f}{ci_text} | {got - paper:+.4f} | {n} |")
+    return 0
+
+
+def _print_by_round(rows, rounds: int) -> int:
+    """The paper's figure, the run's and the difference, one column per round."""
+    print("| method | | " + " | ".join(str(t) for t in range(rounds + 1)) + " | dialogues |")
+    print("|---|---|" + "---|" * (rounds + 2))
+    for label, paper, got, n in rows:
+        got = (list(got) + list(got[-1:]) * (rounds + 1))[: rounds + 1]
+        print(f"| {label} | paper | " + " | ".join(f"{x:.1f}" for x in paper) + " | |")
+        print(f"| {label} | this run | " + " | ".join(f"{x:.1f}" for x in got) + f" | {n} |")
+        print(f"| {label} | difference | " + " | ".join(f"{g - x:+.1f}" for g, x in zip(got, paper)) + " | |")
     return 0
