@@ -184,3 +184,36 @@ def test_reproduce_chatir_refuses_a_folder_without_the_dialogues(tmp_path, capsy
     assert main(["reproduce", "chatir", "--data", str(tmp_path), "--out", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err.strip()
     assert "lacks dialogues.json" in err and len(err.splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+def test_reproduce_imagescope_cirr_on_a_cirr_file(tmp_path, capsys):
+    import shutil
+    from pathlib import PurePosixPath
+
+    from iir_testutils import build_tiny
+
+    from interactive_ir.cli import main
+
+    retriever, ids, caps = build_tiny(tmp_path / "build")
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copytree(tmp_path / "build" / "index", data / "index")
+    stem = [PurePosixPath(i).stem for i in ids]
+    rows = [{"pairid": i, "reference": stem[i], "target_hard": stem[i + 1], "target_soft": {stem[i + 1]: 1.0},
+             "caption": caps[ids[i + 1]][0], "img_set": {"id": i, "members": stem[i : i + 6]}} for i in range(4)]
+    (data / "cap.rc2.val.json").write_text(json.dumps(rows))
+    out = tmp_path / "out"
+    assert main(["reproduce", "imagescope-cirr", "--data", str(data), "--out", str(out), "--llm", "fake",
+                 "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "ImageScope Tables 2 and 4, CIRR test1" in text and "difference is across splits" in text
+    lines = {ln.split("|")[2].strip(): [c.strip() for c in ln.split("|")[3:10]]
+             for ln in text.splitlines() if ln.startswith("| ImageScope |")}
+    assert lines["paper, CLIP-ViT-L/14"] == ["39.37", "67.54", "78.05", "92.94", "76.36", "89.40", "95.21"]
+    (run_label,) = [k for k in lines if k.startswith("this run")]
+    assert "NOT A COMPARISON" in run_label  # the fake LLM wrote the queries
+    m = json.loads((out / "imagescope" / "composed-imagescope" / "metrics.json").read_text())
+    want = [f"{100 * m[c][0]:.2f}" for c in ("recall@1", "recall@5", "recall@10", "recall@50",
+                                             "recall_subset@1", "recall_subset@2", "recall_subset@3")]
+    assert lines[run_label] == want and m["n_subset_queries"] == 4 and m["n_rounds"] == 1
+    assert lines["minus CLIP-ViT-B/32"][0] == f"{float(want[0]) - 38.43:+.2f}"

@@ -99,3 +99,17 @@ def test_eval_prints_the_group_metrics():
         "Recall_subset @1 0.5000, @2 0.7500 at the last round (4 queries with a subset group)",
         "mAP @5 0.2500 at the last round, over each round's shown images (3 queries with several ground truths)"]
     assert _group_metrics({"hits@5": [1.0]}) == []
+
+
+def test_subset_rank_from_the_results_follows_the_shown_order(tmp_path):
+    from iir_testutils import build_tiny
+
+    from interactive_ir.evaluation.queries import Query
+    from interactive_ir.evaluation.runner import _subset_rank
+
+    retriever, ids, caps = build_tiny(tmp_path)
+    row = retriever.text_query_row(retriever.encode_text(caps[ids[0]][0]))
+    q = Query(qid="q", target=ids[3], description="x", subset=(ids[3], ids[4], ids[5], ids[6]))
+    # the re-ranked list shows ids[5] then the target: the target is second in its group, whatever the scores
+    assert _subset_rank(retriever, row, q, [ids[9], ids[5], ids[3]]) == 2
+    assert _subset_rank(retriever, row, q, [ids[3]]) == 1

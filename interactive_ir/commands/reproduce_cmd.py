@@ -14,6 +14,12 @@ with the difference. The data are downloaded by the user; DIR must hold:
   built with the fine-tuned retriever to match the paper) and `dialogues.json` (ChatIR's released
   `VisDial_v1.0_queries_val.json`, ChatIR layout). Scored by ChatIR's concatenation, 10 rounds, every round
   played, Hits@10 (best so far) by round, printed in percent beside the paper's with the difference.
+- `imagescope-cirr` (ImageScope Table 2/4, CIRR: Recall@1/5/10/50 and Recall_subset@1/2/3 for both of its
+  CLIP retrievers): `index/` (the CIRR images of the split, e.g. `index --images CIRR/img_raw --image-list
+  split.txt`) and `cap.rc2.val.json` (CIRR's released captions, with `img_set` for the subset groups).
+  One shot (round 0), `composed:imagescope` (needs `--llm`; stages 2-3 with `--vlm`), the rank taken from the
+  final re-ranked list. The paper's figures are CIRR test1, scored by the CIRR server (its targets are not
+  released), so a run on val differs by split as well: the command says so.
 """
 
 from __future__ import annotations
@@ -34,7 +40,15 @@ class Reproduction:
     #   the paper's figure: its BRI, or with metric "hits" its Hits@k in percent at rounds 0..rounds)
     rounds: int = 10
     k: int = 10
-    metric: str = "bri"  # "bri": one figure per run; "hits": Hits@k (best so far) by round
+    metric: str = "bri"  # "bri": one figure per run; "hits": Hits@k (best so far) by round; "cir": CIR_COLUMNS
+    queries_format: str = "auto"  # eval --queries-format of the data files
+    stop_on_found: bool = False  # the simulated user stops once the target is shown
+    rank_from: str = "index"  # eval --rank-from
+    note: str = ""  # printed under the table
+
+
+CIR_COLUMNS = ("recall@1", "recall@5", "recall@10", "recall@50",
+               "recall_subset@1", "recall_subset@2", "recall_subset@3")  # at round 0, in percent
 
 
 REPRODUCTIONS = {
@@ -45,6 +59,14 @@ REPRODUCTIONS = {
         "chatir", "ChatIR (Levy et al. 2023; FT in PlugIR Table 12), VisDial val, Hits@10 (%) by round",
         (("ChatIR", "dialogues.json", "fixed-dialogue:concat",
           (71.5, 76.2, 78.9, 80.5, 82.0, 83.3, 84.4, 84.9, 85.6, 86.1, 86.4)),), metric="hits"),
+    "imagescope-cirr": Reproduction(
+        "imagescope-cirr", "ImageScope Tables 2 and 4, CIRR test1: Recall@K and Recall_subset@K (%)",
+        (("ImageScope", "cap.rc2.val.json", "composed:imagescope",
+          (("CLIP-ViT-B/32", (38.43, 66.27, 76.96, 91.83, 75.93, 89.21, 94.63)),
+           ("CLIP-ViT-L/14", (39.37, 67.54, 78.05, 92.94, 76.36, 89.40, 95.21)))),),
+        rounds=0, metric="cir", queries_format="cirr", stop_on_found=True, rank_from="results",
+        note="the paper's figures are CIRR test1 (scored by the CIRR server); this run scores the file given, "
+             "so the difference is across splits as well as systems"),
 }
 
 
@@ -54,6 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None, help="output folder (default runs/reproduce/NAME)")
     p.add_argument("--embedder", default=None, help="embedder spec (default: the index manifest's)")
     p.add_argument("--llm", default=None, help="LLM spec, for reproductions whose protocol needs one")
+    p.add_argument("--vlm", default=None, help="VLM spec, for reproductions that re-rank with one (ImageScope 2-3)")
     p.add_argument("--limit", type=int, default=None, help="only the first Q dialogues (a quick check)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -80,9 +103,13 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for label, data_file, protocol, paper in rep.runs:
         argv = ["--index", str(args.data / "index"), "--queries", str(args.data / data_file), "--protocol", protocol,
-                "--rounds", str(rep.rounds), "-k", str(rep.k), "--no-stop-on-found", "--no-exclude-shown",
-                "--out", str(out / label.lower())]
-        for flag, value in (("--embedder", args.embedder), ("--llm", args.llm), ("--limit", args.limit)):
+                "--rounds", str(rep.rounds), "-k", str(rep.k), "--no-exclude-shown",
+                "--stop-on-found" if rep.stop_on_found else "--no-stop-on-found", "--rank-from", rep.rank_from,
+                "--queries-format", rep.queries_format, "--out", str(out / label.lower())]
+        if rep.metric == "cir":
+            argv += ["--metrics-k", "1,5,10,50"]
+        for flag, value in (("--embedder", args.embedder), ("--llm", args.llm), ("--vlm", getattr(args, "vlm", None)),
+                            ("--limit", args.limit)):
             if value is not None:
                 argv += [flag, str(value)]
         if args.no_progress:
@@ -95,10 +122,18 @@ def run(args: argparse.Namespace) -> int:
         if rep.metric == "hits":
             rows.append((label, paper, [100 * h for h in metrics[f"hits@{rep.k}"]], metrics["n_queries"]))
             continue
+        if rep.metric == "cir":
+            got = [100 * metrics[c][0] if c in metrics else None for c in CIR_COLUMNS]
+            rows.append((label, paper, got, metrics["n_queries"], metrics.get("not_comparable")))
+            continue
         rows.append((label, paper, metrics["bri"], metrics["n_queries"], metrics.get("intervals", {}).get("bri")))
     print(f"\n{rep.paper}\n")
     if rep.metric == "hits":
         return _print_by_round(rows, rep.rounds)
+    if rep.metric == "cir":
+        _print_cir(rows)
+        print(f"\nnote: {rep.note}")
+        return 0
     print("| method | paper | this run [95% CI] | difference | dialogues |")
     print("|---|---|---|---|---|")
     for label, paper, got, n, ci in rows:
@@ -117,3 +152,19 @@ def _print_by_round(rows, rounds: int) -> int:
         print(f"| {label} | this run | " + " | ".join(f"{x:.1f}" for x in got) + f" | {n} |")
         print(f"| {label} | difference | " + " | ".join(f"{g - x:+.1f}" for g, x in zip(got, paper)) + " | |")
     return 0
+
+
+def _print_cir(rows) -> None:
+    """Each of the paper's rows, the run's, and the run minus each paper row (a dash: not measured)."""
+    names = ("R@1", "R@5", "R@10", "R@50", "Rs@1", "Rs@2", "Rs@3")
+    print("| method | | " + " | ".join(names) + " | queries |")
+    print("|---|---|" + "---|" * (len(names) + 1))
+    fmt = lambda xs: " | ".join("-" if x is None else f"{x:.2f}" for x in xs)  # noqa: E731
+    for label, paper, got, n, not_comparable in rows:
+        for retriever, figures in paper:
+            print(f"| {label} | paper, {retriever} | {fmt(figures)} | |")
+        mark = " (NOT A COMPARISON: " + not_comparable + ")" if not_comparable else ""
+        print(f"| {label} | this run{mark} | {fmt(got)} | {n} |")
+        for retriever, figures in paper:
+            diff = " | ".join("-" if g is None else f"{g - x:+.2f}" for g, x in zip(got, figures))
+            print(f"| {label} | minus {retriever} | {diff} | |")

@@ -191,13 +191,16 @@ def _turn_record(turn, rank: int, shown_rank: int | None, act: dict | None, wall
     return rec
 
 
-def _subset_rank(retriever, row, query: Query) -> int:
-    """The target's rank among its subset group (CIRR's Recall_subset), by the round's query scores."""
+def _subset_rank(retriever, row, query: Query, shown: Sequence[str] = ()) -> int:
+    """The target's rank among its subset group (CIRR's Recall_subset), by the round's query scores; with
+    `shown` (rank from the results), members in the final shown list come first, in its order."""
     from interactive_ir.evaluation.metrics import subset_rank
 
     scores = retriever.all_scores(row)
     index_row = retriever.index.row_of
     group = {i: float(scores[index_row[i]]) for i in {*query.subset, query.target} if i in index_row}
+    place = {image: len(shown) - pos for pos, image in enumerate(shown)}
+    group = {i: (10.0 + place[i] if i in place else v) for i, v in group.items()}  # scores are cosines, <= 1
     return subset_rank(group, query.target)
 
 
@@ -227,7 +230,8 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
         clock[:] = [now, cpu]
         res.ranks.append(int(rank))
         if query.subset:
-            res.subset_ranks.append(_subset_rank(retriever, row, query) if row is not None
+            shown_list = list(turn.shown) if cfg.rank_from == "results" else ()
+            res.subset_ranks.append(_subset_rank(retriever, row, query, shown_list) if row is not None
                                     else (res.subset_ranks[-1] if res.subset_ranks else len(query.subset)))
         res.shown_ranks.append(shown_rank)
         res.turns.append(rec)
