@@ -9,7 +9,9 @@ import pytest
 from interactive_ir.errors import BadInputError
 from interactive_ir.evaluation.metrics import (
     average_precision_at_k,
+    average_precision_from_ranks,
     map_at_k,
+    map_at_k_from_ranks,
     recall_subset_at_k,
     subset_rank,
 )
@@ -24,6 +26,14 @@ def test_average_precision_by_hand():
     assert average_precision_at_k(["a", "b"], {"a", "b"}, 2) == 1.0
     with pytest.raises(BadInputError, match="empty"):
         average_precision_at_k(["a"], set(), 1)
+
+
+def test_average_precision_from_ranks_by_hand():
+    # relevant at ranks 1, 3, 5 of 4: (1/1 + 2/3 + 3/5) / 4, as from the list
+    assert average_precision_from_ranks([5, 1, 3, 40], 4, 5) == pytest.approx((1 + 2 / 3 + 3 / 5) / 4)
+    assert average_precision_from_ranks([2], 1, 3) == pytest.approx(0.5)
+    assert average_precision_from_ranks([3], 1, 2) == 0.0
+    assert map_at_k_from_ranks({"q1": [[2], [1]], "q2": [[1, 2]]}, 3) == pytest.approx([0.75, 1.0])
 
 
 def test_map_by_round_carries_a_stopped_query_forward():
@@ -85,9 +95,22 @@ def test_a_run_reports_recall_subset_and_map(tmp_path):
     assert metrics["n_subset_queries"] == 4 and metrics["n_map_queries"] == 4
     want = [sum(r["subset_ranks"][t] <= 1 for r in records) / 4 for t in range(2)]
     assert metrics["recall_subset@1"] == pytest.approx(want)
+    assert metrics["map@5"] == pytest.approx(map_at_k_from_ranks({r["qid"]: r["relevant_ranks"] for r in records}, 5))
+    for q, rec in zip(qs, records):  # round 0's ranks of the target and its other ground truth, over the index
+        scores = retriever.all_scores(retriever.text_query_row(retriever.encode_text(q.description)))
+        row = retriever.index.row_of
+        assert rec["relevant_ranks"][0] == [int((scores > scores[row[i]]).sum()) + 1 for i in (q.target, *q.relevant)]
+    # the same AP from the ranks as from the whole ranked list
+    order = [retriever.index.records[i].id for i in (-scores).argsort(kind="stable")]
+    ap_list = average_precision_at_k(order, {qs[-1].target, *qs[-1].relevant}, 5)
+    ap_ranks = average_precision_from_ranks(records[-1]["relevant_ranks"][0], 2, 5)
+    assert ap_ranks == pytest.approx(ap_list)
+    for r in records:  # an older checkpoint (no relevant ranks): over the shown lists, K up to the page
+        del r["relevant_ranks"]
+    _, old = summarise(records, len(ids), (1, 5, 10), {q.qid: list(q.relevant) for q in qs}, rounds=1)
     shown = {r["qid"]: [t["shown"] for t in r["turns"]] for r in records}
     rel = {q.qid: {q.target, *q.relevant} for q in qs}
-    assert metrics["map@5"] == pytest.approx(map_at_k(shown, rel, 5)) and "map@10" not in metrics
+    assert old["map@5"] == pytest.approx(map_at_k(shown, rel, 5)) and "map@10" not in old
 
 
 def test_eval_prints_the_group_metrics():
@@ -97,7 +120,7 @@ def test_eval_prints_the_group_metrics():
          "map@5": [0.1, 0.25], "n_map_queries": 3, "hits@5": [0.0, 1.0]}
     assert _group_metrics(m) == [
         "Recall_subset @1 0.5000, @2 0.7500 at the last round (4 queries with a subset group)",
-        "mAP @5 0.2500 at the last round, over each round's shown images (3 queries with several ground truths)"]
+        "mAP @5 0.2500 at the last round (3 queries with several ground truths)"]
     assert _group_metrics({"hits@5": [1.0]}) == []
 
 

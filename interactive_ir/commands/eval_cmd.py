@@ -253,6 +253,6 @@ def _group_metrics(m: dict) -> list[str]:
     maps = [k for k in m if k.startswith("map@")]
     if maps:
         out.append("mAP " + ", ".join(f"@{k.split('@')[1]} {m[k][-1]:.4f}" for k in maps)
-                   + f" at the last round, over each round's shown images ({m['n_map_queries']} queries with "
+                   + f" at the last round ({m['n_map_queries']} queries with "
                    "several ground truths)")
     return out

@@ -38,7 +38,8 @@ Definitions, and the paper each comes from:
   relevant images, the distinct relevant images shown up to round T over the number of relevant
   images, averaged over queries (``accumulated_recall``).
 * mAP@K (CIRCO, several ground truths G): ``AP@K = sum_{k<=K} P@k rel(k) / min(K, |G|)`` over a
-  round's ranked list, averaged over queries, by round (``map_at_k``).
+  round's ranked list, averaged over queries, by round (``map_at_k``; from the ranks of the relevant
+  images in the whole ranking, ``map_at_k_from_ranks``).
 * Recall_subset@K (CIRR): the target's rank among its query's subset group only (the images of its
   ``img_set`` but the reference), ``subset_rank``; then Recall@K of those ranks (``recall_subset_at_k``).
 """
@@ -328,6 +329,34 @@ def map_at_k(
         if not _is_sequence(rounds) or len(rounds) == 0:
             raise BadInputError(f"query {qid!r}: expected a non-empty list of rounds of ranked image ids")
         rows.append([average_precision_at_k(ids, relevant[qid], k) for ids in rounds])
+    n_rounds = max(len(row) for row in rows)
+    padded = np.array([row + [row[-1]] * (n_rounds - len(row)) for row in rows], dtype=np.float64)
+    return _by_round(padded)
+
+
+def average_precision_from_ranks(ranks: Iterable[int], n_relevant: int, k: int) -> float:
+    """CIRCO's AP@K from the 1-based ranks of the relevant images in the whole ranking (`n_relevant` of them):
+    the same as `average_precision_at_k` on the list, for any K, without holding the list."""
+    if n_relevant < 1:
+        raise BadInputError("the relevant-images set is empty: AP is undefined")
+    total = 0.0
+    for j, r in enumerate(sorted(int(x) for x in ranks), start=1):
+        if r > k:
+            break
+        total += j / r
+    return total / min(k, n_relevant)
+
+
+def map_at_k_from_ranks(relevant_ranks: Mapping[str, Sequence[Sequence[int]]], k: int) -> list[float]:
+    """mAP@K by round from ``relevant_ranks[q][t]``: the ranks, at round t, of every relevant image of ``q``."""
+    (k,) = check_ks([k])
+    if not relevant_ranks:
+        raise BadInputError("no queries: the relevant-ranks mapping is empty")
+    rows = []
+    for qid, rounds in relevant_ranks.items():
+        if not _is_sequence(rounds) or len(rounds) == 0:
+            raise BadInputError(f"query {qid!r}: expected a non-empty list of rounds of relevant ranks")
+        rows.append([average_precision_from_ranks(rs, len(rs), k) for rs in rounds])
     n_rounds = max(len(row) for row in rows)
     padded = np.array([row + [row[-1]] * (n_rounds - len(row)) for row in rows], dtype=np.float64)
     return _by_round(padded)

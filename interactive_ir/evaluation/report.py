@@ -89,12 +89,19 @@ def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1,
     Queries that failed before any rank was recorded are left out and counted in `n_failed`; timing
     figures (which differ between identical runs) sit under `"timing"`. With `relevant` (query id ->
     ground-truth relevant ids besides the target), `accumulated_recall` (paper 001, eq. 2) and `map@K`
-    (CIRCO, over each round's shown list, for K up to its length) are added. Queries with a subset group
+    (CIRCO: from every ground truth's rank over the index; for older checkpoints over each round's shown
+    list, for K up to its length) are added. Queries with a subset group
     (CIRR) add `recall_subset@K` for K in `SUBSET_KS`, over the queries that have one (`n_subset_queries`).
     """
     from collections import Counter
 
-    from interactive_ir.evaluation.metrics import accumulated_recall, map_at_k, rank_matrix, recall_subset_at_k
+    from interactive_ir.evaluation.metrics import (
+        accumulated_recall,
+        map_at_k,
+        map_at_k_from_ranks,
+        rank_matrix,
+        recall_subset_at_k,
+    )
 
     ok = [r for r in records if r.get("ranks")]
     ranks = {r["qid"]: list(r["ranks"]) for r in ok}
@@ -131,11 +138,16 @@ def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1,
         if rel:
             shown_lists = {q: [t["shown"] for t in r["turns"]] for r in ok if (q := r["qid"]) in rel}
             metrics["accumulated_recall"] = accumulated_recall(shown_lists, rel)
+            ranked = {r["qid"]: r["relevant_ranks"] for r in ok if r["qid"] in rel and r.get("relevant_ranks")}
             page = max((len(x) for rows in shown_lists.values() for x in rows), default=0)
             for k in ks:
-                if k <= page:
+                if len(ranked) == len(rel):  # the ranks of every ground truth over the whole index: any K
+                    by_round = map_at_k_from_ranks(ranked, k)
+                elif k <= page:  # an older checkpoint: over each round's shown list only
                     by_round = map_at_k(shown_lists, rel, k)
-                    metrics[f"map@{k}"] = by_round + by_round[-1:] * (metrics["n_rounds"] - len(by_round))
+                else:
+                    continue
+                metrics[f"map@{k}"] = by_round + by_round[-1:] * (metrics["n_rounds"] - len(by_round))
             metrics["n_map_queries"] = len(rel)
     subset = {r["qid"]: list(r["subset_ranks"]) for r in ok if r.get("subset_ranks")}
     if subset:

@@ -108,6 +108,8 @@ class QueryResult:
     user_round_trips: int = 0  # the simulated user's model calls over the whole search
     dialog: list[list[str]] = field(default_factory=list)  # (question, answer) pairs answered, for dialogues.json
     subset_ranks: list[int] = field(default_factory=list)  # the target's rank within its subset group, by round
+    relevant_ranks: list[list[int]] = field(default_factory=list)  # with several ground truths: the rank of each
+    #   (target first, then `relevant`) over the whole index, by round (CIRCO's mAP@K)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -191,6 +193,23 @@ def _turn_record(turn, rank: int, shown_rank: int | None, act: dict | None, wall
     return rec
 
 
+def _relevant_ranks(retriever, row, query: Query, shown: Sequence[str] = ()) -> list[int]:
+    """The rank of the target and of each other relevant image over the whole index (ties in its favour);
+    with `shown` (rank from the results), a shown one's place in that list, the others after it."""
+    scores = retriever.all_scores(row)
+    index_row = retriever.index.row_of
+    out = []
+    for image in dict.fromkeys((query.target, *query.relevant)):
+        if image in shown:
+            out.append(list(shown).index(image) + 1)
+        elif image in index_row:
+            r = int(np.sum(scores > scores[index_row[image]])) + 1
+            out.append(max(r, len(shown) + 1) if shown else r)
+        else:
+            out.append(len(scores) + 1)  # a ground truth missing from the index is never retrieved
+    return out
+
+
 def _subset_rank(retriever, row, query: Query, shown: Sequence[str] = ()) -> int:
     """The target's rank among its subset group (CIRR's Recall_subset), by the round's query scores; with
     `shown` (rank from the results), members in the final shown list come first, in its order."""
@@ -229,9 +248,13 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
         rec = _turn_record(turn, int(rank), shown_rank, act, now - clock[0], cpu - clock[1])
         clock[:] = [now, cpu]
         res.ranks.append(int(rank))
+        shown_results = list(turn.shown) if cfg.rank_from == "results" else ()
+        if query.relevant:
+            res.relevant_ranks.append(_relevant_ranks(retriever, row, query, shown_results)
+                                      if row is not None else list(res.relevant_ranks[-1] if res.relevant_ranks
+                                                                   else [len(retriever.index)] * (1 + len(query.relevant))))
         if query.subset:
-            shown_list = list(turn.shown) if cfg.rank_from == "results" else ()
-            res.subset_ranks.append(_subset_rank(retriever, row, query, shown_list) if row is not None
+            res.subset_ranks.append(_subset_rank(retriever, row, query, shown_results) if row is not None
                                     else (res.subset_ranks[-1] if res.subset_ranks else len(query.subset)))
         res.shown_ranks.append(shown_rank)
         res.turns.append(rec)
