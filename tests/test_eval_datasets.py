@@ -217,3 +217,36 @@ def test_reproduce_imagescope_cirr_on_a_cirr_file(tmp_path, capsys):
                                              "recall_subset@1", "recall_subset@2", "recall_subset@3")]
     assert lines[run_label] == want and m["n_subset_queries"] == 4 and m["n_rounds"] == 1
     assert lines["minus CLIP-ViT-B/32"][0] == f"{float(want[0]) - 38.43:+.2f}"
+
+
+def test_reproduce_fisd_prints_recall_at_1_by_type_beside_table1(tmp_path, capsys):
+    import shutil
+    from pathlib import PurePosixPath
+
+    from iir_testutils import build_tiny
+
+    from interactive_ir.cli import main
+
+    retriever, ids, caps = build_tiny(tmp_path / "build")
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copytree(tmp_path / "build" / "index", data / "index")
+    stem = [PurePosixPath(i).stem for i in ids]
+    kinds = ["negation", "Cardinality", "addition", "mystery"]
+    rows = [{"id": i, "type": kinds[i % 4], "reference": stem[i], "target": stem[i + 1],
+             "relative_caption": caps[ids[i + 1]][0]} for i in range(8)]
+    (data / "fisd.json").write_text(json.dumps(rows))
+    out = tmp_path / "out"
+    assert main(["reproduce", "fisd", "--data", str(data), "--out", str(out), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    ranks = json.loads((out / "fisd" / "composed-compose" / "ranks.json").read_text())
+    r1 = {k: [100.0 * (ranks[f"fisd-{i}"][0] <= 1) for i in range(8) if i % 4 == j] for j, k in enumerate(kinds)}
+    mean = {k: sum(v) / len(v) for k, v in r1.items()}
+    run_line = next(ln for ln in text.splitlines() if ln.startswith("| this run"))
+    cells = [c.strip() for c in run_line.split("|")[2:9]]
+    assert cells == [f"{mean['Cardinality']:.2f}", f"{mean['addition']:.2f}", f"{mean['negation']:.2f}", "-", "-", "-",
+                     f"{(mean['Cardinality'] + mean['addition'] + mean['negation']) / 3:.2f}"]
+    sprc = next(ln for ln in text.splitlines() if ln.startswith("| SPRC (paper)"))
+    assert "| 41.00 | 66.50 | 9.50 | 73.00 | 48.50 | 62.00 | 50.08 |" in sprc
+    assert sprc.rstrip(" |").endswith(f"{float(cells[-1]) - 50.08:+.2f}")
+    assert "other 2" in text and "negation 2" in text

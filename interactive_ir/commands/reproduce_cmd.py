@@ -1,4 +1,4 @@
-"""`python -m interactive_ir reproduce NAME --data DIR [--llm ...] [--embedder ...]`
+"""`python -m interactive_ir reproduce NAME --data DIR [--llm ...] [--vlm ...] [--embedder ...]`
 
 Runs a paper's evaluation preset on the paper's data and prints the paper's figures beside the run's,
 with the difference. The data are downloaded by the user; DIR must hold:
@@ -20,6 +20,10 @@ with the difference. The data are downloaded by the user; DIR must hold:
   One shot (round 0), `composed:imagescope` (needs `--llm`; stages 2-3 with `--vlm`), the rank taken from the
   final re-ranked list. The paper's figures are CIRR test1, scored by the CIRR server (its targets are not
   released), so a run on val differs by split as well: the command says so.
+- `fisd` (paper 004 Table 1: single-round Recall@1 by FISD instruction type, for eleven CIR models):
+  `index/` (the FISD images) and `fisd.json` (the FISD triplets, with `type`). One shot, `composed:compose`
+  with the index's retriever; Recall@1 by type (types matched to the paper's columns by their first
+  word) and its average, beside each of the paper's models, with this run's average minus each model's.
 """
 
 from __future__ import annotations
@@ -47,6 +51,21 @@ class Reproduction:
     note: str = ""  # printed under the table
 
 
+FISD_TYPES = ("cardinality", "addition", "negation", "change", "background", "complex")  # Table 1's columns
+FISD_TABLE1 = (  # Recall@1 (%) by type, then the average
+    ("Pic2Word", (6.00, 39.00, 0.00, 24.00, 18.00, 41.00, 21.33)),
+    ("Context-I2W", (14.00, 48.00, 0.00, 29.50, 27.50, 48.00, 27.83)),
+    ("LinCIR", (5.50, 52.50, 1.50, 43.50, 36.50, 55.00, 32.42)),
+    ("TransAgg", (15.50, 56.00, 2.00, 52.00, 26.00, 57.00, 34.75)),
+    ("CLIP4CIR", (31.00, 67.50, 4.00, 65.00, 43.50, 72.00, 47.17)),
+    ("BLIP4CIR+Bi", (35.50, 65.50, 3.50, 58.50, 42.50, 65.50, 45.17)),
+    ("TG-CIR", (43.50, 69.00, 1.50, 64.50, 47.50, 65.50, 48.58)),
+    ("CoVR*", (47.50, 70.00, 8.50, 77.00, 61.50, 70.00, 55.75)),
+    ("CIReVL", (24.00, 53.50, 17.50, 61.00, 40.00, 69.00, 44.17)),
+    ("SPRC", (41.00, 66.50, 9.50, 73.00, 48.50, 62.00, 50.08)),
+    ("SPN4CIR", (58.50, 69.50, 13.00, 77.00, 56.00, 61.00, 55.83)),
+)
+
 CIR_COLUMNS = ("recall@1", "recall@5", "recall@10", "recall@50",
                "recall_subset@1", "recall_subset@2", "recall_subset@3")  # at round 0, in percent
 
@@ -67,6 +86,10 @@ REPRODUCTIONS = {
         rounds=0, metric="cir", queries_format="cirr", stop_on_found=True, rank_from="results",
         note="the paper's figures are CIRR test1 (scored by the CIRR server); this run scores the file given, "
              "so the difference is across splits as well as systems"),
+    "fisd": Reproduction(
+        "fisd", "A sanity check on CIR (paper 004) Table 1, FISD: Recall@1 (%) by instruction type",
+        (("FISD", "fisd.json", "composed:compose", FISD_TABLE1),), rounds=0, metric="fisd", queries_format="fisd",
+        stop_on_found=True),
 }
 
 
@@ -89,7 +112,7 @@ def _check_data(rep: Reproduction, data: Path) -> None:
     missing = [f for f in need if not (data / f).is_file()]
     if missing:
         raise BadInputError(f"{data} lacks {', '.join(missing)}: {rep.name} needs index/ (an index of the images) "
-                            f"and {', '.join(f for _, f, _, _ in rep.runs)} (the released dialogues)")
+                            f"and {', '.join(f for _, f, _, _ in rep.runs)} (the paper's released files)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,6 +145,11 @@ def run(args: argparse.Namespace) -> int:
         if rep.metric == "hits":
             rows.append((label, paper, [100 * h for h in metrics[f"hits@{rep.k}"]], metrics["n_queries"]))
             continue
+        if rep.metric == "fisd":
+            ranks = json.loads((out / label.lower() / protocol.replace(":", "-") / "ranks.json").read_text())
+            rows.append((label, paper, _fisd_by_type(args.data / data_file, ranks), metrics["n_queries"],
+                         metrics.get("not_comparable")))
+            continue
         if rep.metric == "cir":
             got = [100 * metrics[c][0] if c in metrics else None for c in CIR_COLUMNS]
             rows.append((label, paper, got, metrics["n_queries"], metrics.get("not_comparable")))
@@ -130,6 +158,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{rep.paper}\n")
     if rep.metric == "hits":
         return _print_by_round(rows, rep.rounds)
+    if rep.metric == "fisd":
+        _print_fisd(rows)
+        return 0
     if rep.metric == "cir":
         _print_cir(rows)
         print(f"\nnote: {rep.note}")
@@ -168,3 +199,35 @@ def _print_cir(rows) -> None:
         for retriever, figures in paper:
             diff = " | ".join("-" if g is None else f"{g - x:+.2f}" for g, x in zip(got, figures))
             print(f"| {label} | minus {retriever} | {diff} | |")
+
+
+def _fisd_by_type(path: Path, ranks: dict) -> tuple[list[float | None], dict[str, int]]:
+    """Round-0 Recall@1 (%) per Table 1 column (None: no query of that type) and the average of the measured
+    columns; with the number of queries per column ("other": types that match no column)."""
+    from interactive_ir.datasets.triplets import load_triplets
+
+    hits: dict[str, list[float]] = {}
+    for q in load_triplets("fisd", path):
+        if q.qid not in ranks:
+            continue
+        kind = str(q.meta.get("type", "")).strip().lower()
+        column = next((t for t in FISD_TYPES if kind.startswith(t)), "other")
+        hits.setdefault(column, []).append(100.0 if ranks[q.qid][0] <= 1 else 0.0)
+    by_type = [sum(hits[t]) / len(hits[t]) if t in hits else None for t in FISD_TYPES]
+    measured = [x for x in by_type if x is not None]
+    return by_type + [sum(measured) / len(measured) if measured else None], {t: len(v) for t, v in hits.items()}
+
+
+def _print_fisd(rows) -> None:
+    names = ("Cardinality", "Addition", "Negation", "Change", "Background", "Complex Inst.", "Average")
+    fmt = lambda xs: " | ".join("-" if x is None else f"{x:.2f}" for x in xs)  # noqa: E731
+    for _label, paper, (got, counts), n, not_comparable in rows:
+        print("| model | " + " | ".join(names) + " | this run's average minus it |")
+        print("|---|" + "---|" * (len(names) + 1))
+        for model, figures in paper:
+            diff = "-" if got[-1] is None else f"{got[-1] - figures[-1]:+.2f}"
+            print(f"| {model} (paper) | {fmt(figures)} | {diff} |")
+        mark = " (NOT A COMPARISON: " + not_comparable + ")" if not_comparable else ""
+        print(f"| this run{mark} | {fmt(got)} | |")
+        print("\nqueries by type: " + ", ".join(f"{t} {c}" for t, c in counts.items()) + f" ({n} in all); the "
+              "average is over the measured types")
