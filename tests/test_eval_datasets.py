@@ -150,3 +150,103 @@ def test_karpathy_split_files_give_caption_rows_by_split(tmp_path):
     assert len(q.knowledge) == 2 and held.index_captions[q.target][0] not in q.knowledge
     with pytest.raises(BadInputError, match="no images in split 'val'"):
         read_caption_rows(path, "val")
+
+
+def test_reproduce_chatir_prints_hits_by_round_beside_the_papers(tmp_path, capsys):
+    import shutil
+
+    from iir_testutils import build_tiny
+
+    from interactive_ir.cli import main
+
+    retriever, ids, caps = build_tiny(tmp_path / "build")
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copytree(tmp_path / "build" / "index", data / "index")
+    (data / "dialogues.json").write_text(json.dumps(_chatir(ids[:6], lambda t: caps[t][0])))
+    out = tmp_path / "out"
+    assert main(["reproduce", "chatir", "--data", str(data), "--out", str(out), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "ChatIR (Levy et al. 2023; FT in PlugIR Table 12), VisDial val, Hits@10 (%) by round" in text
+    rows = {ln.split("|")[2].strip(): [c.strip() for c in ln.split("|")[3:14]]
+            for ln in text.splitlines() if ln.startswith("| ChatIR |")}
+    assert rows["paper"] == ["71.5", "76.2", "78.9", "80.5", "82.0", "83.3", "84.4", "84.9", "85.6", "86.1", "86.4"]
+    hits = json.loads((out / "chatir" / "fixed-dialogue-concat" / "metrics.json").read_text())["hits@10"]
+    assert len(hits) == 11 and rows["this run"] == [f"{100 * h:.1f}" for h in hits]
+    assert rows["difference"] == [f"{100 * h - p:+.1f}" for h, p in zip(hits, map(float, rows["paper"]))]
+
+
+def test_reproduce_chatir_refuses_a_folder_without_the_dialogues(tmp_path, capsys):
+    from interactive_ir.cli import main
+
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index" / "manifest.json").write_text("{}")
+    assert main(["reproduce", "chatir", "--data", str(tmp_path), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "lacks dialogues.json" in err and len(err.splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+def test_reproduce_imagescope_cirr_on_a_cirr_file(tmp_path, capsys):
+    import shutil
+    from pathlib import PurePosixPath
+
+    from iir_testutils import build_tiny
+
+    from interactive_ir.cli import main
+
+    retriever, ids, caps = build_tiny(tmp_path / "build")
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copytree(tmp_path / "build" / "index", data / "index")
+    stem = [PurePosixPath(i).stem for i in ids]
+    rows = [{"pairid": i, "reference": stem[i], "target_hard": stem[i + 1], "target_soft": {stem[i + 1]: 1.0},
+             "caption": caps[ids[i + 1]][0], "img_set": {"id": i, "members": stem[i : i + 6]}} for i in range(4)]
+    (data / "cap.rc2.val.json").write_text(json.dumps(rows))
+    out = tmp_path / "out"
+    assert main(["reproduce", "imagescope-cirr", "--data", str(data), "--out", str(out), "--llm", "fake",
+                 "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "ImageScope Tables 2 and 4, CIRR test1" in text and "difference is across splits" in text
+    lines = {ln.split("|")[2].strip(): [c.strip() for c in ln.split("|")[3:10]]
+             for ln in text.splitlines() if ln.startswith("| ImageScope |")}
+    assert lines["paper, CLIP-ViT-L/14"] == ["39.37", "67.54", "78.05", "92.94", "76.36", "89.40", "95.21"]
+    (run_label,) = [k for k in lines if k.startswith("this run")]
+    assert "NOT A COMPARISON" in run_label  # the fake LLM wrote the queries
+    m = json.loads((out / "imagescope" / "composed-imagescope" / "metrics.json").read_text())
+    want = [f"{100 * m[c][0]:.2f}" for c in ("recall@1", "recall@5", "recall@10", "recall@50",
+                                             "recall_subset@1", "recall_subset@2", "recall_subset@3")]
+    assert lines[run_label] == want and m["n_subset_queries"] == 4 and m["n_rounds"] == 1
+    assert lines["minus CLIP-ViT-B/32"][0] == f"{float(want[0]) - 38.43:+.2f}"
+
+
+def test_reproduce_fisd_prints_recall_at_1_by_type_beside_table1(tmp_path, capsys):
+    import shutil
+    from pathlib import PurePosixPath
+
+    from iir_testutils import build_tiny
+
+    from interactive_ir.cli import main
+
+    retriever, ids, caps = build_tiny(tmp_path / "build")
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copytree(tmp_path / "build" / "index", data / "index")
+    stem = [PurePosixPath(i).stem for i in ids]
+    kinds = ["negation", "Cardinality", "addition", "mystery"]
+    rows = [{"id": i, "type": kinds[i % 4], "reference": stem[i], "target": stem[i + 1],
+             "relative_caption": caps[ids[i + 1]][0]} for i in range(8)]
+    (data / "fisd.json").write_text(json.dumps(rows))
+    out = tmp_path / "out"
+    assert main(["reproduce", "fisd", "--data", str(data), "--out", str(out), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    ranks = json.loads((out / "fisd" / "composed-compose" / "ranks.json").read_text())
+    r1 = {k: [100.0 * (ranks[f"fisd-{i}"][0] <= 1) for i in range(8) if i % 4 == j] for j, k in enumerate(kinds)}
+    mean = {k: sum(v) / len(v) for k, v in r1.items()}
+    run_line = next(ln for ln in text.splitlines() if ln.startswith("| this run"))
+    cells = [c.strip() for c in run_line.split("|")[2:9]]
+    assert cells == [f"{mean['Cardinality']:.2f}", f"{mean['addition']:.2f}", f"{mean['negation']:.2f}", "-", "-", "-",
+                     f"{(mean['Cardinality'] + mean['addition'] + mean['negation']) / 3:.2f}"]
+    sprc = next(ln for ln in text.splitlines() if ln.startswith("| SPRC (paper)"))
+    assert "| 41.00 | 66.50 | 9.50 | 73.00 | 48.50 | 62.00 | 50.08 |" in sprc
+    assert sprc.rstrip(" |").endswith(f"{float(cells[-1]) - 50.08:+.2f}")
+    assert "other 2" in text and "negation 2" in text

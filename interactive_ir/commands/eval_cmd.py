@@ -235,6 +235,24 @@ def run(args: argparse.Namespace) -> int:
     write_summary(args.out, {p: m for p, m in results.items() if m.get("n_queries")}, ks)
     k_table = 10 if 10 in ks else max(ks)
     print(markdown_table(results, k=k_table, extra=("s/query", "cpu/query", "llm")))
+    for name, m in results.items():
+        for line in _group_metrics(m):
+            print(f"{name}: {line}")
     print(f"\nwrote {args.out}/<protocol>/{{ranks.json,metrics.json,by_round.csv,hits_recall.png}} and "
           f"{args.out}/summary.{{json,csv}}")
     return 0
+
+
+def _group_metrics(m: dict) -> list[str]:
+    """Last-round Recall_subset@K (CIRR subset groups) and mAP@K (several ground truths), when the run has them."""
+    out = []
+    subset = [k for k in m if k.startswith("recall_subset@")]
+    if subset:
+        out.append("Recall_subset " + ", ".join(f"@{k.split('@')[1]} {m[k][-1]:.4f}" for k in subset)
+                   + f" at the last round ({m['n_subset_queries']} queries with a subset group)")
+    maps = [k for k in m if k.startswith("map@")]
+    if maps:
+        out.append("mAP " + ", ".join(f"@{k.split('@')[1]} {m[k][-1]:.4f}" for k in maps)
+                   + f" at the last round ({m['n_map_queries']} queries with "
+                   "several ground truths)")
+    return out

@@ -1,4 +1,4 @@
-"""`python -m interactive_ir index --images DIR --out indices/NAME [--captions FILE] [--kind KIND] ...`
+"""`python -m interactive_ir index --images DIR --out indices/NAME [--image-list FILE] [--captions FILE] [--kind KIND] ...`
 
 Also `index --vectors FILE.npy|DIR --ids FILE --out DIR --embedder SPEC` (precomputed embeddings) and
 `index verify DIR` (checksums and links of an index, on demand) and `index export DIR --store SPEC`
@@ -25,6 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(search it with IIR_STORE=SPEC)")
     p.add_argument("--images", type=Path, help="folder of images (searched recursively); with --vectors: the "
                    "folder the ids are relative to")
+    p.add_argument("--image-list", type=Path, help="index only these images: a text file, one path per line relative "
+                   "to --images (every one must exist)")
     p.add_argument("--out", type=Path, help="index folder to create or update, e.g. indices/mine")
     p.add_argument("--captions", type=Path, help="captions file: JSONL, COCO captions JSON, or CSV/TSV image,caption")
     p.add_argument("--captioner", help="caption uncaptioned images with this captioner spec (e.g. hf:Salesforce/blip-image-captioning-base)")
@@ -63,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
     from interactive_ir.backends import make_captioner, make_embedder
 
     if args.vectors or args.ids:
+        if args.image_list:
+            raise BadInputError("--image-list goes with --images (a folder of images), not with --vectors")
         return _from_vectors(args, kind)
     if args.images is None:
         raise BadInputError("give --images DIR (a folder of images) or --vectors FILE --ids FILE (precomputed embeddings)")
@@ -73,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     captioner = make_captioner(args.captioner) if args.captioner else None
     cfg = BuildConfig(images=args.images, out=args.out, captions=args.captions, batch_size=args.batch_size,
                       workers=args.workers, rebuild=args.rebuild, skip_missing_captions=args.skip_missing_captions,
-                      kind=kind)
+                      kind=kind, image_list=args.image_list)
     report = build_index(cfg, embedder, captioner)
     print(f"indexed {report.count} images into {report.out} ({report.embedded} embedded, {report.reused} reused, "
           f"{len(report.skipped)} skipped) at {report.images_per_second:.1f} images/s")

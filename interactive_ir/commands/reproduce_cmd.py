@@ -1,4 +1,4 @@
-"""`python -m interactive_ir reproduce NAME --data DIR [--llm ...] [--embedder ...]`
+"""`python -m interactive_ir reproduce NAME --data DIR [--llm ...] [--vlm ...] [--embedder ...]`
 
 Runs a paper's evaluation preset on the paper's data and prints the paper's figures beside the run's,
 with the difference. The data are downloaded by the user; DIR must hold:
@@ -9,6 +9,21 @@ with the difference. The data are downloaded by the user; DIR must hold:
   dialogues: the round-t entry is that round's reformulated query). ZS is scored by ChatIR's concatenation
   (`fixed-dialogue:concat`), PlugIR by its per-round queries (`fixed-dialogue:split`); 10 rounds, every
   round played, the target's rank over the whole index.
+- `chatir` (ChatIR, Levy et al. 2023: a BLIP retriever fine-tuned on VisDial dialogues, "FT" in PlugIR; its
+  Hits@10 by round 0-10 on VisDial val as PlugIR Table 12 reports it): `index/` (the VisDial val images,
+  built with the fine-tuned retriever to match the paper) and `dialogues.json` (ChatIR's released
+  `VisDial_v1.0_queries_val.json`, ChatIR layout). Scored by ChatIR's concatenation, 10 rounds, every round
+  played, Hits@10 (best so far) by round, printed in percent beside the paper's with the difference.
+- `imagescope-cirr` (ImageScope Table 2/4, CIRR: Recall@1/5/10/50 and Recall_subset@1/2/3 for both of its
+  CLIP retrievers): `index/` (the CIRR images of the split, e.g. `index --images CIRR/img_raw --image-list
+  split.txt`) and `cap.rc2.val.json` (CIRR's released captions, with `img_set` for the subset groups).
+  One shot (round 0), `composed:imagescope` (needs `--llm`; stages 2-3 with `--vlm`), the rank taken from the
+  final re-ranked list. The paper's figures are CIRR test1, scored by the CIRR server (its targets are not
+  released), so a run on val differs by split as well: the command says so.
+- `fisd` (paper 004 Table 1: single-round Recall@1 by FISD instruction type, for eleven CIR models):
+  `index/` (the FISD images) and `fisd.json` (the FISD triplets, with `type`). One shot, `composed:compose`
+  with the index's retriever; Recall@1 by type (types matched to the paper's columns by their first
+  word) and its average, beside each of the paper's models, with this run's average minus each model's.
 """
 
 from __future__ import annotations
@@ -25,15 +40,56 @@ from interactive_ir.errors import BadInputError
 class Reproduction:
     name: str
     paper: str  # which figures, in words
-    runs: tuple[tuple[str, str, str, float], ...]  # (label, data file in DIR, protocol, the paper's BRI)
+    runs: tuple[tuple[str, str, str, float | tuple[float, ...]], ...]  # (label, data file in DIR, protocol,
+    #   the paper's figure: its BRI, or with metric "hits" its Hits@k in percent at rounds 0..rounds)
     rounds: int = 10
     k: int = 10
+    metric: str = "bri"  # "bri": one figure per run; "hits": Hits@k (best so far) by round; "cir": CIR_COLUMNS
+    queries_format: str = "auto"  # eval --queries-format of the data files
+    stop_on_found: bool = False  # the simulated user stops once the target is shown
+    rank_from: str = "index"  # eval --rank-from
+    note: str = ""  # printed under the table
+
+
+FISD_TYPES = ("cardinality", "addition", "negation", "change", "background", "complex")  # Table 1's columns
+FISD_TABLE1 = (  # Recall@1 (%) by type, then the average
+    ("Pic2Word", (6.00, 39.00, 0.00, 24.00, 18.00, 41.00, 21.33)),
+    ("Context-I2W", (14.00, 48.00, 0.00, 29.50, 27.50, 48.00, 27.83)),
+    ("LinCIR", (5.50, 52.50, 1.50, 43.50, 36.50, 55.00, 32.42)),
+    ("TransAgg", (15.50, 56.00, 2.00, 52.00, 26.00, 57.00, 34.75)),
+    ("CLIP4CIR", (31.00, 67.50, 4.00, 65.00, 43.50, 72.00, 47.17)),
+    ("BLIP4CIR+Bi", (35.50, 65.50, 3.50, 58.50, 42.50, 65.50, 45.17)),
+    ("TG-CIR", (43.50, 69.00, 1.50, 64.50, 47.50, 65.50, 48.58)),
+    ("CoVR*", (47.50, 70.00, 8.50, 77.00, 61.50, 70.00, 55.75)),
+    ("CIReVL", (24.00, 53.50, 17.50, 61.00, 40.00, 69.00, 44.17)),
+    ("SPRC", (41.00, 66.50, 9.50, 73.00, 48.50, 62.00, 50.08)),
+    ("SPN4CIR", (58.50, 69.50, 13.00, 77.00, 56.00, 61.00, 55.83)),
+)
+
+CIR_COLUMNS = ("recall@1", "recall@5", "recall@10", "recall@50",
+               "recall_subset@1", "recall_subset@2", "recall_subset@3")  # at round 0, in percent
 
 
 REPRODUCTIONS = {
     "plugir-table1": Reproduction(
         "plugir-table1", "PlugIR Table 1, VisDial val, BLIP retriever (BRI, lower is better)",
         (("ZS", "zs.json", "fixed-dialogue:concat", 1.0006), ("PlugIR", "plugir.json", "fixed-dialogue:split", 0.7674))),
+    "chatir": Reproduction(
+        "chatir", "ChatIR (Levy et al. 2023; FT in PlugIR Table 12), VisDial val, Hits@10 (%) by round",
+        (("ChatIR", "dialogues.json", "fixed-dialogue:concat",
+          (71.5, 76.2, 78.9, 80.5, 82.0, 83.3, 84.4, 84.9, 85.6, 86.1, 86.4)),), metric="hits"),
+    "imagescope-cirr": Reproduction(
+        "imagescope-cirr", "ImageScope Tables 2 and 4, CIRR test1: Recall@K and Recall_subset@K (%)",
+        (("ImageScope", "cap.rc2.val.json", "composed:imagescope",
+          (("CLIP-ViT-B/32", (38.43, 66.27, 76.96, 91.83, 75.93, 89.21, 94.63)),
+           ("CLIP-ViT-L/14", (39.37, 67.54, 78.05, 92.94, 76.36, 89.40, 95.21)))),),
+        rounds=0, metric="cir", queries_format="cirr", stop_on_found=True, rank_from="results",
+        note="the paper's figures are CIRR test1 (scored by the CIRR server); this run scores the file given, "
+             "so the difference is across splits as well as systems"),
+    "fisd": Reproduction(
+        "fisd", "A sanity check on CIR (paper 004) Table 1, FISD: Recall@1 (%) by instruction type",
+        (("FISD", "fisd.json", "composed:compose", FISD_TABLE1),), rounds=0, metric="fisd", queries_format="fisd",
+        stop_on_found=True),
 }
 
 
@@ -43,6 +99,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None, help="output folder (default runs/reproduce/NAME)")
     p.add_argument("--embedder", default=None, help="embedder spec (default: the index manifest's)")
     p.add_argument("--llm", default=None, help="LLM spec, for reproductions whose protocol needs one")
+    p.add_argument("--vlm", default=None, help="VLM spec, for reproductions that re-rank with one (ImageScope 2-3)")
     p.add_argument("--limit", type=int, default=None, help="only the first Q dialogues (a quick check)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -55,7 +112,7 @@ def _check_data(rep: Reproduction, data: Path) -> None:
     missing = [f for f in need if not (data / f).is_file()]
     if missing:
         raise BadInputError(f"{data} lacks {', '.join(missing)}: {rep.name} needs index/ (an index of the images) "
-                            f"and {', '.join(f for _, f, _, _ in rep.runs)} (the released dialogues)")
+                            f"and {', '.join(f for _, f, _, _ in rep.runs)} (the paper's released files)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,9 +126,13 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for label, data_file, protocol, paper in rep.runs:
         argv = ["--index", str(args.data / "index"), "--queries", str(args.data / data_file), "--protocol", protocol,
-                "--rounds", str(rep.rounds), "-k", str(rep.k), "--no-stop-on-found", "--no-exclude-shown",
-                "--out", str(out / label.lower())]
-        for flag, value in (("--embedder", args.embedder), ("--llm", args.llm), ("--limit", args.limit)):
+                "--rounds", str(rep.rounds), "-k", str(rep.k), "--no-exclude-shown",
+                "--stop-on-found" if rep.stop_on_found else "--no-stop-on-found", "--rank-from", rep.rank_from,
+                "--queries-format", rep.queries_format, "--out", str(out / label.lower())]
+        if rep.metric == "cir":
+            argv += ["--metrics-k", "1,5,10,50"]
+        for flag, value in (("--embedder", args.embedder), ("--llm", args.llm), ("--vlm", getattr(args, "vlm", None)),
+                            ("--limit", args.limit)):
             if value is not None:
                 argv += [flag, str(value)]
         if args.no_progress:
@@ -81,11 +142,92 @@ def run(args: argparse.Namespace) -> int:
         print(f"== {rep.name}: {label} ({protocol}, {data_file})")
         eval_cmd.run(p.parse_args(argv))
         metrics = json.loads((out / label.lower() / protocol.replace(":", "-") / "metrics.json").read_text())
+        if rep.metric == "hits":
+            rows.append((label, paper, [100 * h for h in metrics[f"hits@{rep.k}"]], metrics["n_queries"]))
+            continue
+        if rep.metric == "fisd":
+            ranks = json.loads((out / label.lower() / protocol.replace(":", "-") / "ranks.json").read_text())
+            rows.append((label, paper, _fisd_by_type(args.data / data_file, ranks), metrics["n_queries"],
+                         metrics.get("not_comparable")))
+            continue
+        if rep.metric == "cir":
+            got = [100 * metrics[c][0] if c in metrics else None for c in CIR_COLUMNS]
+            rows.append((label, paper, got, metrics["n_queries"], metrics.get("not_comparable")))
+            continue
         rows.append((label, paper, metrics["bri"], metrics["n_queries"], metrics.get("intervals", {}).get("bri")))
     print(f"\n{rep.paper}\n")
+    if rep.metric == "hits":
+        return _print_by_round(rows, rep.rounds)
+    if rep.metric == "fisd":
+        _print_fisd(rows)
+        return 0
+    if rep.metric == "cir":
+        _print_cir(rows)
+        print(f"\nnote: {rep.note}")
+        return 0
     print("| method | paper | this run [95% CI] | difference | dialogues |")
     print("|---|---|---|---|---|")
     for label, paper, got, n, ci in rows:
         ci_text = f" [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""
         print(f"| {label} | {paper:.4f} | {got:.4f}{ci_text} | {got - paper:+.4f} | {n} |")
     return 0
+
+
+def _print_by_round(rows, rounds: int) -> int:
+    """The paper's figure, the run's and the difference, one column per round."""
+    print("| method | | " + " | ".join(str(t) for t in range(rounds + 1)) + " | dialogues |")
+    print("|---|---|" + "---|" * (rounds + 2))
+    for label, paper, got, n in rows:
+        got = (list(got) + list(got[-1:]) * (rounds + 1))[: rounds + 1]
+        print(f"| {label} | paper | " + " | ".join(f"{x:.1f}" for x in paper) + " | |")
+        print(f"| {label} | this run | " + " | ".join(f"{x:.1f}" for x in got) + f" | {n} |")
+        print(f"| {label} | difference | " + " | ".join(f"{g - x:+.1f}" for g, x in zip(got, paper)) + " | |")
+    return 0
+
+
+def _print_cir(rows) -> None:
+    """Each of the paper's rows, the run's, and the run minus each paper row (a dash: not measured)."""
+    names = ("R@1", "R@5", "R@10", "R@50", "Rs@1", "Rs@2", "Rs@3")
+    print("| method | | " + " | ".join(names) + " | queries |")
+    print("|---|---|" + "---|" * (len(names) + 1))
+    fmt = lambda xs: " | ".join("-" if x is None else f"{x:.2f}" for x in xs)  # noqa: E731
+    for label, paper, got, n, not_comparable in rows:
+        for retriever, figures in paper:
+            print(f"| {label} | paper, {retriever} | {fmt(figures)} | |")
+        mark = " (NOT A COMPARISON: " + not_comparable + ")" if not_comparable else ""
+        print(f"| {label} | this run{mark} | {fmt(got)} | {n} |")
+        for retriever, figures in paper:
+            diff = " | ".join("-" if g is None else f"{g - x:+.2f}" for g, x in zip(got, figures))
+            print(f"| {label} | minus {retriever} | {diff} | |")
+
+
+def _fisd_by_type(path: Path, ranks: dict) -> tuple[list[float | None], dict[str, int]]:
+    """Round-0 Recall@1 (%) per Table 1 column (None: no query of that type) and the average of the measured
+    columns; with the number of queries per column ("other": types that match no column)."""
+    from interactive_ir.datasets.triplets import load_triplets
+
+    hits: dict[str, list[float]] = {}
+    for q in load_triplets("fisd", path):
+        if q.qid not in ranks:
+            continue
+        kind = str(q.meta.get("type", "")).strip().lower()
+        column = next((t for t in FISD_TYPES if kind.startswith(t)), "other")
+        hits.setdefault(column, []).append(100.0 if ranks[q.qid][0] <= 1 else 0.0)
+    by_type = [sum(hits[t]) / len(hits[t]) if t in hits else None for t in FISD_TYPES]
+    measured = [x for x in by_type if x is not None]
+    return by_type + [sum(measured) / len(measured) if measured else None], {t: len(v) for t, v in hits.items()}
+
+
+def _print_fisd(rows) -> None:
+    names = ("Cardinality", "Addition", "Negation", "Change", "Background", "Complex Inst.", "Average")
+    fmt = lambda xs: " | ".join("-" if x is None else f"{x:.2f}" for x in xs)  # noqa: E731
+    for _label, paper, (got, counts), n, not_comparable in rows:
+        print("| model | " + " | ".join(names) + " | this run's average minus it |")
+        print("|---|" + "---|" * (len(names) + 1))
+        for model, figures in paper:
+            diff = "-" if got[-1] is None else f"{got[-1] - figures[-1]:+.2f}"
+            print(f"| {model} (paper) | {fmt(figures)} | {diff} |")
+        mark = " (NOT A COMPARISON: " + not_comparable + ")" if not_comparable else ""
+        print(f"| this run{mark} | {fmt(got)} | |")
+        print("\nqueries by type: " + ", ".join(f"{t} {c}" for t, c in counts.items()) + f" ({n} in all); the "
+              "average is over the measured types")

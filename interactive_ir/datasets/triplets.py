@@ -7,7 +7,7 @@ is that reference changed as the caption says (paper 004), not a text search.
 
 | benchmark | file | fields read |
 |---|---|---|
-| CIRR | `captions/cap.rc2.val.json` (a list) | `pairid`, `reference`, `target_hard`, `caption` |
+| CIRR | `captions/cap.rc2.val.json` (a list) | `pairid`, `reference`, `target_hard`, `caption`, `img_set.members` (subset) |
 | FashionIQ | `captions/cap.{dress,shirt,toptee}.val.json` (a list) | `candidate`, `target`, `captions` (two, joined "and") |
 | CIRCO | `annotations/val.json` (a list) | `id`, `reference_img_id`, `target_img_id`, `relative_caption`, `gt_img_ids` |
 | FISD | a JSON list or JSONL | `reference`, `target`, `instruction` (or `caption`/`relative_caption`), optional `id`, `type` |
@@ -54,7 +54,13 @@ def _rows(data, path: Path, what: str, needs: tuple[str, ...]) -> list[Mapping]:
 def load_cirr(path: Path) -> list[Query]:
     data = _rows(_load(path, "CIRR"), path, "CIRR", ("pairid", "reference", "target_hard", "caption"))
     return [Query(qid=f"cirr-{r['pairid']}", target=str(r["target_hard"]), description=str(r["caption"]).strip(),
-                  reference=str(r["reference"]), meta={"benchmark": "cirr"}) for r in data]
+                  reference=str(r["reference"]), subset=_subset(r), meta={"benchmark": "cirr"}) for r in data]
+
+
+def _subset(r: Mapping) -> tuple[str, ...]:
+    """CIRR's subset group: the members of the triplet's img_set but the reference (empty when absent)."""
+    members = (r.get("img_set") or {}).get("members") if isinstance(r.get("img_set"), Mapping) else None
+    return tuple(str(m) for m in members or () if str(m) != str(r["reference"]))
 
 
 def load_fashioniq(path: Path) -> list[Query]:

@@ -171,7 +171,8 @@ def resolve_targets(queries: Sequence[Query], ids: Sequence[str]) -> tuple[list[
         reference = resolve(q.reference) if q.reference else ""
         if target and reference is not None:
             changes = {"target": target, "reference": reference,
-                       "relevant": tuple(r for r in (resolve(x) for x in q.relevant) if r)}
+                       "relevant": tuple(r for r in (resolve(x) for x in q.relevant) if r),
+                       "subset": tuple(r for r in (resolve(x) for x in q.subset) if r)}
             found.append(q if all(getattr(q, k) == v for k, v in changes.items()) else Query(**{**q.__dict__, **changes}))
         else:
             missing.append(q)

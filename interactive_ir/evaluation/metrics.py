@@ -37,6 +37,11 @@ Definitions, and the paper each comes from:
 * Accumulated recall (query rewriting with relevance feedback, eq. 2): for queries with several
   relevant images, the distinct relevant images shown up to round T over the number of relevant
   images, averaged over queries (``accumulated_recall``).
+* mAP@K (CIRCO, several ground truths G): ``AP@K = sum_{k<=K} P@k rel(k) / min(K, |G|)`` over a
+  round's ranked list, averaged over queries, by round (``map_at_k``; from the ranks of the relevant
+  images in the whole ranking, ``map_at_k_from_ranks``).
+* Recall_subset@K (CIRR): the target's rank among its query's subset group only (the images of its
+  ``img_set`` but the reference), ``subset_rank``; then Recall@K of those ranks (``recall_subset_at_k``).
 """
 
 from __future__ import annotations
@@ -290,6 +295,84 @@ def accumulated_recall(
     n_rounds = max(len(row) for row in rows)
     padded = np.array([row + [row[-1]] * (n_rounds - len(row)) for row in rows], dtype=np.float64)
     return _by_round(padded)
+
+
+def average_precision_at_k(ranking: Sequence[Hashable], relevant: Collection[Hashable], k: int) -> float:
+    """CIRCO's AP@K of one ranked list: ``sum_{i<=K} P@i * rel(i) / min(K, |G|)``."""
+    rel = set(relevant)
+    if not rel:
+        raise BadInputError("the relevant-images set is empty: AP is undefined")
+    hits, total = 0, 0.0
+    for i, image in enumerate(list(ranking)[:k], start=1):
+        if image in rel:
+            hits += 1
+            total += hits / i
+    return total / min(k, len(rel))
+
+
+def map_at_k(
+    rankings: Mapping[str, Sequence[Sequence[Hashable]]],
+    relevant: Mapping[str, Collection[Hashable]],
+    k: int,
+) -> list[float]:
+    """mAP@K by round (CIRCO): ``rankings[q][t]`` is the ranked ids of query ``q`` at round ``t``.
+
+    Ragged queries keep their last value (as the rank metrics carry their last rank forward).
+    """
+    (k,) = check_ks([k])
+    if not rankings:
+        raise BadInputError("no queries: the rankings mapping is empty")
+    rows = []
+    for qid, rounds in rankings.items():
+        if qid not in relevant:
+            raise BadInputError(f"query {qid!r} has rankings but no entry in the relevant-images mapping")
+        if not _is_sequence(rounds) or len(rounds) == 0:
+            raise BadInputError(f"query {qid!r}: expected a non-empty list of rounds of ranked image ids")
+        rows.append([average_precision_at_k(ids, relevant[qid], k) for ids in rounds])
+    n_rounds = max(len(row) for row in rows)
+    padded = np.array([row + [row[-1]] * (n_rounds - len(row)) for row in rows], dtype=np.float64)
+    return _by_round(padded)
+
+
+def average_precision_from_ranks(ranks: Iterable[int], n_relevant: int, k: int) -> float:
+    """CIRCO's AP@K from the 1-based ranks of the relevant images in the whole ranking (`n_relevant` of them):
+    the same as `average_precision_at_k` on the list, for any K, without holding the list."""
+    if n_relevant < 1:
+        raise BadInputError("the relevant-images set is empty: AP is undefined")
+    total = 0.0
+    for j, r in enumerate(sorted(int(x) for x in ranks), start=1):
+        if r > k:
+            break
+        total += j / r
+    return total / min(k, n_relevant)
+
+
+def map_at_k_from_ranks(relevant_ranks: Mapping[str, Sequence[Sequence[int]]], k: int) -> list[float]:
+    """mAP@K by round from ``relevant_ranks[q][t]``: the ranks, at round t, of every relevant image of ``q``."""
+    (k,) = check_ks([k])
+    if not relevant_ranks:
+        raise BadInputError("no queries: the relevant-ranks mapping is empty")
+    rows = []
+    for qid, rounds in relevant_ranks.items():
+        if not _is_sequence(rounds) or len(rounds) == 0:
+            raise BadInputError(f"query {qid!r}: expected a non-empty list of rounds of relevant ranks")
+        rows.append([average_precision_from_ranks(rs, len(rs), k) for rs in rounds])
+    n_rounds = max(len(row) for row in rows)
+    padded = np.array([row + [row[-1]] * (n_rounds - len(row)) for row in rows], dtype=np.float64)
+    return _by_round(padded)
+
+
+def subset_rank(scores: Mapping[Hashable, float], target: Hashable) -> int:
+    """The target's 1-based rank among `scores` (its subset group: id -> score), ties in its favour."""
+    if target not in scores:
+        raise BadInputError(f"the target {target!r} is not in its subset group")
+    mine = scores[target]
+    return 1 + sum(1 for image, s in scores.items() if image != target and s > mine)
+
+
+def recall_subset_at_k(subset_ranks: RanksByQuery | RankMatrix, k: int) -> list[float]:
+    """CIRR's Recall_subset@K by round, from the target's rank within its subset group (`subset_rank`)."""
+    return recall_at_k(subset_ranks, k)
 
 
 # ---------------------------------------------------------------- everything at once

@@ -40,6 +40,7 @@ class Query:
     rounds_text: tuple[str, ...] = ()  # per-round queries given verbatim (PlugIR's reformulated files), round 0 first
     meta: Mapping = field(default_factory=dict)  # anything else found in the record
     reference: str = ""  # a reference image id: round 0 of composed protocols changes it as `description` says
+    subset: tuple[str, ...] = ()  # the query's subset group (CIRR's img_set, reference left out): Recall_subset@K
 
     @property
     def knowledge(self) -> list[str]:
@@ -58,6 +59,8 @@ class Query:
             d["rounds_text"] = list(self.rounds_text)
         if self.reference:
             d["reference"] = self.reference
+        if self.subset:
+            d["subset"] = list(self.subset)
         return d
 
 
@@ -99,7 +102,7 @@ def query_from_record(row: Mapping, where: str = "query") -> Query:
     description = row.get("description")
     if not isinstance(description, str) or not description.strip():
         raise BadInputError(f'{where}: needs "description": the first text the simulated user types')
-    known = {"id", "target", "description", "captions", "relevant", "dialog", "rounds_text", "reference"}
+    known = {"id", "target", "description", "captions", "relevant", "dialog", "rounds_text", "reference", "subset"}
     reference = row.get("reference") or ""
     if not isinstance(reference, str):
         raise BadInputError(f'{where}: "reference" must be an image id (a string)')
@@ -113,6 +116,7 @@ def query_from_record(row: Mapping, where: str = "query") -> Query:
         rounds_text=_strs(row.get("rounds_text"), where, "rounds_text"),
         meta={k: v for k, v in row.items() if k not in known},
         reference=reference.strip(),
+        subset=_strs(row.get("subset"), where, "subset"),
     )
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from interactive_ir.evaluation.metrics import compute_all
 
 PLOT_K = 10  # the K of the Hits@K / Recall@K plots and tables (PlugIR reports Hits@10)
+SUBSET_KS = (1, 2, 3)  # the K of CIRR's Recall_subset@K (a subset group holds 5 candidates)
 
 
 def _write_json(path: Path, data) -> Path:
@@ -87,11 +88,20 @@ def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1,
 
     Queries that failed before any rank was recorded are left out and counted in `n_failed`; timing
     figures (which differ between identical runs) sit under `"timing"`. With `relevant` (query id ->
-    ground-truth relevant ids besides the target), `accumulated_recall` (paper 001, eq. 2) is added.
+    ground-truth relevant ids besides the target), `accumulated_recall` (paper 001, eq. 2) and `map@K`
+    (CIRCO: from every ground truth's rank over the index; for older checkpoints over each round's shown
+    list, for K up to its length) are added. Queries with a subset group
+    (CIRR) add `recall_subset@K` for K in `SUBSET_KS`, over the queries that have one (`n_subset_queries`).
     """
     from collections import Counter
 
-    from interactive_ir.evaluation.metrics import accumulated_recall
+    from interactive_ir.evaluation.metrics import (
+        accumulated_recall,
+        map_at_k,
+        map_at_k_from_ranks,
+        rank_matrix,
+        recall_subset_at_k,
+    )
 
     ok = [r for r in records if r.get("ranks")]
     ranks = {r["qid"]: list(r["ranks"]) for r in ok}
@@ -126,8 +136,24 @@ def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1,
     if relevant:
         rel = {r["qid"]: [r["target"], *relevant.get(r["qid"], ())] for r in ok if relevant.get(r["qid"])}
         if rel:
-            metrics["accumulated_recall"] = accumulated_recall(
-                {q: [t["shown"] for t in r["turns"]] for r in ok if (q := r["qid"]) in rel}, rel)
+            shown_lists = {q: [t["shown"] for t in r["turns"]] for r in ok if (q := r["qid"]) in rel}
+            metrics["accumulated_recall"] = accumulated_recall(shown_lists, rel)
+            ranked = {r["qid"]: r["relevant_ranks"] for r in ok if r["qid"] in rel and r.get("relevant_ranks")}
+            page = max((len(x) for rows in shown_lists.values() for x in rows), default=0)
+            for k in ks:
+                if len(ranked) == len(rel):  # the ranks of every ground truth over the whole index: any K
+                    by_round = map_at_k_from_ranks(ranked, k)
+                elif k <= page:  # an older checkpoint: over each round's shown list only
+                    by_round = map_at_k(shown_lists, rel, k)
+                else:
+                    continue
+                metrics[f"map@{k}"] = by_round + by_round[-1:] * (metrics["n_rounds"] - len(by_round))
+            metrics["n_map_queries"] = len(rel)
+    subset = {r["qid"]: list(r["subset_ranks"]) for r in ok if r.get("subset_ranks")}
+    if subset:
+        for k in SUBSET_KS:
+            metrics[f"recall_subset@{k}"] = recall_subset_at_k(rank_matrix(subset, None, rounds), k)
+        metrics["n_subset_queries"] = len(subset)
     return ranks, metrics
 
 

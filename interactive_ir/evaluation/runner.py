@@ -107,6 +107,9 @@ class QueryResult:
     llm_round_trips: int = 0  # the engine's LLM calls over the whole search
     user_round_trips: int = 0  # the simulated user's model calls over the whole search
     dialog: list[list[str]] = field(default_factory=list)  # (question, answer) pairs answered, for dialogues.json
+    subset_ranks: list[int] = field(default_factory=list)  # the target's rank within its subset group, by round
+    relevant_ranks: list[list[int]] = field(default_factory=list)  # with several ground truths: the rank of each
+    #   (target first, then `relevant`) over the whole index, by round (CIRCO's mAP@K)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -190,6 +193,36 @@ def _turn_record(turn, rank: int, shown_rank: int | None, act: dict | None, wall
     return rec
 
 
+def _relevant_ranks(retriever, row, query: Query, shown: Sequence[str] = ()) -> list[int]:
+    """The rank of the target and of each other relevant image over the whole index (ties in its favour);
+    with `shown` (rank from the results), a shown one's place in that list, the others after it."""
+    scores = retriever.all_scores(row)
+    index_row = retriever.index.row_of
+    out = []
+    for image in dict.fromkeys((query.target, *query.relevant)):
+        if image in shown:
+            out.append(list(shown).index(image) + 1)
+        elif image in index_row:
+            r = int(np.sum(scores > scores[index_row[image]])) + 1
+            out.append(max(r, len(shown) + 1) if shown else r)
+        else:
+            out.append(len(scores) + 1)  # a ground truth missing from the index is never retrieved
+    return out
+
+
+def _subset_rank(retriever, row, query: Query, shown: Sequence[str] = ()) -> int:
+    """The target's rank among its subset group (CIRR's Recall_subset), by the round's query scores; with
+    `shown` (rank from the results), members in the final shown list come first, in its order."""
+    from interactive_ir.evaluation.metrics import subset_rank
+
+    scores = retriever.all_scores(row)
+    index_row = retriever.index.row_of
+    group = {i: float(scores[index_row[i]]) for i in {*query.subset, query.target} if i in index_row}
+    place = {image: len(shown) - pos for pos, image in enumerate(shown)}
+    group = {i: (10.0 + place[i] if i in place else v) for i, v in group.items()}  # scores are cosines, <= 1
+    return subset_rank(group, query.target)
+
+
 def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg: RunConfig,
               on_session: Callable | None = None) -> QueryResult:
     """One simulated search: round 0, then up to `cfg.rounds` rounds; ranks recorded after each."""
@@ -215,6 +248,14 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
         rec = _turn_record(turn, int(rank), shown_rank, act, now - clock[0], cpu - clock[1])
         clock[:] = [now, cpu]
         res.ranks.append(int(rank))
+        shown_results = list(turn.shown) if cfg.rank_from == "results" else ()
+        if query.relevant:
+            res.relevant_ranks.append(_relevant_ranks(retriever, row, query, shown_results)
+                                      if row is not None else list(res.relevant_ranks[-1] if res.relevant_ranks
+                                                                   else [len(retriever.index)] * (1 + len(query.relevant))))
+        if query.subset:
+            res.subset_ranks.append(_subset_rank(retriever, row, query, shown_results) if row is not None
+                                    else (res.subset_ranks[-1] if res.subset_ranks else len(query.subset)))
         res.shown_ranks.append(shown_rank)
         res.turns.append(rec)
         res.engine_llm_seconds += turn.timings.get("llm", 0.0)

@@ -42,6 +42,7 @@ class BuildConfig:
     rebuild: bool = False  # ignore an existing index and embed everything again
     skip_missing_captions: bool = False  # allow captions that name images not in the folder
     kind: str = "auto"  # exact, ivf-pq, hnsw, or auto (exact up to kinds.AUTO_EXACT_MAX images)
+    image_list: Path | None = None  # optional text file, one image path per line relative to `images`: index only those
 
 
 @dataclass
@@ -98,13 +99,45 @@ def _link_root(p: Path, root: Path) -> str | None:
     return os.path.dirname(real)
 
 
+def read_image_list(path: Path, root: Path) -> list[Path]:
+    """The files named in `path` (one per line, relative to `root`; blank lines and # comments ignored).
+
+    Every named file must exist under `root`: otherwise one error naming the first few that do not.
+    """
+    if not path.is_file():
+        raise BadInputError(f"--image-list {path} does not exist: give a text file with one image path per line")
+    if not root.is_dir():
+        raise BadInputError(f"image folder {root} does not exist: pass an existing folder with --images")
+    names: list[str] = []
+    seen: set[str] = set()
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        name = line.strip()
+        if name and not name.startswith("#") and name not in seen:
+            seen.add(name)
+            names.append(name)
+    if not names:
+        raise BadInputError(f"--image-list {path} names no images: write one path per line, relative to --images")
+    files, missing = [], []
+    for name in names:
+        p = root / name
+        if os.path.abspath(p).startswith(str(root).rstrip("/") + "/") and p.is_file():
+            files.append(p)
+        else:
+            missing.append(name)
+    if missing:
+        shown = ", ".join(repr(m) for m in missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        raise BadInputError(f"--image-list {path} names {len(missing)} of {len(names)} files not found under {root}: "
+                            f"{shown}; fix the list or --images")
+    return files
+
+
 def build_index(cfg: BuildConfig, embedder, captioner=None, progress: ProgressFn | None = None) -> BuildReport:
     """Build or update the index at `cfg.out`, streaming rows to disk in id order. Returns what was done."""
     check_out(Path(cfg.out))
     root = Path(cfg.images).resolve()
     if root == Path(root.anchor):
         raise BadInputError(f"--images {root} is the whole file system: point it at the folder of images")
-    files = list_images(root)
+    files = read_image_list(Path(cfg.image_list), root) if cfg.image_list else list_images(root)
     if not files:
         raise BadInputError(f"no images (jpg, jpeg, png, webp, gif, bmp) found under {root}")
     rels = [_rel(p, root) for p in files]
@@ -117,7 +150,7 @@ def build_index(cfg: BuildConfig, embedder, captioner=None, progress: ProgressFn
         if missing and not captions:
             raise BadInputError(f"captions file {cfg.captions} names none of the {len(rels)} images under {root} "
                                 f"(e.g. {missing[0]!r}): check --images and --captions")
-        if missing and not cfg.skip_missing_captions:
+        if missing and not (cfg.skip_missing_captions or cfg.image_list):  # a subset: other captions are expected
             raise BadInputError(f"captions file {cfg.captions} names {len(missing)} images that are not under {root} "
                                 f"(e.g. {missing[0]!r}); pass --skip-missing-captions to index the others")
         if missing:
