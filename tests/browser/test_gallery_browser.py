@@ -79,6 +79,8 @@ def test_the_large_view_shows_caption_neighbours_and_actions(app, shot):
     page = app.page
     app.search("a cat")
     app.expect_round(1)
+    app.wait_model()  # the question step re-renders the results: measure what stays on the page
+    app.wait_idle()
     cards = app.cards
     w = cards.nth(0).bounding_box()["width"]
     assert w >= 220, w  # images a person can see on a desktop
