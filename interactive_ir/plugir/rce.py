@@ -68,7 +68,7 @@ def kmeans_labels(vectors: np.ndarray, m: int, seed: int = 0, n_init: int = 1) -
     n = len(v)
     if n == 0:
         return np.zeros(0, int)
-    distinct = len(np.unique(v, axis=0))
+    distinct = len({row.tobytes() for row in v})
     m = max(1, min(int(m), distinct))
     if m == 1:
         return np.zeros(n, int)
