@@ -390,3 +390,20 @@ def test_a_turn_reads_metadata_only_for_shown_results_and_representatives(tiny_i
     read.clear()
     t1 = eng.answer(s, "red")
     assert t1.extra["plugir"]["rce"]["n_candidates"] == 20 and sum(read) <= 4 + 3
+
+
+def test_candidates_are_rows_and_scores_best_first(tiny_index):
+    from interactive_ir.types import Candidates
+
+    r, ids, caps = tiny_index
+    qrow = r.text_query_row(r.encode_text("a red dog"))
+    hits = r.search_row(qrow, 6)
+    c = Candidates.of(hits)
+    assert len(c) == 6 and c.rows.tolist() == [h.row for h in hits] and Candidates.of(c) is c
+    np.testing.assert_allclose(c.scores, [h.score for h in hits], rtol=1e-6)
+    top = c[:2]
+    assert top.rows.tolist() == [hits[0].row, hits[1].row]
+    assert [h.id for h in r.hits(top.scores, top.rows)] == [hits[0].id, hits[1].id]
+    with pytest.raises(TypeError):
+        c[0]
+    assert not Candidates()  # an empty set is falsy, as an empty list was
