@@ -151,7 +151,7 @@ def engine_turns(r, sessions: int) -> dict:
 
     eng = build_engine(r, llm=FakeLLM(responder=fake_responder), config=EngineConfig(k=10))
     fb, pl, fb_cpu, pl_cpu = [], [], [], []
-    eng.start(eng.new_session(), "warm-up")  # first-call imports (scikit-learn KMeans) are not a turn's cost
+    eng.start(eng.new_session(), "warm-up")  # first-call imports (faiss KMeans, threadpoolctl) are not a turn's cost
     for i in range(sessions):
         s = eng.new_session()
         t0 = eng.search_text(s, f"a red dog running on the beach {i}")

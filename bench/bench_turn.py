@@ -3,7 +3,7 @@
 Two settings, each a few sessions of: describe, then answer several questions.
 1. `fake`: the fake LLM (instant, scripted) and the fake embedder on a synthetic index of N images
    (default 100,000; 512-d image + caption vectors, written by the builder's own writer). This is the
-   engine's own overhead: retrieval of the top max(k, n) candidates, RCE (KMeans + entropies), parsing,
+   engine's own overhead: retrieval of the top max(k, n) candidates, RCE (faiss KMeans + entropies), parsing,
    KL over the candidates. Goal: under 50 ms per turn at 100k images, LLM time excluded.
 2. `smollm2`: the real offline SmolLM2-135M-Instruct (transformers, CPU) on a Flickr8k caption index of
    a few hundred images (text:all-MiniLM-L6-v2), skipped when the model or ../shared/data is missing.
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         for style in [s for s in args.styles.split(",") if s]:
             engine = build_engine(retriever, llm=FakeLLM(responder=fake_responder), config=EngineConfig(k=args.k),
                                   plugir=PlugIRConfig(question_style=style))
-            run_sessions(engine, descriptions[:1], answers, 1)  # warm-up: imports, faiss and sklearn start-up
+            run_sessions(engine, descriptions[:1], answers, 1)  # warm-up: imports, faiss start-up
             records = run_sessions(engine, descriptions, answers, args.turns)
             lines += summarise(f"fake LLM, {args.size:,} images, {style}", records)
 

@@ -21,7 +21,7 @@ from interactive_ir.plugir.pipeline import QuestionState, carry_mix, next_questi
 from interactive_ir.plugir.rce import default_n_candidates, extract
 from interactive_ir.session import Session, Turn
 from interactive_ir.steps import MeteredLLM, QuestionStep, add_llm_calls, add_timings
-from interactive_ir.types import Hit, Question
+from interactive_ir.types import Candidates, Hit, Question
 
 log = logging.getLogger(__name__)
 
@@ -88,22 +88,26 @@ class Asker:
 
     # --- retrieval with candidates -------------------------------------------------------------------
     def retrieve(self, session: Session, qrow: np.ndarray, cfg: PlugIRConfig, page: bool = False,
-                 before: Turn | None = None) -> tuple[list[Hit], list[Hit] | None]:
+                 before: Turn | None = None) -> tuple[list[Hit], Candidates | None]:
         """(the top-k results, S_R or None) for `qrow` in one search: S_R, the top n candidates, is
-        fetched when this session's next question uses it (None: the question step searches it)."""
+        fetched when this session's next question uses it (None: the question step searches it). Only the
+        k shown results become typed hits; S_R stays rows and scores."""
         k = self.core.config.k
         wants = cfg.uses_candidates or self.questioner_for(session) == "grounded"
         n = self.n_candidates(cfg) if wants and self.asks(session) else 0
-        hits = self.core.retrieve_row(session, qrow, max(k, n), page=page, before=before)
-        return hits[:k], (hits[:n] if n else None)
+        scores, rows = self.core.retrieve_rows(session, qrow, max(k, n), page=page, before=before)
+        hits = self.core.retriever.hits(scores[:k], rows[:k])
+        return hits, (Candidates(scores[:n], rows[:n]) if n else None)
 
-    def candidates_for(self, session: Session, turn: Turn, cfg: PlugIRConfig, grounded_: bool) -> list[Hit]:
+    def candidates_for(self, session: Session, turn: Turn, cfg: PlugIRConfig, grounded_: bool) -> Candidates:
         """S_R for a round that did not fetch it (another mode's, or questions deferred): its own row."""
         if not cfg.uses_candidates and not grounded_:
-            return self.core.hits_of(turn)
+            rows = [self.core.index.row_of[i] for i in turn.shown]
+            return Candidates(np.asarray(turn.scores[: len(rows)], np.float32), np.asarray(rows, np.int64))
         pages = self.core.hides_seen(session) or turn.kind in PAGING_KINDS
         earlier = {i for t in session.turns if t is not turn for i in t.shown} if pages else set()
-        return self.core.retriever.search_row(self.row_of(session, turn), self.n_candidates(cfg), exclude=earlier)
+        return Candidates(*self.core.retriever.search_rows(self.row_of(session, turn), self.n_candidates(cfg),
+                                                            exclude=earlier))
 
     # --- the step ------------------------------------------------------------------------------------
     def prepare(self, session: Session) -> QuestionStep:
@@ -122,7 +126,7 @@ class Asker:
         cands = turn.candidates
         if questioner == "grounded":
             try:
-                if not cands:
+                if not cands:  # None, or an empty set
                     t = time.perf_counter()
                     cands = self.candidates_for(session, turn, cfg, grounded_=True)
                     timings["candidates"] = time.perf_counter() - t
@@ -186,13 +190,15 @@ class Asker:
         last.timings["total"] = round(last.timings.get("total", 0.0) + time.perf_counter() - t, 6)
         return q
 
-    def _grounded(self, session: Session, turn: Turn, cfg: PlugIRConfig, cands: list[Hit],
+    def _grounded(self, session: Session, turn: Turn, cfg: PlugIRConfig, cands: Candidates,
                   timings: dict) -> tuple[Question | None, dict]:
         """A question with clickable options from the candidates (no LLM): see `plugir.grounded`."""
-        if not cands:
+        if not len(cands):
             return None, {}
         t = time.perf_counter()
-        ids = [h.id for h in cands]
+        recs = self.core.retriever.records_of(cands.rows)  # options name every member: ids and captions of all
+        ids = [rec.id for rec in recs]
+        cand_captions = [rec.caption for rec in recs]
         n_asked = sum(1 for t_ in session.turns if t_.asked is not None and t_.asked.grounded)
         style = grounded.style_for(cfg.grounded_style, n_asked)
         known = " ".join([session.description, *(f"{q} {a}" for q, a in session.dialogue())])
@@ -200,21 +206,21 @@ class Asker:
         info: dict = {"style": style}
         q = None
         if style == "yesno":
-            q = grounded.yesno_question(ids, [h.caption for h in cands], known, asked, turn.round)
+            q = grounded.yesno_question(ids, cand_captions, known, asked, turn.round)
         if q is None:
-            ctx = extract(ids, self.core.index.vectors([h.row for h in cands], "image"), cfg.grounded_options,
+            ctx = extract(ids, self.core.index.vectors(cands.rows, "image"), cfg.grounded_options,
                           cfg.kmeans_seed, cfg.sim_scale, cfg.kmeans_n_init)
             rep_ids = [ids[i] for i in ctx.representatives]
             try:
                 caps = self.core.captions_of(rep_ids)
             except BackendError as e:
                 info["caption_error"] = str(e)
-                caps = [cands[i].caption for i in ctx.representatives]
+                caps = [cand_captions[i] for i in ctx.representatives]
             ctx.captions = list(caps)
             info["rce"] = ctx.summary()
             q = grounded.choice_question(ids, ctx.labels, ctx.representatives, caps, turn.round)
             if len(q.options) < 3:  # one cluster: a choice would tell nothing; a splitting word may
-                q = grounded.yesno_question(ids, [h.caption for h in cands], known, asked, turn.round) or q
+                q = grounded.yesno_question(ids, cand_captions, known, asked, turn.round) or q
         info["kind"] = q.kind
         timings["question"] = time.perf_counter() - t
         return q, info

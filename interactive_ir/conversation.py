@@ -166,7 +166,7 @@ class Conversation:
         qrow = self.asker.text_row(session, ref.query, cfg)
         hits, cands = self.asker.retrieve(session, qrow, cfg, before=turn)
         return Refinement(turn.round, turn.query, ref.query, ref.reformulated, tuple(hits), qrow,
-                          tuple(cands) if cands is not None else None, llm.calls(), llm.seconds, llm.round_trips,
+                          cands, llm.calls(), llm.seconds, llm.round_trips,
                           {"reformulate": seconds, "retrieve": time.perf_counter() - t}, error)
 
     def apply_refine(self, session: Session, r: Refinement) -> Turn:
@@ -184,7 +184,7 @@ class Conversation:
         turn.query = r.query
         set_results(session, turn, r.hits)
         turn.query_row = r.row
-        turn.candidates = list(r.candidates) if r.candidates is not None else None
+        turn.candidates = r.candidates
         if r.error:
             turn.error = "; ".join(x for x in (turn.error, r.error) if x)
         add_timings(turn, {k: v for k, v in r.timings.items() if k != "retrieve"})

@@ -174,6 +174,11 @@ class TextSearch:
                      before: Turn | None = None) -> list[Hit]:
         return self.retriever.search_row(qrow, k or self.config.k, exclude=self.exclude_for(session, page, before))
 
+    def retrieve_rows(self, session: Session, qrow, k: int | None = None, page: bool = False,
+                      before: Turn | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, rows) of `retrieve_row`'s search, best first: no metadata read (`Retriever.hits` types them)."""
+        return self.retriever.search_rows(qrow, k or self.config.k, exclude=self.exclude_for(session, page, before))
+
     def record(self, session: Session, turn: Turn, hits: Iterable[Hit], t_start: float) -> Turn:
         """Attach hits and timings, append the turn to the session, and return it.
 

@@ -164,6 +164,10 @@ class Retriever:
         return [Hit(rec.id, int(r), path(r, rec.id, full_check=False), float(s), rec.caption)
                 for s, r, rec in zip(scores, rows, recs)]
 
+    def records_of(self, rows):
+        """The index records (id, captions) of `rows`, in order, in one metadata read; no paths built."""
+        return self.index.meta.records_many(rows)
+
     def search_row(self, qrow: np.ndarray, k: int | None = None, exclude: Iterable[str] = ()) -> list[Hit]:
         """Top-k rows by inner product with a composed query row, skipping excluded image ids."""
         return self.hits(*self.search_rows(qrow, k, exclude))

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from interactive_ir.errors import SessionError
-from interactive_ir.types import Hit, Question
+from interactive_ir.types import Candidates, Question
 
 TURN_KINDS = ("describe", "answer", "skip", "feedback", "relative", "search")
 
@@ -50,7 +50,7 @@ class Turn:
     asked: Question | None = None  # the typed question shown after this round (its text is `question`)
     # transient step results (never serialised): what the retrieve step computed for this round's later steps
     query_row: np.ndarray | None = field(default=None, repr=False, compare=False)  # the row it ranked with
-    candidates: list[Hit] | None = field(default=None, repr=False, compare=False)  # S_R searched with that row
+    candidates: Candidates | None = field(default=None, repr=False, compare=False)  # S_R (rows) searched with that row
 
     def to_dict(self) -> dict:
         return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name not in TRANSIENT_TURN_FIELDS}

@@ -16,7 +16,7 @@ import numpy as np
 
 from interactive_ir.llm_log import LoggedLLM
 from interactive_ir.session import Turn
-from interactive_ir.types import Hit, Question
+from interactive_ir.types import Candidates, Hit, Question
 
 
 class MeteredLLM(LoggedLLM):
@@ -61,7 +61,7 @@ class Refinement:
     reformulated: bool  # True when the model's caption is used
     hits: tuple[Hit, ...]  # the new results, best first
     row: np.ndarray = field(repr=False, compare=False)  # the query row they were ranked with
-    candidates: tuple[Hit, ...] | None = field(default=None, repr=False, compare=False)  # S_R for the next question
+    candidates: Candidates | None = field(default=None, repr=False, compare=False)  # S_R (rows) for the next question
     llm_calls: tuple[dict, ...] = ()  # the calls made (Turn.llm_calls records)
     llm_seconds: float = 0.0  # time spent in the backend
     round_trips: int = 0  # backend round trips

@@ -27,6 +27,33 @@ class Hit:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Candidates:
+    """A candidate set (PlugIR's S_R) as row arrays, best first: no `Hit`, path or metadata per candidate.
+
+    Metadata is read only for the few candidates something needs (`Retriever.hits`, `Retriever.ids_of`)."""
+
+    scores: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32), compare=False)  # best first
+    rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), compare=False)  # index rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, part: slice) -> Candidates:
+        """The candidates in `part` (a slice of ranks)."""
+        if not isinstance(part, slice):
+            raise TypeError("Candidates take a slice of ranks; Retriever.hits gives typed results")
+        return Candidates(self.scores[part], self.rows[part])
+
+    @classmethod
+    def of(cls, hits) -> Candidates:
+        """From typed hits (a Candidates passes through)."""
+        if isinstance(hits, Candidates):
+            return hits
+        hits = list(hits)
+        return cls(np.array([h.score for h in hits], np.float32), np.array([h.row for h in hits], np.int64))
+
+
 NONE_OF_THESE = "none of these"  # the label of the option that rejects every other option
 
 

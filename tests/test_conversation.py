@@ -365,3 +365,45 @@ def test_deferred_question_equals_the_immediate_one(tiny_index):
         assert t2.shown == t1.shown and t2.query == t1.query
         assert t2.extra["plugir"]["rce"] == t1.extra["plugir"]["rce"]
         assert t2.question == t1.question and s2.pending_question == s1.pending_question
+
+
+def test_a_turn_reads_metadata_only_for_shown_results_and_representatives(tiny_index, monkeypatch):
+    """S_R stays rows and scores: a turn reads the records of its k shown results and the m cluster
+    representatives, not of all n candidates."""
+    r, ids, caps = tiny_index
+    read = []
+    meta = r.index.meta
+    real = meta.records_many
+
+    def spy(rows):
+        read.append(len(list(rows)))
+        return real(rows)
+
+    monkeypatch.setattr(meta, "records_many", spy)
+    eng = engine_for(r, FakeLLM(responder=Responder()), k=4, n_candidates=20, n_clusters=3)
+    s = eng.new_session()
+    t0 = eng.start(s, "a red dog on the beach")
+    rce = t0.extra["plugir"]["rce"]
+    assert rce["n_candidates"] == 20 and len(rce["representatives"]) == 3
+    assert rce["captions"] == [caps[i][0] for i in rce["representatives"]]
+    assert max(read) <= 4 and sum(read) <= 4 + 3  # not the 20 candidates
+    read.clear()
+    t1 = eng.answer(s, "red")
+    assert t1.extra["plugir"]["rce"]["n_candidates"] == 20 and sum(read) <= 4 + 3
+
+
+def test_candidates_are_rows_and_scores_best_first(tiny_index):
+    from interactive_ir.types import Candidates
+
+    r, ids, caps = tiny_index
+    qrow = r.text_query_row(r.encode_text("a red dog"))
+    hits = r.search_row(qrow, 6)
+    c = Candidates.of(hits)
+    assert len(c) == 6 and c.rows.tolist() == [h.row for h in hits] and Candidates.of(c) is c
+    np.testing.assert_allclose(c.scores, [h.score for h in hits], rtol=1e-6)
+    top = c[:2]
+    assert top.rows.tolist() == [hits[0].row, hits[1].row]
+    assert [h.id for h in r.hits(top.scores, top.rows)] == [hits[0].id, hits[1].id]
+    with pytest.raises(TypeError):
+        c[0]
+    assert not Candidates()  # an empty set is falsy, as an empty list was

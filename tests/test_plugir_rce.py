@@ -78,3 +78,20 @@ def test_kmeans_is_seeded():
 @pytest.mark.parametrize("size,n", [(100_000, 1000), (30_000, 300), (500, 20), (10, 10), (0, 0)])
 def test_default_n_is_one_percent_but_at_least_20(size, n):
     assert rce.default_n_candidates(size) == n
+
+
+def test_kmeans_is_seeded_and_numbers_clusters_by_first_appearance():
+    rng = np.random.default_rng(3)
+    centres = rng.standard_normal((4, 16)).astype(np.float32) * 5
+    v = np.concatenate([c + 0.1 * rng.standard_normal((25, 16)).astype(np.float32) for c in centres])
+    v = v[rng.permutation(len(v))]
+    first = rce.kmeans_labels(v, 4, seed=7)
+    assert np.array_equal(first, rce.kmeans_labels(v, 4, seed=7))  # the same rows and seed: the same labels
+    assert first[0] == 0 and sorted(set(first.tolist())) == [0, 1, 2, 3]
+    appearance = list(dict.fromkeys(first.tolist()))
+    assert appearance == [0, 1, 2, 3]
+    # the four well-separated groups are found exactly, whatever the seed
+    truth = np.argmin(((v[:, None, :] - centres[None]) ** 2).sum(-1), axis=1)
+    for seed in (0, 1, 2):
+        got = rce.kmeans_labels(v, 4, seed=seed)
+        assert len({(a, b) for a, b in zip(got.tolist(), truth.tolist())}) == 4

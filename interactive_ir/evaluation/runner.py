@@ -132,6 +132,10 @@ class ProbeRetriever:
         self.last_row = np.array(qrow, dtype=np.float32, copy=True)
         return self._inner.search_row(qrow, k, exclude)
 
+    def search_rows(self, qrow, k=None, exclude=(), exclude_rows=None):
+        self.last_row = np.array(qrow, dtype=np.float32, copy=True)
+        return self._inner.search_rows(qrow, k, exclude, exclude_rows)
+
 
 class EvalEngine(Engine):
     """An `Engine` that keeps, for each recorded round, the query row it was retrieved with."""

@@ -40,7 +40,7 @@ class PlugIRConfig:
     reformulate_max_tokens: int = 77  # paper: 512; CLIP reads at most 77 tokens anyway, and this bounds the
     #                                   time a rambling small model can take
     sim_scale: float = 1.0  # similarities are multiplied by this inside the softmaxes of RCE and KL (paper: 1)
-    kmeans_seed: int = 0  # KMeans random_state (results are reproducible)
+    kmeans_seed: int = 0  # KMeans seed (faiss; the same candidates give the same clusters)
     kmeans_n_init: int = 1  # KMeans restarts (1 keeps a turn fast at 100k images)
     questioner: str = "auto"  # who writes the questions: "llm" (PlugIR's questioner), "grounded" (no LLM: clickable
     #                           options from the candidate clusters, or yes/no on a splitting word), "auto": grounded

@@ -20,7 +20,7 @@ from interactive_ir.plugir.config import PlugIRConfig
 from interactive_ir.plugir.parsers import EMPTY
 from interactive_ir.plugir.prompts import Dialogue, render_context
 from interactive_ir.plugir.questioner import collect_questions, fallback_question, question_prompts
-from interactive_ir.types import Hit
+from interactive_ir.types import Candidates, Hit
 
 FALLBACK_CAPTIONS = 50  # stored captions of this many top candidates feed the fallback question
 
@@ -33,7 +33,7 @@ class QuestionState:
     dialogue: Dialogue  # (question, answer) pairs so far
     query: str  # the current query text c (reformulated caption, or the concatenated dialogue)
     asked: Sequence[str] = ()  # every question asked or skipped so far (never asked again)
-    candidates: Sequence[Hit] = ()  # S_R, best first (for methods without RCE: the shown results)
+    candidates: Candidates | Sequence[Hit] = ()  # S_R, best first (for methods without RCE: the shown results)
     carry: np.ndarray | None = None  # the session's carried feedback/relative row, mixed into KL's query rows
     carry_weight: float = 0.0  # its weight (see `carry_mix`)
 
@@ -47,7 +47,7 @@ class QuestionResult:
     timings: dict = field(default_factory=dict)  # seconds per stage: rce, question, filter, kl
 
 
-def candidate_matrix(retriever, rows: Sequence[int]) -> np.ndarray:
+def candidate_matrix(retriever, rows: Sequence[int] | np.ndarray) -> np.ndarray:
     """The candidates' search rows ([image | caption] when the index has captions), as the faiss index has them."""
     index = retriever.index
     img = index.vectors(rows, "image")
@@ -87,23 +87,26 @@ def next_question(llm, retriever, captions_of: Callable[[Sequence[str]], list[st
     """The next question for `state`. `llm` is a `LoggedLLM` (its log records every call); `captions_of`
     gives the captions of a list of image ids (one captioner call at most)."""
     res = QuestionResult()
-    cands = list(state.candidates)
+    cands = Candidates.of(state.candidates)  # rows and scores: metadata is read only for what is used
     rep_captions: list[str] | None = None
 
     t = time.perf_counter()
-    if cfg.uses_candidates and cands:
-        rows = [h.row for h in cands]
+    if cfg.uses_candidates and len(cands):
+        rows = cands.rows
         cap_vecs = (retriever.index.vectors(rows, "caption")
                     if cfg.representative == "caption" and retriever.index.has_captions else None)
-        ctx = rce.extract([h.id for h in cands], retriever.index.vectors(rows, "image"),
-                          cfg.n_clusters, cfg.kmeans_seed, cfg.sim_scale, cfg.kmeans_n_init, cap_vecs)
+        found = rce.cluster(retriever.index.vectors(rows, "image"), cfg.n_clusters, cfg.kmeans_seed,
+                            cfg.sim_scale, cfg.kmeans_n_init, cap_vecs)
+        rep_ids = [rec.id for rec in retriever.records_of(rows[found.representatives])]
+        captions: list[str] = []
         try:
-            ctx.captions = [c for c in captions_of([ctx.ids[i] for i in ctx.representatives]) if c]
+            captions = [c for c in captions_of(rep_ids) if c]
         except BackendError as e:
             res.error = f"the captioner failed ({e}); asked without the candidates' captions"
             res.extra["caption_error"] = str(e)
-        res.extra["rce"] = ctx.summary()
-        rep_captions = ctx.captions or None  # no captions at all: the Table 17 prompt
+        res.extra["rce"] = rce.summary(len(cands), found.labels, rep_ids, found.entropies[found.representatives],
+                                       captions)
+        rep_captions = captions or None  # no captions at all: the Table 17 prompt
     res.timings["rce"] = time.perf_counter() - t
 
     def write_questions(asked: Sequence[str]) -> list[str]:
@@ -125,7 +128,8 @@ def next_question(llm, retriever, captions_of: Callable[[Sequence[str]], list[st
     res.extra["questions"] = questions
 
     def fallback() -> QuestionResult:
-        captions = list(rep_captions or []) + [h.caption for h in cands[:FALLBACK_CAPTIONS] if h.caption]
+        top = retriever.records_of(cands.rows[:FALLBACK_CAPTIONS]) if len(cands) else []
+        captions = list(rep_captions or []) + [rec.caption for rec in top if rec.caption]
         known = " ".join([state.description, *(f"{q} {a}" for q, a in state.dialogue)])
         res.question = fallback_question(captions, known, [*state.asked, *questions])
         res.fallback = True
@@ -171,7 +175,7 @@ def next_question(llm, retriever, captions_of: Callable[[Sequence[str]], list[st
 
         t = time.perf_counter()
         if len(kept) > 1 and len(cands) > 1 and state.query:
-            rows = [h.row for h in cands]
+            rows = cands.rows
             if cfg.kl_skip_top and len(rows) > cfg.kl_skip_top + 1:  # the authors' code: KL over ranks 11..n
                 rows = rows[cfg.kl_skip_top:]
             kls = question_kls(retriever, rows, state.query, questions, cfg.sim_scale, text_limit,

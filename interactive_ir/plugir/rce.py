@@ -8,10 +8,11 @@ Table 18 questioner prompt. The functions here are pure: vectors in, indices out
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+
+KMEANS_ITERATIONS = 25  # Lloyd iterations (faiss's default; converges on n ~ 1000 candidates well before)
 
 
 def default_n_candidates(index_size: int, fraction: float = 0.01, minimum: int = 20) -> int:
@@ -60,8 +61,10 @@ def cross_entropies(queries: np.ndarray, vectors: np.ndarray, scale: float = 1.0
 
 
 def kmeans_labels(vectors: np.ndarray, m: int, seed: int = 0, n_init: int = 1) -> np.ndarray:
-    """KMeans cluster labels (scikit-learn, seeded). m is lowered to the number of distinct rows."""
-    v = np.asarray(vectors, np.float32)
+    """KMeans cluster labels (faiss, k-means++ initialisation, seeded: the same rows always give the same
+    labels). m is lowered to the number of distinct rows. Labels are numbered in order of first appearance
+    (the best-ranked candidate is in cluster 0)."""
+    v = np.ascontiguousarray(np.asarray(vectors, np.float32))
     n = len(v)
     if n == 0:
         return np.zeros(0, int)
@@ -69,12 +72,18 @@ def kmeans_labels(vectors: np.ndarray, m: int, seed: int = 0, n_init: int = 1) -
     m = max(1, min(int(m), distinct))
     if m == 1:
         return np.zeros(n, int)
-    from sklearn.cluster import KMeans  # heavy import: only when a turn needs it
+    import faiss  # heavy import: only when a turn needs it
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # ConvergenceWarning on near-duplicate rows
-        km = KMeans(n_clusters=m, n_init=n_init, random_state=seed, max_iter=100)
-        return km.fit_predict(v).astype(int)
+    opts = dict(niter=KMEANS_ITERATIONS, nredo=max(1, int(n_init)), seed=int(seed) & 0x7FFFFFFF, verbose=False,
+                min_points_per_centroid=1, max_points_per_centroid=max(256, n))  # every row, no sampling
+    if hasattr(faiss, "ClusteringInitMethod_KMEANS_PLUS_PLUS"):  # faiss >= 1.13; older ones sample at random
+        opts["init_method"] = faiss.ClusteringInitMethod_KMEANS_PLUS_PLUS
+    km = faiss.Kmeans(v.shape[1], m, **opts)
+    km.train(v)
+    _, assigned = km.index.search(v, 1)
+    _, first, labels = np.unique(assigned[:, 0], return_index=True, return_inverse=True)
+    order = np.argsort(np.argsort(first))  # cluster ids by first appearance: stable, readable summaries
+    return order[labels.reshape(-1)].astype(int)
 
 
 def pick_representatives(labels: np.ndarray, entropies: np.ndarray) -> list[int]:
@@ -85,6 +94,27 @@ def pick_representatives(labels: np.ndarray, entropies: np.ndarray) -> list[int]
         members = np.flatnonzero(labels == c)
         reps.append(int(members[np.argmin(entropies[members])]))  # argmin takes the first of ties
     return sorted(reps)
+
+
+def summary(n_candidates: int, labels, representative_ids: list[str], representative_entropies,
+            captions: list[str]) -> dict:
+    """A compact, JSON-able record of one extraction for `Turn.extra`."""
+    return {
+        "n_candidates": int(n_candidates),
+        "n_clusters": len(set(int(x) for x in labels)),
+        "representatives": list(representative_ids),
+        "entropies": [round(float(e), 4) for e in representative_entropies],
+        "captions": list(captions),
+    }
+
+
+@dataclass
+class Clusters:
+    """Algorithm 1 on candidate vectors (positions, no ids)."""
+
+    labels: np.ndarray  # cluster of each candidate
+    entropies: np.ndarray  # H(p_x) of each candidate
+    representatives: list[int]  # positions, one per cluster, rank order
 
 
 @dataclass
@@ -99,21 +129,14 @@ class RetrievalContext:
 
     def summary(self) -> dict:
         """A compact, JSON-able record for `Turn.extra`."""
-        return {
-            "n_candidates": len(self.ids),
-            "n_clusters": len(set(self.labels)),
-            "representatives": [self.ids[i] for i in self.representatives],
-            "entropies": [round(float(self.entropies[i]), 4) for i in self.representatives],
-            "captions": list(self.captions),
-        }
+        return summary(len(self.ids), self.labels, [self.ids[i] for i in self.representatives],
+                       [self.entropies[i] for i in self.representatives], self.captions)
 
 
-def extract(ids: list[str], vectors: np.ndarray, m: int, seed: int = 0, scale: float = 1.0,
-            n_init: int = 1, caption_vectors: np.ndarray | None = None) -> RetrievalContext:
-    """Algorithm 1 lines 7-13 on given candidates (ids best first, their image vectors). With
-    `caption_vectors` the representative's entropy is caption->image (`cross_entropies`), else image->image."""
-    if len(ids) != len(vectors):
-        raise ValueError(f"{len(ids)} ids but {len(vectors)} vectors")
+def cluster(vectors: np.ndarray, m: int, seed: int = 0, scale: float = 1.0, n_init: int = 1,
+            caption_vectors: np.ndarray | None = None) -> Clusters:
+    """Algorithm 1 lines 7-13 on the candidates' image vectors (best first). With `caption_vectors` the
+    representative's entropy is caption->image (`cross_entropies`), else image->image."""
     from threadpoolctl import threadpool_limits  # installed with scikit-learn
 
     # one thread: at n ~ 1000 candidates thread start-up costs more than it saves, and on a busy server
@@ -122,5 +145,15 @@ def extract(ids: list[str], vectors: np.ndarray, m: int, seed: int = 0, scale: f
         labels = kmeans_labels(vectors, m, seed, n_init)
         ent = (similarity_entropies(vectors, scale) if caption_vectors is None
                else cross_entropies(caption_vectors, vectors, scale))
-    reps = pick_representatives(labels, ent) if len(ids) else []
-    return RetrievalContext(list(ids), [int(x) for x in labels], [float(x) for x in ent], reps)
+    reps = pick_representatives(labels, ent) if len(labels) else []
+    return Clusters(np.asarray(labels, int), np.asarray(ent, np.float64), reps)
+
+
+def extract(ids: list[str], vectors: np.ndarray, m: int, seed: int = 0, scale: float = 1.0,
+            n_init: int = 1, caption_vectors: np.ndarray | None = None) -> RetrievalContext:
+    """`cluster` on given candidates (ids best first, their image vectors), with their ids."""
+    if len(ids) != len(vectors):
+        raise ValueError(f"{len(ids)} ids but {len(vectors)} vectors")
+    c = cluster(vectors, m, seed, scale, n_init, caption_vectors)
+    return RetrievalContext(list(ids), [int(x) for x in c.labels], [float(x) for x in c.entropies],
+                            c.representatives)

@@ -54,6 +54,10 @@ class ThreadProbeRetriever:
         self._local.row = np.array(qrow, dtype=np.float32, copy=True)
         return self._inner.search_row(qrow, k, exclude)
 
+    def search_rows(self, qrow, k=None, exclude=(), exclude_rows=None):
+        self._local.row = np.array(qrow, dtype=np.float32, copy=True)
+        return self._inner.search_rows(qrow, k, exclude, exclude_rows)
+
     def take_row(self) -> np.ndarray | None:
         row = getattr(self._local, "row", None)
         self._local.row = None
