@@ -79,9 +79,9 @@ def retrieve_step(engine, session, call):
     return turn
 
 
-def choice_call(index: int, question: str):
-    """The round of a click on option `index` (0-based) of the pending question shown as `question` (the
-    engine refuses a question that is no longer the pending one)."""
+def choice_call(index: int, question):
+    """The round of a click on option `index` (0-based) of `question` (the typed Question, or its text, the
+    page showed); the engine refuses a question that is no longer the pending one."""
     return lambda engine, session: engine.answer_choice(session, index, question or None)
 
 

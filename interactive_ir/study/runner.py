@@ -498,7 +498,7 @@ class StudyRunner:
         payload = {"text": chosen.label, "question": q.text, "option": n, "kind": q.kind,
                    "image_id": chosen.image_id}
         turn = self._search(participant, "conversation", "answer", [("answer", payload)],
-                            choice_call(n, q.text), client_ts)
+                            choice_call(n, q), client_ts)
         return self._then_ask(participant, turn, ask, client_ts)
 
     def skip(self, participant: str, client_ts: float | None = None, ask: bool = True) -> Turn:

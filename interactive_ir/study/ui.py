@@ -54,7 +54,7 @@ from interactive_ir.ui.render import esc
 log = logging.getLogger(__name__)
 
 SELF_LOGGING = {"describe", "answer", "choose", "skip", "feedback", "relative", "search", "submit"}  # the runner logs their errors
-MODEL_ACTIONS = ("describe", "answer", "skip", "feedback", "relative", "search")
+MODEL_ACTIONS = ("describe", "answer", "choose", "skip", "feedback", "relative", "search")
 CLOCK_JS = "(...args) => { args[args.length - 1] = Date.now() / 1000; return args; }"
 WELCOME = "Welcome, and thank you for your interest. Please read the information below."
 WORKING = '<span class="iir-working" role="status">Searching: the results will appear here in a moment</span>'
