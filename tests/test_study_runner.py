@@ -12,7 +12,7 @@ from interactive_ir.engine import build_engine
 from interactive_ir.errors import BadInputError, SessionError
 from interactive_ir.study.config import StudyConfigError, parse_study
 from interactive_ir.study.log import StudyLog
-from interactive_ir.study.runner import StudyRunner
+from interactive_ir.study.runner import StaleQuestionError, StudyRunner
 
 QUESTIONS = [{"id": "effective", "text": "The system was effective"},
              {"id": "efficient", "text": "The system was efficient"},
@@ -368,3 +368,31 @@ def test_thread_probe_keeps_rows_per_thread(tiny):
     for t in range(4):
         assert np.array_equal(got[t], rows[t])
     assert probe.take_row() is None and probe.index is r.index  # everything else delegates
+
+
+def test_choose_an_option_of_a_grounded_question(tiny, tmp_path):
+    runner, log, caps = make_runner(tiny, tmp_path, conditions={
+        "G": {"mode": "plugir", "settings": {"plugir": {"questioner": "grounded"}}}})
+    pid = "gina"
+    runner.enrol(pid)
+    runner.consent(pid, True)
+    p = runner.start_task(pid)
+    runner.describe(pid, caps[p.current.task.target][0])
+    q = runner.progress(pid).session.question
+    assert q is not None and q.kind in ("choice", "yesno") and len(q.options) >= 2
+    with pytest.raises(StaleQuestionError):  # a question other than the pending one: refused, nothing changes
+        runner.choose(pid, 0, "Is it a different question?")
+    assert runner.progress(pid).rounds_used == 0
+    turn = runner.choose(pid, 0, q.text)
+    p = runner.progress(pid)
+    assert turn.round == 1 and p.rounds_used == 1 and len(p.session.turns) == 2
+    assert p.session.turns[-1].answered_question == q.text
+    answers = [e for e in log.events("t", p.participant) if e.type == "answer"]
+    assert answers[-1].payload["text"] == q.options[0].label and answers[-1].payload["option"] == 0
+    assert answers[-1].payload["question"] == q.text and answers[-1].round == 1
+    with pytest.raises(StaleQuestionError):  # the answered question (round 0) is no longer pending
+        runner.choose(pid, 0, q.text, question_round=q.round)
+    assert runner.progress(pid).rounds_used == 1
+    with pytest.raises(BadInputError):
+        runner.choose(pid, 99, runner.progress(pid).session.question.text)
+    assert log.events("t", p.participant)[-1].type == "error" and runner.progress(pid).rounds_used == 1

@@ -302,3 +302,63 @@ def test_a_closed_study_and_the_next_participant_button(tiny, tmp_path):
     assert v.phase == "briefing" and "closed: your answers so far are saved" in v.status
     tok, tab = later.act("start", tok, TabState())
     assert "answers so far are saved" in tab.notice and later.runner.progress(later.who(tok)).phase == "briefing"
+
+
+def test_question_options_are_clicked_on_the_page(tiny, tmp_path):
+    page, caps = make_page(tiny, tmp_path, tasks=tiny[1][:1], conditions={
+        "G": {"mode": "plugir", "settings": {"plugir": {"questioner": "grounded"}}}})
+    pid, tab = page.act("join", "", TabState(), True, client_ts=NOW)
+    pid, tab = page.act("start", pid, tab)
+    pid, tab = page.act("describe", pid, tab, "a red dog", client_ts=NOW + 1)
+    assert "writing a question" in page.view(pid, tab).question  # results first, the question step after
+    pid, tab = page.act("ask", pid, tab, client_ts=NOW + 2)
+    p = page.runner.progress(page.who(pid))
+    q = p.session.question
+    assert q.kind in ("choice", "yesno") and q.options
+    v = page.view(pid, tab)
+    assert v.question.count('data-action="choose"') == len(q.options) and not v.show_answer
+    assert f'data-question="{q.text}"' in v.question.replace("&#x27;", "'")
+    if q.kind == "choice":
+        assert v.question.count("<img") == sum(bool(o.image_id) for o in q.options) > 0
+    pid, tab = page.act("choose", pid, tab, "0", q.text, str(q.round), client_ts=NOW + 3)
+    p = page.runner.progress(page.who(pid))
+    assert tab.notice == "" and p.rounds_used == 1 and p.session.turns[-1].answered_question == q.text
+    assert "writing a question" in page.view(pid, tab).question
+    pid, tab = page.act("ask", pid, tab, client_ts=NOW + 4)
+    assert page.view(pid, tab).question.count('data-action="choose"') >= 2
+    # a click on the question already answered: a plain message, nothing changes
+    pid, tab = page.act("choose", pid, tab, "0", q.text, str(q.round), client_ts=NOW + 5)
+    assert "no longer open" in tab.notice and not tab.notice.startswith("⚠️")
+    assert page.runner.progress(page.who(pid)).rounds_used == 1
+
+
+def test_llm_questions_keep_the_answer_box(tiny, tmp_path):
+    page, caps = make_page(tiny, tmp_path, tasks=tiny[1][:1], conditions={
+        "L": {"mode": "plugir", "settings": {"plugir": {"questioner": "llm"}}}})
+    pid, tab = page.act("join", "", TabState(), True, client_ts=NOW)
+    pid, tab = page.act("start", pid, tab)
+    pid, tab = page.act("describe", pid, tab, "a red dog", client_ts=NOW + 1)
+    pid, tab = page.act("ask", pid, tab, client_ts=NOW + 2)
+    v = page.view(pid, tab)
+    assert page.runner.progress(page.who(pid)).session.pending_question
+    assert v.show_answer and 'data-action="choose"' not in v.question
+
+
+def test_a_yes_no_question_is_two_buttons(tiny, tmp_path):
+    page, caps = make_page(tiny, tmp_path, tasks=tiny[1][:1], conditions={
+        "Y": {"mode": "plugir", "settings": {"plugir": {"questioner": "grounded", "grounded_style": "yesno"}}}})
+    pid, tab = page.act("join", "", TabState(), True, client_ts=NOW)
+    pid, tab = page.act("start", pid, tab)
+    pid, tab = page.act("describe", pid, tab, "a red dog", client_ts=NOW + 1)
+    pid, tab = page.act("ask", pid, tab, client_ts=NOW + 2)
+    q = page.runner.progress(page.who(pid)).session.question
+    if q is None or q.kind != "yesno":
+        pytest.skip("the tiny index's captions gave no word to ask about")
+    v = page.view(pid, tab)
+    assert v.question.count('data-action="choose"') == 2 and "<img" not in v.question and not v.show_answer
+    assert ">Yes<" in v.question and ">No<" in v.question
+    pid, tab = page.act("choose", pid, tab, "1", q.text, str(q.round), client_ts=NOW + 3)
+    p = page.runner.progress(page.who(pid))
+    assert tab.notice == "" and p.rounds_used == 1 and p.session.turns[-1].user_text == q.options[1].label
+    pid, tab = page.act("choose", pid, tab, "7", "", "", client_ts=NOW + 4)  # no question pending yet
+    assert "no longer open" in tab.notice and page.runner.progress(page.who(pid)).rounds_used == 1

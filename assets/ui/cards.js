@@ -1,6 +1,6 @@
 // The page's clickable HTML (gr.HTML js_on_load; `element` is the component's root and survives re-renders,
 // so everything is bound once, by delegation):
-// - a card or option button sends {action, id, index, question} to the server (`trigger("click", ...)`);
+// - a card or option button sends {action, id, index, question, round} to the server (`trigger("click", ...)`);
 // - a card's picture opens the large view (lightbox) with the caption, previous/next and the card's actions;
 // - an example description on the empty page runs that search;
 // - a new round scrolls into view when it is off screen (a phone, after answering from the dialogue bar).
@@ -24,7 +24,7 @@ if (!element.dataset.iirBound) {
       return;
     }
     trigger("click", { action: b.dataset.action, id: b.dataset.id || "", index: b.dataset.index || "",
-                       question: b.dataset.question || "" });
+                       question: b.dataset.question || "", round: b.dataset.round || "" });
   });
 
   if (isResults) {

@@ -79,6 +79,12 @@ def retrieve_step(engine, session, call):
     return turn
 
 
+def choice_call(index: int, question):
+    """The round of a click on option `index` (0-based) of `question` (the typed Question, or its text, the
+    page showed); the engine refuses a question that is no longer the pending one."""
+    return lambda engine, session: engine.answer_choice(session, index, question or None)
+
+
 def ask_step(engine, session):
     """Ask the question about the last round's results (the conversation mode's LLM step); the turn."""
     session.meta["question_due"] = False

@@ -95,7 +95,7 @@ def layout(page: StudyPage, password: str):
                     desc = gr.Textbox(label="Describe the image you are looking for", elem_id="iir-desc",
                                       max_lines=4, submit_btn="Search")
                     with gr.Group(visible=False) as g_conv:
-                        question = gr.HTML("", js_on_load=None, elem_id="iir-dialogue")
+                        question = gr.HTML("", js_on_load=cards_js, elem_id="iir-dialogue")
                         answer_box = gr.Textbox(label="Your answer", elem_id="iir-answer", max_lines=4,
                                                 submit_btn="Answer")
                         skip_btn = gr.Button("Skip question", size="sm", elem_id="iir-skip")
@@ -186,6 +186,13 @@ def layout(page: StudyPage, password: str):
                                   client_ts=ts)
             return render(token, tab)
 
+        def on_choose(token, tab, ts, evt: gr.EventData):
+            """A click on one of the pending question's options (a thumbnail, none of these, yes/no)."""
+            data = getattr(evt, "_data", None) or {}
+            token, tab = page.act("choose", token, tab, data.get("index"), str(data.get("question") or ""),
+                                  data.get("round"), client_ts=ts)
+            return render(token, tab)
+
         def submitter(form: str):
             items = study.form(form)
 
@@ -221,6 +228,7 @@ def layout(page: StudyPage, password: str):
                                          **search))
         with_question(query_box.submit(handler("search", (query_box,), 1), [*base, query_box, clock], outputs,
                                        **search))
+        with_question(question.click(on_choose, [*base, clock], outputs, **search))
         results.click(on_card, [*base, clock], outputs, **quick)
         budget.click(on_card, [*base, clock], outputs, **quick)  # the timer reports {action: "timeout"}
         give_up_btn.click(handler("give_up"), [*base, clock], outputs, **quick)

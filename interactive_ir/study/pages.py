@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from interactive_ir.study.config import Condition, StudyConfig
 from interactive_ir.study.runner import Progress
 from interactive_ir.ui.media import image_url
-from interactive_ir.ui.render import esc
+from interactive_ir.ui.render import esc, options_html
 
 CARD_ACTIONS = {  # data-action -> (label, tooltip, needed mode or None)
     "pick": ("This is it", "This is the image I am looking for", None),
@@ -223,7 +223,10 @@ def strip_html(engine, p: Progress) -> str:
             f'<div class="iir-strip">{"".join(figures)}</div></details>')
 
 
-def question_html(p: Progress) -> str:
+def question_html(p: Progress, engine=None) -> str:
+    """The dialogue so far and the pending question; a question with options (grounded: "Which is closest to
+    your image?", yes/no) shows them as buttons (the main page's `options_html`: thumbnails with a short
+    label, "none of these"), each sending {action: "choose", index, question} through cards.js."""
     s = p.session
     if s is None or not s.turns:
         return ""
@@ -231,8 +234,12 @@ def question_html(p: Progress) -> str:
                    f'<div class="iir-msg iir-you"><b class="iir-who">You:</b> {esc(a)}</div>'
                    for q, a in s.dialogue())  # what was asked and answered so far stays in view
     if s.pending_question:
+        q = s.question
+        opts = options_html(engine, q) if engine is not None and q is not None and q.options else ""
+        if opts:  # the main page's hint mentions typing, which the study page offers only for LLM questions
+            opts = opts.replace("Click the closest one (or type an answer below).", "Click the closest one.")
         return (f'{past}<div class="iir-question" role="status"><b class="iir-who">System asks:</b> '
-                f"{esc(s.pending_question)}</div>")
+                f"{esc(s.pending_question)}{opts}</div>")
     if s.meta.get("question_due"):
         return (f'{past}<div class="iir-working" role="status" id="iir-question-working">The system is writing a '
                 "question about these results: look through them meanwhile</div>")

@@ -28,7 +28,7 @@ from interactive_ir.errors import BadInputError, IIRError, SessionError
 from interactive_ir.session import Session, Turn
 from interactive_ir.study.assign import Assignment, assign
 from interactive_ir.study.config import ID_RE, Condition, StudyConfig, Task, resolve_practice, resolve_tasks
-from interactive_ir.study.engines import ask_step, check_condition, condition_engine, retrieve_step
+from interactive_ir.study.engines import ask_step, check_condition, choice_call, condition_engine, retrieve_step
 from interactive_ir.study.instruments import score_form
 from interactive_ir.study.log import TASK_END_TYPES, Event, StudyLog
 from interactive_ir.study.progress import Progress
@@ -48,6 +48,10 @@ def token_hash(token: str) -> str:
 
 class TaskTimeout(SessionError):
     """The task's time limit passed: the task ended as "timeout"."""
+
+
+class StaleQuestionError(SessionError):
+    """A click on an option of a question that is no longer the pending one (a newer action replaced it)."""
 
 
 class StudyClosed(SessionError):
@@ -464,6 +468,37 @@ class StudyRunner:
         turn = self._search(participant, "conversation", "answer",
                             [("answer", {"text": text, "question": question})], lambda e, s: e.answer(s, text),
                             client_ts)
+        return self._then_ask(participant, turn, ask, client_ts)
+
+    def choose(self, participant: str, index: Any, question_text: str, client_ts: float | None = None,
+               ask: bool = True, question_round: Any = None) -> Turn:
+        """A click on option `index` (0-based) of the pending question with options (thumbnails, yes/no, none
+        of these), logged as an answer whose text is the option's label. `question_text` (and, when given,
+        `question_round`: the round the question asked about) is the question the click was made on: one that
+        is no longer pending (the next round may ask the same words) raises StaleQuestionError, nothing logged."""
+        with self._locked(participant) as p:
+            q = p.session.question if p.session else None
+            try:
+                rnd = None if question_round in (None, "") else int(question_round)
+            except (TypeError, ValueError):
+                rnd = -2  # garbage: matches no question
+            if q is None or not q.options or q.text != question_text or (rnd is not None and rnd != q.round):
+                raise StaleQuestionError("that question is no longer open: answer the current question, or "
+                                         "search again")
+            try:
+                n = int(index)
+            except (TypeError, ValueError):
+                n = -1
+            if not 0 <= n < len(q.options):
+                msg = f"not an option: {index!r} (the question has {len(q.options)} options, numbered from 0)"
+                self._write(p, [self._event(p, "error", {"action": "answer", "message": msg, "question": q.text},
+                                            client_ts, len(p.session.turns))])
+                raise BadInputError(msg)
+            chosen = q.options[n]
+        payload = {"text": chosen.label, "question": q.text, "option": n, "kind": q.kind,
+                   "image_id": chosen.image_id}
+        turn = self._search(participant, "conversation", "answer", [("answer", payload)],
+                            choice_call(n, q), client_ts)
         return self._then_ask(participant, turn, ask, client_ts)
 
     def skip(self, participant: str, client_ts: float | None = None, ask: bool = True) -> Turn:

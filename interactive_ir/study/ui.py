@@ -48,13 +48,13 @@ from interactive_ir.study.pages import (
     target_html,
 )
 from interactive_ir.study.recruitment import LinkError, end_message, read_arrival
-from interactive_ir.study.runner import Progress, StudyRunner
+from interactive_ir.study.runner import Progress, StaleQuestionError, StudyRunner
 from interactive_ir.ui.render import esc
 
 log = logging.getLogger(__name__)
 
-SELF_LOGGING = {"describe", "answer", "skip", "feedback", "relative", "search", "submit"}  # the runner logs their errors
-MODEL_ACTIONS = ("describe", "answer", "skip", "feedback", "relative", "search")
+SELF_LOGGING = {"describe", "answer", "choose", "skip", "feedback", "relative", "search", "submit"}  # the runner logs their errors
+MODEL_ACTIONS = ("describe", "answer", "choose", "skip", "feedback", "relative", "search")
 CLOCK_JS = "(...args) => { args[args.length - 1] = Date.now() / 1000; return args; }"
 WELCOME = "Welcome, and thank you for your interest. Please read the information below."
 WORKING = '<span class="iir-working" role="status">Searching: the results will appear here in a moment</span>'
@@ -184,8 +184,9 @@ class StudyPage:
                 v.show_feedback = open_ and "feedback" in cond.modes
                 v.show_composed = open_ and "composed" in cond.modes
                 v.show_text = open_ and "text" in cond.modes
-                v.question = question_html(p) if v.show_conversation else ""
-                v.show_answer = v.show_conversation and bool(p.session.pending_question)
+                v.question = question_html(p, self.engine) if v.show_conversation else ""
+                q = p.session.question if p.session else None
+                v.show_answer = v.show_conversation and q is not None and not q.options  # options: click one
                 v.reference = reference_html(self.engine, p, tab) if v.show_composed else ""
                 v.results = results_html(self.engine, p, cond, tab)
                 v.give_up_label = "End task" if p.described and not p.can_search else "Give up"
@@ -267,6 +268,12 @@ class StudyPage:
 
     def _answer(self, pid, tab, text, ts):
         self.runner.answer(pid, text, ts, ask=False)
+
+    def _choose(self, pid, tab, index, question, question_round, ts):
+        try:
+            self.runner.choose(pid, index, str(question or ""), ts, ask=False, question_round=question_round)
+        except StaleQuestionError:  # a click on a question a newer action replaced: nothing changes
+            tab.notice = "That question is no longer open: answer the one shown now, or search again."
 
     def _skip(self, pid, tab, ts):
         self.runner.skip(pid, ts, ask=False)

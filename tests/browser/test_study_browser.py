@@ -53,13 +53,10 @@ def _wait_up(url: str, proc: subprocess.Popen, log: Path, timeout: float = 180) 
     raise RuntimeError(f"the study app did not answer at {url}")
 
 
-@pytest.fixture(scope="module")
-def study_app(browser, app_env, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("study")
+def _serve_study(app_env, tmp: Path, study_yaml: str, study_id: str):
+    """`python app.py --study` on `study_yaml`; yields (url, the study's sqlite log)."""
     study = tmp / "study.yaml"
-    study.write_text("study_id: browser-study\ntitle: Browser study\nrounds: 2\nk: 6\ncounterbalance: none\n"
-                     "conditions:\n  A: {mode: mixed, label: System A}\n  B: {mode: text, label: System B}\n"
-                     f"tasks: [{TARGETS[0]}, {TARGETS[1]}]\n")
+    study.write_text(study_yaml)
     env = {**app_env, "IIR_STUDY_DIR": str(tmp / "data"), "IIR_STUDY_ADMIN_PASSWORD": ADMIN_PASSWORD}
     port = _free_port()
     log = tmp / "app.log"
@@ -69,7 +66,7 @@ def study_app(browser, app_env, tmp_path_factory):
     url = f"http://127.0.0.1:{port}/"
     try:
         _wait_up(url, proc, log)
-        yield url, tmp / "data" / "browser-study.sqlite"
+        yield url, tmp / "data" / f"{study_id}.sqlite"
     finally:
         proc.terminate()
         try:
@@ -77,6 +74,24 @@ def study_app(browser, app_env, tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+
+@pytest.fixture(scope="module")
+def study_app(browser, app_env, tmp_path_factory):
+    yield from _serve_study(
+        app_env, tmp_path_factory.mktemp("study"),
+        "study_id: browser-study\ntitle: Browser study\nrounds: 2\nk: 6\ncounterbalance: none\n"
+        "conditions:\n  A: {mode: mixed, label: System A}\n  B: {mode: text, label: System B}\n"
+        f"tasks: [{TARGETS[0]}, {TARGETS[1]}]\n", "browser-study")
+
+
+@pytest.fixture(scope="module")
+def grounded_app(browser, app_env, tmp_path_factory):
+    yield from _serve_study(
+        app_env, tmp_path_factory.mktemp("grounded"),
+        "study_id: grounded-study\ntitle: Grounded study\nrounds: 2\nk: 6\n"
+        "conditions:\n  G: {mode: plugir, label: System G, settings: {plugir: {questioner: grounded}}}\n"
+        f"tasks: [{TARGETS[0]}]\n", "grounded-study")
 
 
 def _caption(image_id: str) -> str:
@@ -211,3 +226,40 @@ def test_participant_runs_the_study_and_admin_exports(browser, study_app, shot):
     assert len(lines) - 1 == len(rows)  # one row per event; this participant is the only one
     shot(admin, "admin")
     admin.close()
+
+
+def test_a_question_with_options_is_answered_by_a_click(browser, grounded_app, shot):
+    url, db = grounded_app
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = ctx.new_page()
+    page.goto(url)
+    expect(page.locator("#iir-agree")).to_be_visible(timeout=TIMEOUT_MS)
+    page.click("#iir-agree")
+    expect(page.locator("#iir-start-task")).to_be_visible(timeout=TIMEOUT_MS)
+    pid = re.search(r"Participant (\S+)", page.locator("#iir-study-header").inner_text()).group(1)
+    page.click("#iir-start-task")
+    page.fill("#iir-desc textarea", "a cartoon insect")
+    page.press("#iir-desc textarea", "Enter")
+    expect(page.locator("#iir-results .iir-card")).to_have_count(6, timeout=TIMEOUT_MS)
+    options = page.locator('#iir-dialogue button[data-action="choose"]')
+    expect(options.first).to_be_visible(timeout=TIMEOUT_MS)  # the question comes with its options
+    assert options.count() >= 2
+    expect(page.locator("#iir-answer")).to_be_hidden()  # a click answers it: no answer box
+    shot(page, "grounded-question")
+    question = options.first.get_attribute("data-question")
+    label = options.first.get_attribute("title")
+    options.first.click()
+    expect(page.locator("#iir-study-budget")).to_contain_text("1 of 2 rounds after your description used",
+                                                              timeout=TIMEOUT_MS)
+    expect(page.locator("#iir-dialogue .iir-you")).to_contain_text(label[:20], timeout=TIMEOUT_MS)
+    expect(page.locator('#iir-dialogue button[data-action="choose"]').first).to_be_visible(timeout=TIMEOUT_MS)
+    shot(page, "grounded-answered")
+    ctx.close()
+
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT payload FROM events WHERE participant=? AND type='answer' ORDER BY id",
+                       (pid,)).fetchall()
+    con.close()
+    assert len(rows) == 1
+    payload = json.loads(rows[0][0])
+    assert payload["text"] == label and payload["question"] == question and payload["option"] == 0
