@@ -4,6 +4,7 @@ and Gradio's upload endpoint refused early when a declared size is too large or 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 
 import pytest
 from PIL import Image
@@ -68,7 +69,10 @@ def _call(guard, path="/gradio_api/upload", length=None):
     async def send(msg):
         sent.append(msg)
 
-    asyncio.run(guard({"type": "http", "method": "POST", "path": path, "headers": headers}, None, send))
+    # in a thread of its own: an earlier test of the suite may have left an event loop running in this one
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, guard({"type": "http", "method": "POST", "path": path, "headers": headers}, None,
+                                       send)).result()
     return sent
 
 
