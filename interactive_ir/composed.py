@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from interactive_ir.config import apply_env
-from interactive_ir.core import TextSearch
+from interactive_ir.core import OnCore, TextSearch
 from interactive_ir.errors import BackendError, BadInputError, SessionError
 from interactive_ir.session import Session, Turn
 from interactive_ir.types import Hit
@@ -116,7 +116,7 @@ def load_upload(image, max_bytes: int | None = None):
     raise BadInputError(f"cannot read an image from a {type(image).__name__}: upload a JPEG, PNG, WebP, GIF or BMP")
 
 
-class Composed:
+class Composed(OnCore):
     """`relative(session, caption, reference=None, image=None, method=None) -> Turn`. Receives the search
     core, the LLM (None: the compose method only), the VLM (None: no re-ranking) and its config."""
 
@@ -125,23 +125,6 @@ class Composed:
         self.llm = llm
         self.vlm = vlm
         self.composed_config = config
-
-    @property
-    def retriever(self):
-        return self.core.retriever
-
-    @property
-    def index(self):
-        return self.core.index
-
-    @property
-    def captioner(self):
-        return self.core.captioner
-
-    @property
-    def config(self):
-        """The engine's config (k, the seen/hidden policy)."""
-        return self.core.config
 
     # --- validation (nothing changes before all of it passes) ----------------------------------------
     def resolve_method(self, method: str | None) -> str:

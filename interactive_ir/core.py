@@ -244,3 +244,28 @@ def set_results(session: Session, turn: Turn, hits: Iterable[Hit]) -> None:
     turn.scores = [round(float(h.score), 6) for h in hits]
     turn.seen = [i for i in turn.shown if i in earlier]
     turn.why = {h.id: list(h.why) for h in hits if h.why}
+
+
+class OnCore:
+    """A part built on a `TextSearch` core (`self.core`): its retriever, index, captioner and config, read
+    through the core so every mode sees the same ones."""
+
+    core: TextSearch
+
+    @property
+    def retriever(self) -> Retriever:
+        return self.core.retriever
+
+    @property
+    def index(self):
+        return self.core.index
+
+    @property
+    def captioner(self):
+        return self.core.captioner
+
+    @property
+    def config(self) -> EngineConfig:
+        """The engine's config (k, text limits, the seen/hidden policy)."""
+        return self.core.config
+

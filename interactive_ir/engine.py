@@ -21,7 +21,7 @@ from collections.abc import Callable
 from interactive_ir.asking import Asker
 from interactive_ir.composed import Composed, ComposedConfig, composed_config
 from interactive_ir.conversation import Conversation
-from interactive_ir.core import PAGING_KINDS, QUERY_ROW_ATTR, EngineConfig, TextSearch, engine_config
+from interactive_ir.core import PAGING_KINDS, QUERY_ROW_ATTR, EngineConfig, OnCore, TextSearch, engine_config
 from interactive_ir.feedback import Feedback, FeedbackConfig, feedback_config
 from interactive_ir.plugir.config import PlugIRConfig, plugir_config
 from interactive_ir.retrieval import Retriever
@@ -35,7 +35,7 @@ __all__ = ["Engine", "EngineBase", "EngineConfig", "PAGING_KINDS", "QUERY_ROW_AT
 EngineBase = TextSearch  # the old name of the mode-less engine (plain text search, found, captions)
 
 
-class Engine:
+class Engine(OnCore):
     """Every mode over one index, with the given backends (None where a backend is absent)."""
 
     def __init__(self, retriever: Retriever, llm=None, captioner=None, vlm=None, config: EngineConfig = EngineConfig(),
@@ -50,22 +50,6 @@ class Engine:
         self.composed_mode = Composed(self.core, llm, vlm, composed_config(composed))
 
     # --- what the engine is made of ------------------------------------------------------------------
-    @property
-    def retriever(self) -> Retriever:
-        return self.core.retriever
-
-    @property
-    def index(self):
-        return self.core.index
-
-    @property
-    def captioner(self):
-        return self.core.captioner
-
-    @property
-    def config(self) -> EngineConfig:
-        return self.core.config
-
     @property
     def plugir_config(self) -> PlugIRConfig:
         return self.asker.config

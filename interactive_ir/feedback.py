@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from interactive_ir.config import apply_env
-from interactive_ir.core import TextSearch
+from interactive_ir.core import OnCore, TextSearch
 from interactive_ir.errors import BackendError, BadInputError
 from interactive_ir.feedback_prompts import METHODS as LLM_METHODS
 from interactive_ir.session import Session, Turn
@@ -78,7 +78,7 @@ def _shorten(text: str, limit: int) -> str:
     return cut[: cut.rfind(" ")] if " " in cut else cut
 
 
-class Feedback:
+class Feedback(OnCore):
     """`feedback(session, relevant, irrelevant=(), method=None) -> Turn`. Receives the search core, the LLM
     (None: the text methods expand with captions only) and its config."""
 
@@ -86,19 +86,6 @@ class Feedback:
         self.core = core
         self.llm = llm
         self.feedback_config = config
-
-    @property
-    def retriever(self):
-        return self.core.retriever
-
-    @property
-    def index(self):
-        return self.core.index
-
-    @property
-    def config(self):
-        """The engine's config (k, text limits)."""
-        return self.core.config
 
     def resolve_feedback_method(self, method: str | None) -> str:
         m = (method or self.feedback_config.method or "auto").strip().lower()

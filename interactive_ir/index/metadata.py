@@ -270,6 +270,18 @@ class DuplicateIdError(ValueError):
 
 
 # --- the views the engine uses -------------------------------------------------------------------
+def _at(meta, row, get):
+    """`get(row)` for a row or a slice of rows, with Python's negative indices and an IndexError past the end."""
+    if isinstance(row, slice):
+        return [get(i) for i in range(*row.indices(meta.count))]
+    row = int(row)
+    if row < 0:
+        row += meta.count
+    if not 0 <= row < meta.count:
+        raise IndexError(f"row {row} is not in the index ({meta.count} rows)")
+    return get(row)
+
+
 class Records(Sequence):
     """`index.records[row]` -> IndexRecord, looked up on demand."""
 
@@ -280,14 +292,7 @@ class Records(Sequence):
         return self._m.count
 
     def __getitem__(self, row):
-        if isinstance(row, slice):
-            return [self._m.record(i) for i in range(*row.indices(self._m.count))]
-        row = int(row)
-        if row < 0:
-            row += self._m.count
-        if not 0 <= row < self._m.count:
-            raise IndexError(f"row {row} is not in the index ({self._m.count} rows)")
-        return self._m.record(row)
+        return _at(self._m, row, self._m.record)
 
     def __iter__(self):
         return self._m.iter_records()
@@ -303,14 +308,7 @@ class Ids(Sequence):
         return self._m.count
 
     def __getitem__(self, row):
-        if isinstance(row, slice):
-            return [self._m.id_of(i) for i in range(*row.indices(self._m.count))]
-        row = int(row)
-        if row < 0:
-            row += self._m.count
-        if not 0 <= row < self._m.count:
-            raise IndexError(f"row {row} is not in the index ({self._m.count} rows)")
-        return self._m.id_of(row)
+        return _at(self._m, row, self._m.id_of)
 
     def __iter__(self):
         return self._m.iter_ids()
