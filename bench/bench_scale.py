@@ -12,7 +12,9 @@ The benchmark can fail: recall is measured against exact kNN, so a bad approxima
 Kind `milvus-lite`: the exact index exported into Milvus Lite (`index export`), searched through it.
 
 Usage: python bench/bench_scale.py [--sizes 1000000] [--kinds exact,ivf-pq,hnsw,milvus-lite] [--hnsw-max 200000]
-       [--queries 200] [--recall-queries 30] [--work /tmp/iir_bench_scale]
+       [--queries 200] [--recall-queries 30] [--work /tmp/iir_bench_scale] [--keep] [--build-only | --reuse]
+A 10M run: `--sizes 10000000 --kinds exact,ivf-pq --build-only` (long; any load), then the same with `--reuse`
+on a quiet machine (the searches' times).
 """
 
 from __future__ import annotations
@@ -125,9 +127,11 @@ def child_search(out: str, vec: str, queries: int, recall_queries: int, store: s
         times.append(time.perf_counter() - t)
         excl_rows.append(first)
     search_mb = rss_mb() - r0
-    recalls = []
+    recalls, exact_times = [], []
     for q, first in zip(qs[:recall_queries], excl_rows):
+        t = time.perf_counter()
         s = exact_scores(index, q)  # exact, chunked over the memory-mapped fp16 vectors
+        exact_times.append(time.perf_counter() - t)
         s[first] = -np.inf
         want = set(np.argpartition(-s, 100)[:100].tolist())
         got = set(r.search_rows(q, 100, exclude_rows=first)[1].tolist())
@@ -135,7 +139,9 @@ def child_search(out: str, vec: str, queries: int, recall_queries: int, store: s
     turn = engine_turns(r, 5)
     return {"import_s": import_s, "open_s": open_s, "open_mb": open_mb, "after_search_mb": search_mb,
             "p50_ms": 1000 * float(np.percentile(times, 50)), "p95_ms": 1000 * float(np.percentile(times, 95)),
-            "recall": float(np.mean(recalls)), "device": r.device, **turn}
+            "recall": float(np.mean(recalls)), "device": r.device,
+            # the same run's baseline: a brute-force scan of the fp16 vectors with numpy (no index)
+            "scan_p50_ms": 1000 * float(np.percentile(exact_times, 50)) if exact_times else float("nan"), **turn}
 
 
 def exact_scores(index, q: np.ndarray) -> np.ndarray:
@@ -186,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--recall-queries", type=int, default=30)
     ap.add_argument("--work", type=Path, default=Path("/tmp/iir_bench_scale"))
     ap.add_argument("--keep", action="store_true", help="keep the generated vectors and indices")
+    ap.add_argument("--reuse", action="store_true", help="search indices a previous --keep run built (its build "
+                    "figures are reported again): build on a busy machine, time the searches on a quiet one")
+    ap.add_argument("--build-only", action="store_true", help="build (and keep) the indices, skip the searches")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
@@ -207,8 +216,17 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 n_k, vec_k, ids_k = n, vec, ids
             out = a.work / f"idx_{kind}_{n_k}"
-            shutil.rmtree(out, ignore_errors=True)
-            b = run_child(["--child", "build", str(vec_k), str(ids_k), str(out), kind])
+            built = Path(str(out) + ".build.json")  # the build's figures, kept for --reuse
+            if a.reuse and built.exists() and (out / "manifest.json").exists():
+                b = json.loads(built.read_text())
+                print(f"reusing {out} (built in {b['build_s']:.0f} s)", flush=True)
+            else:
+                shutil.rmtree(out, ignore_errors=True)
+                b = run_child(["--child", "build", str(vec_k), str(ids_k), str(out), kind])
+                built.write_text(json.dumps(b))
+            if a.build_only:
+                print(json.dumps({"n": n_k, "kind": kind, **b, "load": loadavg()}), flush=True)
+                continue
             store = [milvus_spec(str(out))] if kind == "milvus-lite" else []
             s = run_child(["--child", "search", str(out), str(vec_k), str(a.queries), str(a.recall_queries), *store])
             disk = sum(f.stat().st_size for f in out.iterdir()) / 2**20
@@ -218,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(json.dumps(row), flush=True)
             if not a.keep:
+                built.unlink(missing_ok=True)
                 shutil.rmtree(out, ignore_errors=True)
                 shutil.rmtree(str(out) + ".milvus.db", ignore_errors=True)
                 Path(str(out) + ".milvus.db").unlink(missing_ok=True)
@@ -231,7 +250,9 @@ def main(argv: list[str] | None = None) -> int:
               f"| {r['recall']:.3f} | {r['feedback_ms']:.0f} / {r.get('feedback_cpu_ms', 0):.0f} "
               f"| {r['plugir_ms']:.0f} / {r.get('plugir_cpu_ms', 0):.0f} | {r['disk_mb']:,.0f} "
               f"| {r['device']} | {r['load']} |")
-    if not a.keep:
+    print("\nBaseline in the same processes: a brute-force numpy scan of the fp16 vectors, p50 ms per query: "
+          + ", ".join(f"{r['n']:,} {r['kind']}: {r['scan_p50_ms']:.0f}" for r in rows))
+    if not (a.keep or a.build_only):
         shutil.rmtree(a.work, ignore_errors=True)
     return 0
 
