@@ -244,7 +244,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _group_metrics(m: dict) -> list[str]:
-    """Last-round Recall_subset@K (CIRR subset groups) and mAP@K (several ground truths), when the run has them."""
+    """Last-round Recall_subset@K (CIRR subset groups), mAP@K and accumulated recall by round (several ground
+    truths), when the run has them."""
     out = []
     subset = [k for k in m if k.startswith("recall_subset@")]
     if subset:
@@ -255,4 +256,7 @@ def _group_metrics(m: dict) -> list[str]:
         out.append("mAP " + ", ".join(f"@{k.split('@')[1]} {m[k][-1]:.4f}" for k in maps)
                    + f" at the last round ({m['n_map_queries']} queries with "
                    "several ground truths)")
+    if m.get("accumulated_recall"):  # paper 001, eq. 2 (MSR-VTT frames)
+        out.append("accumulated recall by round " + " ".join(f"{100 * x:.2f}" for x in m["accumulated_recall"])
+                   + " (%, share of each query's relevant images shown so far)")
     return out
