@@ -143,7 +143,7 @@ def test_split_field_and_the_1ka_csv(tmp_path):
     ('[{"image": "a.jpg", "caption": "a dog"}]', "is not an MSR-VTT annotation file"),
     ('{"images": [], "annotations": []}', "is not an MSR-VTT annotation file"),
     ('{"videos": [], "sentences": [{"video_id": "video0"}]}', 'sentences[0] lacks "video_id" or "caption"'),
-    ('{"sentences": [{"caption": "x", "video_id": "video0"}', "is not valid JSON"),
+    ('{"sentences": [{"caption": "x", "video_id": "video0"}', "is not an MSR-VTT annotation file: not valid JSON"),
     ("image,caption\na.jpg,a dog\n", "is not an MSR-VTT annotation file"),
 ])
 def test_files_of_another_format_are_refused(tmp_path, content, msg):
@@ -216,6 +216,40 @@ def test_queries_index_eval_end_to_end_scores_accumulated_recall(tmp_path, capsy
     none = json.loads((out / "none" / "metrics.json").read_text())["accumulated_recall"]
     rocchio = json.loads((out / "rocchio" / "metrics.json").read_text())["accumulated_recall"]
     assert none[0] == rocchio[0] and rocchio[-1] > none[-1] + 0.1
+
+
+def test_eval_reads_the_annotation_file_itself_every_indexed_frame_of_the_video_relevant(tmp_path, capsys):
+    from interactive_ir.evaluation.metrics import accumulated_recall
+
+    frames = frames_of(tmp_path, n_frames=6)
+    info = write_json(tmp_path / "videodatainfo.json", videodatainfo())
+    assert main(["index", "--images", str(tmp_path), "--embedder", "fake:32", "--out", str(tmp_path / "idx")]) == 0
+    assert frames.exists()
+    out = tmp_path / "eval"
+    assert main(["eval", "--index", str(tmp_path / "idx"), "--queries", str(info), "--queries-format", "msrvtt",
+                 "--preset", "zhu", "--protocol", "rocchio", "-k", "5", "--rounds", "2", "--out", str(out),
+                 "--no-progress"]) == 0
+    records = [json.loads(ln) for ln in (out / "rocchio" / "checkpoint.jsonl").read_text().splitlines()[1:]]
+    assert len(records) == 32
+    truth = {}
+    for r in records:  # ids carry the images folder's prefix: frames/videoN/00000j.jpg
+        video = r["target"].split("/")[1]
+        truth[r["qid"]] = [f"frames/{video}/{j:06d}.jpg" for j in range(1, 7)]
+        assert r["target"] == f"frames/{video}/000004.jpg" and all(len(x) == 6 for x in r["relevant_ranks"])
+    metrics = json.loads((out / "rocchio" / "metrics.json").read_text())
+    shown = {r["qid"]: [t["shown"] for t in r["turns"]] for r in records}
+    assert metrics["accumulated_recall"] == pytest.approx(accumulated_recall(shown, truth))
+
+    capsys.readouterr()
+    cirr = write_json(tmp_path / "cap.rc2.val.json", [{"pairid": 1, "reference": "a", "target_hard": "b"}])
+    assert main(["eval", "--index", str(tmp_path / "idx"), "--queries", str(cirr), "--queries-format", "msrvtt",
+                 "--out", str(tmp_path / "e2"), "--no-progress"]) == 1
+    assert "cap.rc2.val.json is not an MSR-VTT annotation file" in _one_line_error(capsys)
+    other = {**videodatainfo(2), "videos": [], "sentences": [{"caption": "x", "video_id": "clip9", "sen_id": 0}]}
+    assert main(["eval", "--index", str(tmp_path / "idx"), "--queries", str(write_json(tmp_path / "v.json", other)),
+                 "--queries-format", "msrvtt", "--protocol", "none", "--out", str(tmp_path / "e2"), "--no-progress"]) == 1
+    assert "no frame of the 1 MSR-VTT videos" in _one_line_error(capsys)
+    assert not (tmp_path / "e2").exists()
 
 
 def test_reproduce_zhu_msrvtt_prints_table2_beside_the_run(tmp_path, capsys):

@@ -31,14 +31,17 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from interactive_ir.errors import BadInputError
 from interactive_ir.evaluation.queries import Query
+
+log = logging.getLogger(__name__)
 
 FRAME_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp")
 FETCH = ("download MSR-VTT's annotations (videodatainfo.json, or train_val_videodatainfo.json and "
@@ -105,7 +108,8 @@ def _read_json(path: Path, split: str | None) -> tuple[list[str], list[Sentence]
     try:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as e:
-        raise BadInputError(f"{path} is not valid JSON ({e.msg} at line {e.lineno}): {FETCH}") from e
+        raise BadInputError(f"{path} is not an MSR-VTT annotation file: not valid JSON ({e.msg} at line {e.lineno}); "
+                            f"{FETCH}") from e
     sents = data.get("sentences") if isinstance(data, dict) else None
     if not isinstance(sents, list) or not sents:
         raise BadInputError(f'{path} is not an MSR-VTT annotation file: expected {{"videos": [...], "sentences": '
@@ -219,6 +223,32 @@ def pick_frames(folder: Path, videos: Sequence[str], per_video: int = 10, seed: 
             picked = sorted(random.Random(f"{seed}:{vid}").sample(names, per_video))
         frames[vid] = [f"{vid}/{n}" for n in picked]
     return FramePick(frames, without, short)
+
+
+def frames_in_index(ids: Sequence[str], videos: Sequence[str]) -> FramePick:
+    """Every indexed frame of each video (an id's parent folder names its video), in time order."""
+    wanted = set(videos)
+    found: dict[str, list[str]] = {}
+    for i in ids:
+        video = PurePosixPath(i).parent.name
+        if video in wanted:
+            found.setdefault(video, []).append(i)
+    frames = {v: sorted(found[v]) for v in videos if v in found}
+    return FramePick(frames, [v for v in videos if v not in found], [])
+
+
+def queries_from_index(ann: Annotations, ids: Sequence[str], source: Path, index: Path, seed: int = 0) -> list[Query]:
+    """`eval --queries-format msrvtt`: each sentence a query whose relevant images are all its video's frames in
+    the index (those picked by `queries --frames`, or every frame indexed)."""
+    pick = frames_in_index(ids, ann.videos)
+    if not pick.frames:
+        raise BadInputError(f"no frame of the {len(ann.videos)} MSR-VTT videos of {source} is in the index {index} "
+                            "(ids <video_id>/<frame>.jpg): index the frames with index --images FRAMES [--image-list "
+                            f"FILE]; {EXTRACT}")
+    if pick.without:
+        log.warning("%d of %d MSR-VTT videos have no frame in %s (e.g. %s): their sentences are left out",
+                    len(pick.without), len(ann.videos), index, pick.without[0])
+    return make_msrvtt_queries(ann, pick, seed=seed)
 
 
 def make_msrvtt_queries(ann: Annotations, pick: FramePick, limit: int | None = None, seed: int = 0) -> list[Query]:
