@@ -239,8 +239,12 @@ def test_eval_reads_the_annotation_file_itself_every_indexed_frame_of_the_video_
     metrics = json.loads((out / "rocchio" / "metrics.json").read_text())
     shown = {r["qid"]: [t["shown"] for t in r["turns"]] for r in records}
     assert metrics["accumulated_recall"] == pytest.approx(accumulated_recall(shown, truth))
-
     capsys.readouterr()
+    assert main(["eval", "--index", str(tmp_path / "idx"), "--queries", str(info), "--queries-format", "msrvtt",
+                 "--protocol", "none", "-k", "3", "--rounds", "1", "--out", str(tmp_path / "e1"), "--no-progress"]) == 0
+    assert "note: 32 queries have several relevant images, and each stops once its target is shown" in \
+        capsys.readouterr().out  # known-item stopping is the default; paper 001 plays every round
+
     cirr = write_json(tmp_path / "cap.rc2.val.json", [{"pairid": 1, "reference": "a", "target_hard": "b"}])
     assert main(["eval", "--index", str(tmp_path / "idx"), "--queries", str(cirr), "--queries-format", "msrvtt",
                  "--out", str(tmp_path / "e2"), "--no-progress"]) == 1
@@ -252,10 +256,11 @@ def test_eval_reads_the_annotation_file_itself_every_indexed_frame_of_the_video_
     assert not (tmp_path / "e2").exists()
 
 
-def test_reproduce_zhu_msrvtt_prints_table2_beside_the_run(tmp_path, capsys):
+@pytest.mark.parametrize("captioner", ["fake", None])
+def test_reproduce_zhu_msrvtt_prints_table2_beside_the_run(tmp_path, capsys, captioner):
     from interactive_ir.commands.reproduce_cmd import ZHU_TABLE2
 
-    paths = prepare(tmp_path, captioner="fake")
+    paths = prepare(tmp_path, captioner=captioner)
     data = tmp_path / "data"
     data.mkdir()
     shutil.copytree(paths["index"], data / "index")
@@ -282,6 +287,12 @@ def test_reproduce_zhu_msrvtt_prints_table2_beside_the_run(tmp_path, capsys):
     assert single == ["| this run | " + " | ".join(f"{100 * m[f'relevant_recall@{k}'][0]:.2f}"
                                                    for k in (20, 40, 60, 80, 100, 120)) + " |"]
     assert "| paper, CLIP | 36.64 | 45.69 | 51.01 | 54.75 | 57.73 | 60.08 |" in text
+    expand = json.loads((out / "captions-only" / "feedback-expand" / "metrics.json").read_text())
+    if captioner is None:  # no caption to add: Captions Only falls back to Rocchio, and the run says so
+        assert "holds no captions, so Captions Only has none to add and falls back to Rocchio" in text
+        assert expand["accumulated_recall"] == m["accumulated_recall"]
+    else:
+        assert "holds no captions" not in text
 
 
 def test_reproduce_zhu_msrvtt_refuses_queries_without_relevant_frames(tmp_path, capsys):

@@ -56,6 +56,7 @@ class Reproduction:
     rank_from: str = "index"  # eval --rank-from
     note: str = ""  # printed under the table
     exclude_shown: bool = False  # each round shows only images not shown before (paper 001)
+    needs_captions: str = ""  # which run adds the index's captions (said when index/ has none)
     metrics_k: str = ""  # eval --metrics-k ("": the metric's own)
 
 
@@ -114,6 +115,7 @@ REPRODUCTIONS = {
         (("Rocchio", "queries.jsonl", "rocchio", ZHU_TABLE2["Rocchio"]),
          ("Captions Only", "queries.jsonl", "feedback:expand", ZHU_TABLE2["Captions Only"])),
         rounds=5, k=20, metric="accumulated", exclude_shown=True, metrics_k=",".join(map(str, ZHU_KS)),
+        needs_captions="Captions Only",
         note="the paper's run is every sentence of the 10,000 clips (200,000 queries) over 100,000 frames, a "
              "CLIP ViT-L/14@336px or BLIP-2 retriever, and relevant frames captioned by InstructBLIP (vicuna-7b, "
              "'<Image> A short image caption:'): build index/ with those (index --captioner) to compare; an index "
@@ -154,6 +156,9 @@ def run(args: argparse.Namespace) -> int:
     _check_data(rep, args.data)
     if rep.metric == "accumulated":
         _need_relevant(rep, args.data)
+    if rep.needs_captions and not _has_captions(args.data / "index"):
+        print(f"note: {args.data / 'index'} holds no captions, so {rep.needs_captions} has none to add and falls back "
+              "to Rocchio: build the index with --captioner SPEC (the paper: InstructBLIP) to compare")
     out = args.out or Path("runs") / "reproduce" / rep.name
     rows = []
     for label, data_file, protocol, paper in rep.runs:
@@ -316,3 +321,14 @@ def _print_accumulated(rows, rounds: int) -> None:
     for retriever, figures in ZHU_SINGLE_TURN:
         print(f"| minus {retriever} | " + " | ".join("-" if g is None else f"{g - x:+.2f}"
                                                      for g, x in zip(single, figures)) + " |")
+
+
+def _has_captions(index: Path) -> bool:
+    """Whether the index stores captions (eval refuses a broken manifest later, with its own message)."""
+    from interactive_ir.errors import IIRError
+    from interactive_ir.index.store import load_index
+
+    try:
+        return load_index(index, store="").has_captions
+    except IIRError:
+        return True
