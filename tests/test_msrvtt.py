@@ -137,6 +137,12 @@ def test_split_field_and_the_1ka_csv(tmp_path):
     test_only["videos"], test_only["sentences"] = test_only["videos"][5:], test_only["sentences"][20:]
     two = read_annotations([train_val, write_json(tmp_path / "test_videodatainfo.json", test_only)])
     assert two.videos == [f"video{v}" for v in range(8)] and len(two.queries) == 32
+    assert [s.qid for s in two.queries][18:22] == ["msrvtt-18", "msrvtt-19", "msrvtt-20", "msrvtt-21"]
+    for s in test_only["sentences"]:  # a file whose sen_id starts again at 0: ids stay unique by video
+        s["sen_id"] -= 20
+    two = read_annotations([train_val, write_json(tmp_path / "test_videodatainfo.json", test_only)])
+    qids = [s.qid for s in two.queries]
+    assert len(set(qids)) == 32 and qids[0] == "msrvtt-video0-0" and qids[20] == "msrvtt-video5-0"
 
 
 @pytest.mark.parametrize("content, msg", [

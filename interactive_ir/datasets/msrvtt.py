@@ -184,6 +184,8 @@ def read_annotations(paths: Sequence[Path], split: str | None = None) -> Annotat
     if split is not None and json_videos == [] and not seen_split:
         raise BadInputError(f"--split {split} needs a videodatainfo JSON whose videos carry a \"split\" field; "
                             "the files given have none")
+    if len({s.qid for s in json_sents}) < len(json_sents):  # sen_id counted per file (train_val + test): add the video
+        json_sents = [Sentence(f"msrvtt-{s.video}-{s.qid.removeprefix('msrvtt-')}", s.video, s.text) for s in json_sents]
     sentences: dict[str, list[str]] = {}
     for s in json_sents:
         sentences.setdefault(s.video, []).append(s.text)
