@@ -20,9 +20,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queries", required=True, type=Path,
                    help='queries JSONL {"target", "description", "captions"} (see the queries command), or a '
                         "ChatIR/PlugIR/VisDial dialogue JSON")
-    p.add_argument("--queries-format", choices=["auto", "cirr", "fashioniq", "circo", "fisd"], default="auto",
+    p.add_argument("--queries-format", choices=["auto", "cirr", "fashioniq", "circo", "fisd", "msrvtt"],
+                   default="auto",
                    help="the --queries file is a composed-retrieval benchmark's own annotation file (reference, "
-                        "relative caption, target); auto: a queries JSONL or a dialogue JSON")
+                        "relative caption, target), or msrvtt: MSR-VTT's videodatainfo JSON or 1k-A CSV, each "
+                        "sentence a query whose relevant images are its video's frames in the index "
+                        "(<video_id>/<frame>.jpg); auto: a queries JSONL or a dialogue JSON")
     p.add_argument("--preset", default=None,
                    help="a paper's settings: plugir, chatir, zhu, imagescope, fisd (rounds, k, stopping, rank "
                         "bookkeeping, pipeline); an explicit flag that conflicts wins, and the run says so")
@@ -146,7 +149,14 @@ def run(args: argparse.Namespace) -> int:
     sim_cfg = apply_overrides(apply_env(SimConfig(), "IIR_SIM_"), relevant_n=args.relevant_n,
                               relevance_overlap=args.relevance_overlap)
     has_llm = args.llm is not None
-    if args.queries_format != "auto":
+    msrvtt = None
+    if args.queries_format == "msrvtt":  # the sentences now; their relevant frames once the index is open
+        from interactive_ir.datasets.msrvtt import read_annotations
+
+        if args.dialogues:
+            raise BadInputError("--dialogues does not go with --queries-format msrvtt (MSR-VTT has no dialogues)")
+        msrvtt, queries = read_annotations([args.queries]), []
+    elif args.queries_format != "auto":
         from interactive_ir.datasets.triplets import load_triplets
 
         queries = load_triplets(args.queries_format, args.queries)
@@ -154,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         queries = read_queries(args.queries)
     if args.dialogues:
         queries = attach_dialogues(queries, read_dialogues(args.dialogues))
-    has_dialogues = all(q.dialog or q.rounds_text for q in queries)
+    has_dialogues = bool(queries) and all(q.dialog or q.rounds_text for q in queries)
     protocols = expand_protocols(settings["protocol"], has_llm, has_dialogues)  # fail fast, before loading any model
     plugir_overrides, unsupported = _preset_pipeline(preset)
 
@@ -170,6 +180,10 @@ def run(args: argparse.Namespace) -> int:
             import torch
 
             torch.set_num_threads(args.torch_threads)
+    if msrvtt is not None:
+        from interactive_ir.datasets.msrvtt import queries_from_index
+
+        queries = queries_from_index(msrvtt, retriever.index.ids, args.queries, args.index, args.seed)
     queries, missing = resolve_targets(queries, retriever.index.ids)
     if missing:
         log.warning("%d queries name targets that are not in %s (e.g. %r): left out", len(missing), args.index,
@@ -208,6 +222,11 @@ def run(args: argparse.Namespace) -> int:
             header.append(f"note: {preset.notes}")
     if user.is_fake:
         header.append("THE SIMULATED USER IS A FAKE MODEL: this run tests the loop only and compares nothing")
+    several = sum(1 for q in queries if q.relevant)
+    if several and cfg.stop_on_found:
+        header.append(f"note: {several} queries have several relevant images, and each stops once its target is "
+                      "shown; --no-stop-on-found (or --preset zhu) plays every round, as paper 001's accumulated "
+                      "recall does")
     for line in header:
         print(line)
     relevant = {q.qid: list(q.relevant) for q in queries if q.relevant}
@@ -244,7 +263,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _group_metrics(m: dict) -> list[str]:
-    """Last-round Recall_subset@K (CIRR subset groups) and mAP@K (several ground truths), when the run has them."""
+    """Last-round Recall_subset@K (CIRR subset groups), mAP@K and accumulated recall by round (several ground
+    truths), when the run has them."""
     out = []
     subset = [k for k in m if k.startswith("recall_subset@")]
     if subset:
@@ -255,4 +275,7 @@ def _group_metrics(m: dict) -> list[str]:
         out.append("mAP " + ", ".join(f"@{k.split('@')[1]} {m[k][-1]:.4f}" for k in maps)
                    + f" at the last round ({m['n_map_queries']} queries with "
                    "several ground truths)")
+    if m.get("accumulated_recall"):  # paper 001, eq. 2 (MSR-VTT frames)
+        out.append("accumulated recall by round " + " ".join(f"{100 * x:.2f}" for x in m["accumulated_recall"])
+                   + " (%, share of each query's relevant images shown so far)")
     return out

@@ -24,6 +24,12 @@ with the difference. The data are downloaded by the user; DIR must hold:
   `index/` (the FISD images) and `fisd.json` (the FISD triplets, with `type`). One shot, `composed:compose`
   with the index's retriever; Recall@1 by type (types matched to the paper's columns by their first
   word) and its average, beside each of the paper's models, with this run's average minus each model's.
+- `zhu-msrvtt` (paper 001 Table 2, MSR-VTT frames, Rocchio and "Captions Only" columns: accumulated recall by
+  turn 0-5 for its CLIP and BLIP-2 retrievers, and the single-turn Recall@20..120 of the relevant frames):
+  `index/` (the picked frames, `index --images FRAMES --image-list frames.txt`, with `--captioner` for the
+  captions "Captions Only" adds) and `queries.jsonl` (written by `queries --captions videodatainfo.json
+  --frames FRAMES --out-image-list frames.txt --out-queries queries.jsonl`). 20 images a turn, images seen
+  before not shown again, every turn played, the relevance actor marking at most 2 shown relevant frames.
 """
 
 from __future__ import annotations
@@ -49,6 +55,9 @@ class Reproduction:
     stop_on_found: bool = False  # the simulated user stops once the target is shown
     rank_from: str = "index"  # eval --rank-from
     note: str = ""  # printed under the table
+    exclude_shown: bool = False  # each round shows only images not shown before (paper 001)
+    needs_captions: str = ""  # which run adds the index's captions (said when index/ has none)
+    metrics_k: str = ""  # eval --metrics-k ("": the metric's own)
 
 
 FISD_TYPES = ("cardinality", "addition", "negation", "change", "background", "complex")  # Table 1's columns
@@ -68,6 +77,16 @@ FISD_TABLE1 = (  # Recall@1 (%) by type, then the average
 
 CIR_COLUMNS = ("recall@1", "recall@5", "recall@10", "recall@50",
                "recall_subset@1", "recall_subset@2", "recall_subset@3")  # at round 0, in percent
+
+ZHU_KS = (20, 40, 60, 80, 100, 120)  # paper 001 Table 2's single-turn Recall@K
+ZHU_SINGLE_TURN = (("CLIP", (36.64, 45.69, 51.01, 54.75, 57.73, 60.08)),  # Table 2, "Single Turn" (%)
+                   ("BLIP-2", (36.87, 46.45, 52.06, 55.98, 58.91, 61.30)))
+ZHU_TABLE2 = {  # Table 2: accumulated recall (%) at turns 0-5, 20 images a turn, by retriever
+    "Rocchio": (("CLIP", (36.64, 57.53, 60.12, 60.71, 60.88, 60.92)),
+                ("BLIP-2", (36.87, 55.71, 58.87, 59.67, 59.88, 59.92))),
+    "Captions Only": (("CLIP", (36.64, 51.01, 58.18, 63.11, 66.58, 69.34)),
+                      ("BLIP-2", (36.87, 51.92, 58.98, 63.64, 66.65, 69.33))),
+}
 
 
 REPRODUCTIONS = {
@@ -90,6 +109,19 @@ REPRODUCTIONS = {
         "fisd", "A sanity check on CIR (paper 004) Table 1, FISD: Recall@1 (%) by instruction type",
         (("FISD", "fisd.json", "composed:compose", FISD_TABLE1),), rounds=0, metric="fisd", queries_format="fisd",
         stop_on_found=True),
+    "zhu-msrvtt": Reproduction(
+        "zhu-msrvtt", "Query rewriting with feedback (paper 001) Table 2, MSR-VTT frames: accumulated recall (%) "
+        "by turn, 20 images a turn",
+        (("Rocchio", "queries.jsonl", "rocchio", ZHU_TABLE2["Rocchio"]),
+         ("Captions Only", "queries.jsonl", "feedback:expand", ZHU_TABLE2["Captions Only"])),
+        rounds=5, k=20, metric="accumulated", exclude_shown=True, metrics_k=",".join(map(str, ZHU_KS)),
+        needs_captions="Captions Only",
+        note="the paper's run is every sentence of the 10,000 clips (200,000 queries) over 100,000 frames, a "
+             "CLIP ViT-L/14@336px or BLIP-2 retriever, and relevant frames captioned by InstructBLIP (vicuna-7b, "
+             "'<Image> A short image caption:'): build index/ with those (index --captioner) to compare; an index "
+             "without captions has no caption to add, so Captions Only falls back to Rocchio. The LLM columns "
+             "(summary, keywords, CoT) run with eval --preset zhu --protocol feedback:cot --llm SPEC and "
+             "IIR_FEEDBACK_REWRITE_FROM=2 (LLM editing only after turn 1)"),
 }
 
 
@@ -122,15 +154,24 @@ def run(args: argparse.Namespace) -> int:
     if rep is None:
         raise BadInputError(f"unknown reproduction {args.name!r}; choose one of {', '.join(REPRODUCTIONS)}")
     _check_data(rep, args.data)
+    if rep.metric == "accumulated":
+        _need_relevant(rep, args.data)
+    if rep.needs_captions and not _has_captions(args.data / "index"):
+        print(f"note: {args.data / 'index'} holds no captions, so {rep.needs_captions} has none to add and falls back "
+              "to Rocchio: build the index with --captioner SPEC (the paper: InstructBLIP) to compare")
     out = args.out or Path("runs") / "reproduce" / rep.name
     rows = []
     for label, data_file, protocol, paper in rep.runs:
+        folder = out / label.lower().replace(" ", "-")
         argv = ["--index", str(args.data / "index"), "--queries", str(args.data / data_file), "--protocol", protocol,
-                "--rounds", str(rep.rounds), "-k", str(rep.k), "--no-exclude-shown",
+                "--rounds", str(rep.rounds), "-k", str(rep.k),
+                "--exclude-shown" if rep.exclude_shown else "--no-exclude-shown",
                 "--stop-on-found" if rep.stop_on_found else "--no-stop-on-found", "--rank-from", rep.rank_from,
-                "--queries-format", rep.queries_format, "--out", str(out / label.lower())]
+                "--queries-format", rep.queries_format, "--out", str(folder)]
         if rep.metric == "cir":
             argv += ["--metrics-k", "1,5,10,50"]
+        elif rep.metrics_k:
+            argv += ["--metrics-k", rep.metrics_k]
         for flag, value in (("--embedder", args.embedder), ("--llm", args.llm), ("--vlm", getattr(args, "vlm", None)),
                             ("--limit", args.limit)):
             if value is not None:
@@ -141,12 +182,18 @@ def run(args: argparse.Namespace) -> int:
         eval_cmd.add_arguments(p)
         print(f"== {rep.name}: {label} ({protocol}, {data_file})")
         eval_cmd.run(p.parse_args(argv))
-        metrics = json.loads((out / label.lower() / protocol.replace(":", "-") / "metrics.json").read_text())
+        metrics = json.loads((folder / protocol.replace(":", "-") / "metrics.json").read_text())
+        if rep.metric == "accumulated":
+            got = [100 * x for x in metrics["accumulated_recall"]]
+            single = [100 * metrics[f"relevant_recall@{k}"][0] if f"relevant_recall@{k}" in metrics else None
+                      for k in ZHU_KS]
+            rows.append((label, paper, got, metrics["n_queries"], metrics.get("not_comparable"), single))
+            continue
         if rep.metric == "hits":
             rows.append((label, paper, [100 * h for h in metrics[f"hits@{rep.k}"]], metrics["n_queries"]))
             continue
         if rep.metric == "fisd":
-            ranks = json.loads((out / label.lower() / protocol.replace(":", "-") / "ranks.json").read_text())
+            ranks = json.loads((folder / protocol.replace(":", "-") / "ranks.json").read_text())
             rows.append((label, paper, _fisd_by_type(args.data / data_file, ranks), metrics["n_queries"],
                          metrics.get("not_comparable")))
             continue
@@ -158,6 +205,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{rep.paper}\n")
     if rep.metric == "hits":
         return _print_by_round(rows, rep.rounds)
+    if rep.metric == "accumulated":
+        _print_accumulated(rows, rep.rounds)
+        print(f"\nnote: {rep.note}")
+        return 0
     if rep.metric == "fisd":
         _print_fisd(rows)
         return 0
@@ -231,3 +282,53 @@ def _print_fisd(rows) -> None:
         print(f"| this run{mark} | {fmt(got)} | |")
         print("\nqueries by type: " + ", ".join(f"{t} {c}" for t, c in counts.items()) + f" ({n} in all); the "
               "average is over the measured types")
+
+
+def _need_relevant(rep: Reproduction, data: Path) -> None:
+    """Refuse, before any run, a queries file whose queries have no other relevant images."""
+    from interactive_ir.evaluation.queries import read_queries
+
+    for data_file in dict.fromkeys(f for _, f, _, _ in rep.runs):
+        path = data / data_file
+        if not any(q.relevant for q in read_queries(path)):
+            raise BadInputError(f"{path} gives its queries no other relevant images, so accumulated recall is "
+                                "undefined: write it with `queries --captions videodatainfo.json --frames FRAMES "
+                                "--out-image-list frames.txt --out-queries queries.jsonl` (MSR-VTT)")
+
+
+def _print_accumulated(rows, rounds: int) -> None:
+    """Accumulated recall by turn: each of the paper's retriever rows, the run's, and the run minus each; then the
+    single-turn Recall@K of the relevant images beside the paper's."""
+    fmt = lambda xs: " | ".join("-" if x is None else f"{x:.2f}" for x in xs)  # noqa: E731
+    print("| method | | " + " | ".join(f"turn {t}" for t in range(rounds + 1)) + " | queries |")
+    print("|---|---|" + "---|" * (rounds + 2))
+    for label, paper, got, n, not_comparable, _single in rows:
+        got = (list(got) + list(got[-1:]) * (rounds + 1))[: rounds + 1]
+        for retriever, figures in paper:
+            print(f"| {label} | paper, {retriever} | {fmt(figures)} | |")
+        mark = " (NOT A COMPARISON: " + not_comparable + ")" if not_comparable else ""
+        print(f"| {label} | this run{mark} | {fmt(got)} | {n} |")
+        for retriever, figures in paper:
+            print(f"| {label} | minus {retriever} | " + " | ".join(f"{g - x:+.2f}" for g, x in zip(got, figures))
+                  + " | |")
+    single = rows[0][5]
+    print("\nSingle turn: Recall@K of the relevant images at turn 0 (%)\n")
+    print("| | " + " | ".join(f"R@{k}" for k in ZHU_KS) + " |")
+    print("|---|" + "---|" * len(ZHU_KS))
+    for retriever, figures in ZHU_SINGLE_TURN:
+        print(f"| paper, {retriever} | {fmt(figures)} |")
+    print(f"| this run | {fmt(single)} |")
+    for retriever, figures in ZHU_SINGLE_TURN:
+        print(f"| minus {retriever} | " + " | ".join("-" if g is None else f"{g - x:+.2f}"
+                                                     for g, x in zip(single, figures)) + " |")
+
+
+def _has_captions(index: Path) -> bool:
+    """Whether the index stores captions (eval refuses a broken manifest later, with its own message)."""
+    from interactive_ir.errors import IIRError
+    from interactive_ir.index.store import load_index
+
+    try:
+        return load_index(index, store="").has_captions
+    except IIRError:
+        return True

@@ -40,6 +40,9 @@ Definitions, and the paper each comes from:
 * mAP@K (CIRCO, several ground truths G): ``AP@K = sum_{k<=K} P@k rel(k) / min(K, |G|)`` over a
   round's ranked list, averaged over queries, by round (``map_at_k``; from the ranks of the relevant
   images in the whole ranking, ``map_at_k_from_ranks``).
+* Recall of the relevant images@K (paper 001, single turn): the share of a query's relevant images
+  ranked in the top K of a round's ranking over the whole index, averaged over queries
+  (``relevant_recall_at_k``; at round 0 the paper's "Single Turn" R@20..R@120).
 * Recall_subset@K (CIRR): the target's rank among its query's subset group only (the images of its
   ``img_set`` but the reference), ``subset_rank``; then Recall@K of those ranks (``recall_subset_at_k``).
 """
@@ -357,6 +360,23 @@ def map_at_k_from_ranks(relevant_ranks: Mapping[str, Sequence[Sequence[int]]], k
         if not _is_sequence(rounds) or len(rounds) == 0:
             raise BadInputError(f"query {qid!r}: expected a non-empty list of rounds of relevant ranks")
         rows.append([average_precision_from_ranks(rs, len(rs), k) for rs in rounds])
+    n_rounds = max(len(row) for row in rows)
+    padded = np.array([row + [row[-1]] * (n_rounds - len(row)) for row in rows], dtype=np.float64)
+    return _by_round(padded)
+
+
+def relevant_recall_at_k(relevant_ranks: Mapping[str, Sequence[Sequence[int]]], k: int) -> list[float]:
+    """By round, the share of each query's relevant images within the top K of that round's ranking
+    (``relevant_ranks[q][t]``: their ranks over the whole index), averaged over queries; ragged queries keep
+    their last value. At round 0 this is paper 001's single-turn Recall@K."""
+    (k,) = check_ks([k])
+    if not relevant_ranks:
+        raise BadInputError("no queries: the relevant-ranks mapping is empty")
+    rows = []
+    for qid, rounds in relevant_ranks.items():
+        if not _is_sequence(rounds) or len(rounds) == 0 or any(len(rs) == 0 for rs in rounds):
+            raise BadInputError(f"query {qid!r}: expected a non-empty list of rounds of relevant ranks")
+        rows.append([sum(1 for r in rs if int(r) <= k) / len(rs) for rs in rounds])
     n_rounds = max(len(row) for row in rows)
     padded = np.array([row + [row[-1]] * (n_rounds - len(row)) for row in rows], dtype=np.float64)
     return _by_round(padded)

@@ -88,7 +88,8 @@ def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1,
 
     Queries that failed before any rank was recorded are left out and counted in `n_failed`; timing
     figures (which differ between identical runs) sit under `"timing"`. With `relevant` (query id ->
-    ground-truth relevant ids besides the target), `accumulated_recall` (paper 001, eq. 2) and `map@K`
+    ground-truth relevant ids besides the target), `accumulated_recall` (paper 001, eq. 2), `relevant_recall@K`
+    (paper 001's single-turn Recall@K: the share of the relevant images in the top K, by round) and `map@K`
     (CIRCO: from every ground truth's rank over the index; for older checkpoints over each round's shown
     list, for K up to its length) are added. Queries with a subset group
     (CIRR) add `recall_subset@K` for K in `SUBSET_KS`, over the queries that have one (`n_subset_queries`).
@@ -101,6 +102,7 @@ def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1,
         map_at_k_from_ranks,
         rank_matrix,
         recall_subset_at_k,
+        relevant_recall_at_k,
     )
 
     ok = [r for r in records if r.get("ranks")]
@@ -137,7 +139,8 @@ def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1,
         rel = {r["qid"]: [r["target"], *relevant.get(r["qid"], ())] for r in ok if relevant.get(r["qid"])}
         if rel:
             shown_lists = {q: [t["shown"] for t in r["turns"]] for r in ok if (q := r["qid"]) in rel}
-            metrics["accumulated_recall"] = accumulated_recall(shown_lists, rel)
+            acc = accumulated_recall(shown_lists, rel)  # a query that stopped keeps its last value
+            metrics["accumulated_recall"] = acc + acc[-1:] * (metrics["n_rounds"] - len(acc))
             ranked = {r["qid"]: r["relevant_ranks"] for r in ok if r["qid"] in rel and r.get("relevant_ranks")}
             page = max((len(x) for rows in shown_lists.values() for x in rows), default=0)
             for k in ks:
@@ -148,6 +151,9 @@ def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1,
                 else:
                     continue
                 metrics[f"map@{k}"] = by_round + by_round[-1:] * (metrics["n_rounds"] - len(by_round))
+                if len(ranked) == len(rel):  # paper 001's Recall@K of the relevant images (single turn: round 0)
+                    by_round = relevant_recall_at_k(ranked, k)
+                    metrics[f"relevant_recall@{k}"] = by_round + by_round[-1:] * (metrics["n_rounds"] - len(by_round))
             metrics["n_map_queries"] = len(rel)
     subset = {r["qid"]: list(r["subset_ranks"]) for r in ok if r.get("subset_ranks")}
     if subset:
