@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from interactive_ir.core import PAGING_KINDS, TextSearch
-from interactive_ir.errors import BackendError, IIRError, SessionError
+from interactive_ir.errors import BackendError, Cancelled, IIRError, SessionError
 from interactive_ir.plugir import grounded
 from interactive_ir.plugir.config import PlugIRConfig, resolve_questioner
 from interactive_ir.plugir.pipeline import QuestionState, carry_mix, next_question
@@ -111,7 +111,8 @@ class Asker:
 
     # --- the step ------------------------------------------------------------------------------------
     def prepare(self, session: Session) -> QuestionStep:
-        """The next question about the last round's results; the session is not changed."""
+        """The next question about the last round's results; the session is not changed. Raises `Cancelled`
+        when the LLM's call was cancelled (superseded work); other model failures are in `QuestionStep.error`."""
         turn = session.last
         if turn is None:
             raise SessionError("describe the image you are looking for first")
@@ -153,6 +154,8 @@ class Asker:
             )
             res = next_question(llm, self.core.retriever, self.core.captions_of, cfg, state,
                                 self.core.config.max_text_chars)
+        except Cancelled:  # superseded: nobody waits for this question
+            raise
         except IIRError as e:
             log.warning("question step failed: %s", e)
             return QuestionStep(turn.round, None, timings=timings, llm_calls=llm.calls(), llm_seconds=llm.seconds,

@@ -41,13 +41,27 @@ class Engine(OnCore):
     def __init__(self, retriever: Retriever, llm=None, captioner=None, vlm=None, config: EngineConfig = EngineConfig(),
                  *, plugir: PlugIRConfig | None = None, feedback: FeedbackConfig | None = None,
                  composed: ComposedConfig | None = None):
+        self._assemble(TextSearch(retriever, captioner, config), llm, vlm,
+                       plugir if plugir is not None else plugir_config(), feedback_config(feedback),
+                       composed_config(composed))
+
+    def _assemble(self, core: TextSearch, llm, vlm, plugir: PlugIRConfig, feedback: FeedbackConfig,
+                  composed: ComposedConfig) -> None:
         self.llm = llm  # an LLM backend or None (grounded questions; feedback and compose still work)
         self.vlm = vlm  # a VLM or None (no re-ranking)
-        self.core = TextSearch(retriever, captioner, config)
-        self.asker = Asker(self.core, llm, plugir if plugir is not None else plugir_config())
-        self.conversation_mode = Conversation(self.core, llm, self.asker)
-        self.feedback_mode = Feedback(self.core, llm, feedback_config(feedback))
-        self.composed_mode = Composed(self.core, llm, vlm, composed_config(composed))
+        self.core = core
+        self.asker = Asker(core, llm, plugir)
+        self.conversation_mode = Conversation(core, llm, self.asker)
+        self.feedback_mode = Feedback(core, llm, feedback)
+        self.composed_mode = Composed(core, llm, vlm, composed)
+
+    def with_llm(self, llm) -> Engine:
+        """This engine with `llm` as its LLM, sharing everything else (the core with its index, captioner,
+        caption cache and record hooks; the VLM; the mode configs). Cheap: made for one piece of model work,
+        e.g. with an LLM whose calls a newer action can cancel (`backends.cancel.CancellableLLM`)."""
+        other = object.__new__(type(self))
+        other._assemble(self.core, llm, self.vlm, self.plugir_config, self.feedback_config, self.composed_config)
+        return other
 
     # --- what the engine is made of ------------------------------------------------------------------
     @property

@@ -38,3 +38,8 @@ class CaptionsFormatError(IndexBuildError, BadInputError):
 
 class SessionError(IIRError, ValueError):
     """An action does not fit the session's state (marking an image never shown, ...)."""
+
+
+class Cancelled(IIRError):
+    """Model work stopped because nobody wants its result any more (a newer action of the same tab
+    superseded it). Not a failure: it is never shown to the user and never counts against a backend."""

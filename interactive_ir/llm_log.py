@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from interactive_ir.backends.base import LLM, Prompt
-from interactive_ir.errors import BackendError
+from interactive_ir.errors import BackendError, Cancelled
 
 
 @dataclass
@@ -64,7 +64,7 @@ class LoggedLLM:
             latency = time.perf_counter() - start
             message = str(e) or type(e).__name__
             self.log.extend(LLMCall(stage, p, None, latency, self.spec, temperature, message) for p in prompts)
-            if isinstance(e, BackendError):
+            if isinstance(e, (BackendError, Cancelled)):  # Cancelled: superseded work, not a failure
                 raise
             raise BackendError(f"LLM {self.spec} failed at stage {stage!r}: {message}") from e
         latency = time.perf_counter() - start

@@ -27,7 +27,8 @@ def _add(turn: Turn, kind: str, stage: str, seconds: float, trips: int) -> None:
 
 def generate(llm, prompts: Sequence, *, turn: Turn, stage: str, temperature: float = 0.0,
              max_tokens: int = 256) -> list[str]:
-    """`llm.generate(prompts)`, logged on `turn`. Any backend failure raises BackendError."""
+    """`llm.generate(prompts)`, logged on `turn`. Any backend failure raises BackendError; a call whose work
+    was superseded raises `Cancelled` (see `backends.cancel`), which is not a failure."""
     logged = LoggedLLM(llm, [])
     t = time.perf_counter()
     try:

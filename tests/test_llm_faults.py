@@ -201,3 +201,46 @@ def test_at_start_up_the_page_says_which_llm_server_is_unreachable_and_questions
     parts = load_app(app_config(environ={}, index=tmp_path / "index", llm=f"openai:m@{up.url}"))
     assert any("Questions and query rewriting" in n and "Its server answers" in n for n in parts.notes), parts.notes
     assert status_note(parts.engine) == ""
+
+
+def test_a_cancelled_call_stops_waiting_and_never_counts_against_the_breaker(servers):
+    from interactive_ir.backends.cancel import CancelToken
+    from interactive_ir.errors import Cancelled
+
+    srv = servers(None)  # never answers
+    llm = make_llm(f"openai:m@{srv.url}", timeout_s=60, deadline_s=60, max_retries=3, backoff_s=0.05,
+                   breaker_failures=1, breaker_pause_s=30)
+    for prompts in (["one question"], ["a batch", "of two"]):
+        token, box = CancelToken(), {}
+
+        def call(prompts=prompts, token=token, box=box):
+            try:
+                box["result"] = llm.generate(prompts, cancel=token)
+            except BaseException as e:  # handed to the test
+                box["error"] = e
+
+        t = threading.Thread(target=call, daemon=True)
+        t.start()
+        while srv.connections < len(prompts) and t.is_alive():  # the requests are in flight
+            t.join(0.02)
+        token.cancel()
+        t.join(20)  # far below the 60 s deadline: only so a broken build cannot hang the run
+        assert not t.is_alive() and isinstance(box.get("error"), Cancelled)
+    assert not llm.breaker.is_open  # one real failure (breaker_failures=1) would have opened it
+    seen = srv.connections
+    with pytest.raises(Cancelled):  # an already cancelled call sends nothing
+        llm.generate(["late"], cancel=token)
+    assert srv.connections == seen
+
+
+def test_a_cancelled_trial_call_lets_the_next_call_be_the_trial():
+    now = [0.0]
+    b = CircuitBreaker("the LLM x", failures=1, pause_s=10, clock=lambda: now[0])
+    b.failure("boom")
+    now[0] = 11.0
+    b.before_call()  # the trial ...
+    b.cancelled()  # ... was superseded: neither a success nor a failure
+    b.before_call()  # so the next call is the trial (not refused for ever)
+    b.failure("still down")
+    with pytest.raises(BackendPaused):
+        b.before_call()

@@ -25,3 +25,37 @@ def test_smollm2_answers_two_batched_prompts_differently(smollm2):
 def test_smollm2_is_deterministic_at_temperature_zero(smollm2):
     prompt = "Name one animal that lives in the sea."
     assert smollm2.generate([prompt], max_tokens=12) == smollm2.generate([prompt], max_tokens=12)
+
+
+def test_smollm2_stops_a_long_generation_when_cancelled(smollm2):
+    """A superseded generation stops within a few tokens (not at max_tokens) and frees the model's lock."""
+    import threading
+
+    from interactive_ir.backends.cancel import CancelToken
+    from interactive_ir.errors import Cancelled
+
+    model, token, steps, box = smollm2.loaded.model, CancelToken(), [], {}
+    hook = model.register_forward_hook(lambda *_: steps.append(1))  # one forward pass per generated token
+
+    def generate():
+        try:
+            box["result"] = smollm2.generate(["Write a very long story about a dog who travels around the world."],
+                                             max_tokens=400, cancel=token)
+        except Cancelled as e:
+            box["error"] = e
+
+    t = threading.Thread(target=generate, daemon=True)
+    try:
+        t.start()
+        while len(steps) < 8 and t.is_alive():  # it is generating
+            t.join(0.05)
+        token.cancel()
+        at_cancel = len(steps)
+        t.join(120)  # only so a broken build cannot hang the run
+    finally:
+        hook.remove()
+    assert not t.is_alive() and isinstance(box.get("error"), Cancelled)
+    assert 8 <= at_cancel and len(steps) <= at_cancel + 3 < 400  # stopped within a step or two of the cancel
+    assert smollm2.loaded.lock.acquire(blocking=False)  # free for the next call
+    smollm2.loaded.lock.release()
+    assert smollm2.generate(["Name one animal that lives in the sea."], max_tokens=8)  # and it still answers

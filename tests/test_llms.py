@@ -417,9 +417,12 @@ def test_llama_cpp_backend_calls_chat_completion(monkeypatch, tmp_path):
         def __init__(self, model_path, n_ctx, verbose):
             seen.append(("load", Path(model_path).name, n_ctx))
 
-        def create_chat_completion(self, messages, temperature, max_tokens):
-            seen.append(("chat", messages[-1]["content"], temperature, max_tokens))
-            return {"choices": [{"message": {"role": "assistant", "content": " re: " + messages[-1]["content"]}}]}
+        def create_chat_completion(self, messages, temperature, max_tokens, stream):
+            seen.append(("chat", messages[-1]["content"], temperature, max_tokens, stream))
+            # streamed chunks (so that a cancelled call can stop between them)
+            return iter([{"choices": [{"delta": {"role": "assistant"}}]},
+                         {"choices": [{"delta": {"content": " re: "}}]},
+                         {"choices": [{"delta": {"content": messages[-1]["content"]}, "finish_reason": "stop"}]}])
 
     monkeypatch.setitem(sys.modules, "llama_cpp", types.SimpleNamespace(Llama=Llama))
     path = tmp_path / "m.gguf"
@@ -429,7 +432,7 @@ def test_llama_cpp_backend_calls_chat_completion(monkeypatch, tmp_path):
     llm = make_llm(f"llama-cpp:{path}", n_ctx=512)
     assert not llm.batch_capable
     assert llm.generate(["one", "two"], temperature=0.5, max_tokens=5) == ["re: one", "re: two"]
-    assert seen == [("load", "m.gguf", 512), ("chat", "one", 0.5, 5), ("chat", "two", 0.5, 5)]
+    assert seen == [("load", "m.gguf", 512), ("chat", "one", 0.5, 5, True), ("chat", "two", 0.5, 5, True)]
 
 
 # --- default selection ----------------------------------------------------------------------------

@@ -10,6 +10,8 @@ from interactive_ir.types import Vectors
 if TYPE_CHECKING:  # pragma: no cover
     from PIL.Image import Image
 
+    from interactive_ir.backends.cancel import CancelToken
+
 Message = dict  # {"role": "system"|"user"|"assistant", "content": str}
 Prompt = Union[str, list]  # a plain user prompt, or a list of chat messages
 
@@ -38,12 +40,16 @@ class Captioner(Protocol):
 
 @runtime_checkable
 class LLM(Protocol):
-    """A chat model. `generate` takes several prompts and returns one reply per prompt, in order."""
+    """A chat model. `generate` takes several prompts and returns one reply per prompt, in order.
+
+    `cancel`: the token of the work the call serves (None: never cancelled); once it is set the backend
+    stops as soon as it can and raises `errors.Cancelled` (see `backends.cancel`)."""
 
     spec: str
 
     def generate(
-        self, prompts: Sequence[Prompt], *, temperature: float = 0.0, max_tokens: int = 256
+        self, prompts: Sequence[Prompt], *, temperature: float = 0.0, max_tokens: int = 256,
+        cancel: CancelToken | None = None,
     ) -> list[str]: ...
 
 

@@ -4,7 +4,7 @@
   retries: each attempt gets what is left, and no retry starts once it is spent.
 - A `CircuitBreaker` opens after `failures` failed stages in a row: for `pause_s` every call is refused
   at once (`BackendPaused`) instead of waiting on the server; then one trial call is let through, and
-  a success closes it again.
+  a success closes it again. A cancelled call (`errors.Cancelled`: superseded work) counts neither way.
 - `status_note(engine)` is what the page says while a breaker is open ("" otherwise).
 """
 
@@ -87,6 +87,12 @@ class CircuitBreaker:
             if self._open_until:
                 log.info("%s answers again: its breaker is closed", self.name)
             self._failed, self._open_until, self._trial = 0, 0.0, False
+
+    def cancelled(self) -> None:
+        """The call was cancelled (a newer action superseded its work): neither a success nor a failure. A
+        cancelled trial call lets the next call be the trial."""
+        with self._lock:
+            self._trial = False
 
     def failure(self, error: str = "") -> None:
         with self._lock:

@@ -2,6 +2,10 @@
 
 Loaded models are cached per (source, device) so that building the same spec twice is free; a lock
 per model serialises generation (Gradio may call from several threads).
+
+A call's `cancel` token (see `backends.cancel`) stops it early: transformers checks it after every
+generated token (a `StoppingCriteria`), llama-cpp between streamed chunks, and a call still waiting for
+the model's lock leaves the queue; the call then raises `Cancelled` and the lock is free for the next.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 
 from interactive_ir.backends._torch import batches, pick_device, require
 from interactive_ir.backends.base import Prompt
+from interactive_ir.backends.cancel import CancelToken, check, holding
 from interactive_ir.backends.llms import LLMConfig, _importable, as_messages
 from interactive_ir.errors import BackendError, BackendUnavailable
 
@@ -100,15 +105,19 @@ class TransformersLLM:
             return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return "\n".join(m["content"] for m in messages) + "\n"
 
-    def generate(self, prompts: Sequence[Prompt], *, temperature: float = 0.0, max_tokens: int = 256) -> list[str]:
+    def generate(self, prompts: Sequence[Prompt], *, temperature: float = 0.0, max_tokens: int = 256,
+                 cancel: CancelToken | None = None) -> list[str]:
         texts = [self.render(p) for p in prompts]
         replies: list[str] = []
         for chunk in batches(texts, max(1, self.config.batch_size)):
-            replies.extend(self._generate_batch(chunk, temperature, max_tokens))
+            replies.extend(self._generate_batch(chunk, temperature, max_tokens, cancel))
         return replies
 
-    def _generate_batch(self, texts: list[str], temperature: float, max_tokens: int) -> list[str]:
+    def _generate_batch(self, texts: list[str], temperature: float, max_tokens: int,
+                        cancel: CancelToken | None = None) -> list[str]:
         torch = require("torch", "llm")
+        from interactive_ir.backends._stopping import stopping
+
         tok, model = self.loaded.tokenizer, self.loaded.model
         context = int(getattr(model.config, "max_position_embeddings", 0) or 2048)
         templated = bool(getattr(tok, "chat_template", None))
@@ -116,10 +125,12 @@ class TransformersLLM:
                   max_length=max(16, context - max_tokens)).to(self.loaded.device)
         sampling = {"do_sample": True, "temperature": float(temperature)} if temperature > 0 else {"do_sample": False}
         try:
-            with self.loaded.lock, torch.no_grad():
-                out = model.generate(**enc, max_new_tokens=max_tokens, pad_token_id=tok.pad_token_id, **sampling)
+            with holding(self.loaded.lock, cancel, self.spec), torch.no_grad():
+                out = model.generate(**enc, max_new_tokens=max_tokens, pad_token_id=tok.pad_token_id,
+                                     **sampling, **stopping(cancel))
         except (RuntimeError, ValueError) as e:
             raise BackendError(f"{self.spec} failed while generating: {e}") from e
+        check(cancel, self.spec)  # stopped early: the partial replies are nobody's
         new_tokens = out[:, enc["input_ids"].shape[1]:]  # drop the (left-padded) prompt
         return [tok.decode(row, skip_special_tokens=True).strip() for row in new_tokens]
 
@@ -146,15 +157,30 @@ class LlamaCppLLM:
         self.config = config
         self.llama, self._lock = _load_llama(str(Path(path).expanduser()), config.n_ctx)
 
-    def generate(self, prompts: Sequence[Prompt], *, temperature: float = 0.0, max_tokens: int = 256) -> list[str]:
+    def generate(self, prompts: Sequence[Prompt], *, temperature: float = 0.0, max_tokens: int = 256,
+                 cancel: CancelToken | None = None) -> list[str]:
         replies = []
         for messages in [as_messages(p) for p in prompts]:
             try:
-                with self._lock:
-                    r = self.llama.create_chat_completion(messages=messages, temperature=temperature,
-                                                          max_tokens=max_tokens)
+                with holding(self._lock, cancel, self.spec):
+                    replies.append(self._stream(messages, temperature, max_tokens, cancel))
             except (RuntimeError, ValueError) as e:
                 raise BackendError(f"{self.spec} failed while generating: {e}") from e
-            choices = r.get("choices") or [{}]
-            replies.append(((choices[0].get("message") or {}).get("content") or "").strip())
         return replies
+
+    def _stream(self, messages: list[dict], temperature: float, max_tokens: int, cancel: CancelToken | None) -> str:
+        """One reply, streamed so that `cancel` can end it between chunks (the stream is then closed)."""
+        chunks = self.llama.create_chat_completion(messages=messages, temperature=temperature,
+                                                   max_tokens=max_tokens, stream=True)
+        parts = []
+        try:
+            for chunk in chunks:
+                check(cancel, self.spec)
+                choices = chunk.get("choices") or [{}]
+                parts.append((choices[0].get("delta") or {}).get("content") or "")
+        finally:
+            close = getattr(chunks, "close", None)  # a generator: stop llama-cpp's decoding loop now
+            if callable(close):
+                close()
+        check(cancel, self.spec)
+        return "".join(parts).strip()

@@ -14,13 +14,15 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 
 from interactive_ir.backends._torch import require
 from interactive_ir.backends.base import Prompt
+from interactive_ir.backends.cancel import POLL_S, CancelToken, check
 from interactive_ir.backends.guard import BackendPaused, CircuitBreaker, Deadline, MalformedReply
 from interactive_ir.backends.llms import LLMConfig, as_messages
-from interactive_ir.errors import BackendError, BackendUnavailable
+from interactive_ir.errors import BackendError, BackendUnavailable, Cancelled
 
 log = logging.getLogger(__name__)
 
@@ -49,26 +51,30 @@ class OpenAILLM:
                                     timeout=min(config.timeout_s, config.deadline_s), max_retries=0)
         self.breaker = CircuitBreaker(f"the LLM {spec}", config.breaker_failures, config.breaker_pause_s)
 
-    def generate(self, prompts: Sequence[Prompt], *, temperature: float = 0.0, max_tokens: int = 256) -> list[str]:
-        return self.chat([as_messages(p) for p in prompts], temperature=temperature, max_tokens=max_tokens)
+    def generate(self, prompts: Sequence[Prompt], *, temperature: float = 0.0, max_tokens: int = 256,
+                 cancel: CancelToken | None = None) -> list[str]:
+        return self.chat([as_messages(p) for p in prompts], temperature=temperature, max_tokens=max_tokens,
+                         cancel=cancel)
 
-    def chat(self, messages: Sequence[list[dict]], *, temperature: float = 0.0, max_tokens: int = 256) -> list[str]:
+    def chat(self, messages: Sequence[list[dict]], *, temperature: float = 0.0, max_tokens: int = 256,
+             cancel: CancelToken | None = None) -> list[str]:
         """One reply per chat (a list of messages, sent as given), in order; sent concurrently.
 
         The whole call (one model stage) has `config.deadline_s`, across retries. While the circuit breaker
-        is open it fails at once with BackendPaused; a failed stage counts against the breaker."""
+        is open it fails at once with BackendPaused; a failed stage counts against the breaker. Once `cancel`
+        is set the call stops waiting and raises `Cancelled` (not a failure): no retry starts, and requests
+        in flight are abandoned (they end with their timeout; their replies are dropped)."""
         messages = list(messages)
         if not messages:
             return []
+        check(cancel, self.spec)
         self.breaker.before_call()
         deadline = Deadline(self.config.deadline_s)
         try:
-            if len(messages) == 1:
-                out = [self._complete(messages[0], temperature, max_tokens, deadline)]
-            else:
-                workers = max(1, min(self.config.concurrency, len(messages)))
-                with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="iir-llm") as pool:
-                    out = list(pool.map(lambda m: self._complete(m, temperature, max_tokens, deadline), messages))
+            out = self._replies(messages, temperature, max_tokens, deadline, cancel)
+        except Cancelled:
+            self.breaker.cancelled()
+            raise
         except BackendError as e:
             if not isinstance(e, BackendPaused):
                 self.breaker.failure(str(e))
@@ -76,7 +82,32 @@ class OpenAILLM:
         self.breaker.success()
         return out
 
-    def _complete(self, messages: list[dict], temperature: float, max_tokens: int, deadline: Deadline) -> str:
+    def _replies(self, messages: list[list[dict]], temperature: float, max_tokens: int, deadline: Deadline,
+                 cancel: CancelToken | None) -> list[str]:
+        """Every chat's reply, in order: one chat without a token in this thread, else in a pool of threads
+        that this thread watches, leaving at once when `cancel` is set."""
+        def one(m: list[dict]) -> str:
+            return self._complete(m, temperature, max_tokens, deadline, cancel)
+
+        if cancel is None and len(messages) == 1:
+            return [one(messages[0])]
+        workers = max(1, min(self.config.concurrency, len(messages)))
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="iir-llm")
+        try:
+            jobs = [pool.submit(one, m) for m in messages]
+            pending = set(jobs)
+            while pending:
+                done, pending = futures.wait(pending, timeout=None if cancel is None else POLL_S,
+                                             return_when=futures.FIRST_EXCEPTION)
+                check(cancel, self.spec)
+                if any(f.exception() is not None for f in done):
+                    break
+            return [f.result() for f in jobs]  # the first failure, in prompt order
+        finally:
+            pool.shutdown(wait=cancel is None or not cancel.cancelled, cancel_futures=True)
+
+    def _complete(self, messages: list[dict], temperature: float, max_tokens: int, deadline: Deadline,
+                  cancel: CancelToken | None = None) -> str:
         openai = self._openai
         attempts = self.config.max_retries + 1
         error: Exception | None = None
@@ -85,6 +116,7 @@ class OpenAILLM:
             left = deadline.left
             if left <= 0.05:
                 break
+            check(cancel, self.spec)
             tried += 1
             try:
                 r = self._client(min(self.config.timeout_s, left)).chat.completions.create(
@@ -103,7 +135,10 @@ class OpenAILLM:
             if attempt + 1 < attempts and deadline.left > delay + 0.05:
                 log.info("%s: %s; retry %d/%d in %.2f s", self.spec, type(error).__name__,
                          attempt + 1, attempts - 1, delay)
-                time.sleep(delay)
+                if cancel is None:
+                    time.sleep(delay)
+                elif cancel.wait(delay):
+                    check(cancel, self.spec)
             elif attempt + 1 < attempts:
                 break  # no time left for another try
         raise BackendError(self._final_message(error, tried, deadline))

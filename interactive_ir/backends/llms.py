@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from interactive_ir.backends.base import Prompt
+from interactive_ir.backends.cancel import CancelToken, check
 from interactive_ir.backends.registry import BackendInfo, build, register
 from interactive_ir.config import apply_env, apply_overrides
 from interactive_ir.errors import BackendError, BackendUnavailable, BadInputError
@@ -222,7 +223,8 @@ class FakeLLM:
 
     By default answers by the rules of `fake_reply`. `script=[...]` gives replies in order, one per
     prompt (an Exception item is raised instead); `responder=fn(prompt_text) -> str` computes them.
-    Every call is recorded in `calls` as {"prompts", "temperature", "max_tokens"}.
+    Every call is recorded in `calls` as {"prompts", "temperature", "max_tokens", "cancel"}; with `sleep_s`, a
+    cancelled call stops sleeping at once and raises `Cancelled`, as the real backends do.
     """
 
     batch_capable = True
@@ -253,13 +255,18 @@ class FakeLLM:
             return item
         return self.responder(text) if self.responder else fake_reply(text)
 
-    def generate(self, prompts: Sequence[Prompt], *, temperature: float = 0.0, max_tokens: int = 256) -> list[str]:
+    def generate(self, prompts: Sequence[Prompt], *, temperature: float = 0.0, max_tokens: int = 256,
+                 cancel: CancelToken | None = None) -> list[str]:
         prompts = list(prompts)
         for p in prompts:
             as_messages(p)  # same validation as the real backends
-        self.calls.append({"prompts": prompts, "temperature": temperature, "max_tokens": max_tokens})
-        if self.sleep_s:
+        self.calls.append({"prompts": prompts, "temperature": temperature, "max_tokens": max_tokens,
+                           "cancel": cancel})
+        if self.sleep_s and cancel is not None:
+            cancel.wait(self.sleep_s)  # a superseded call ends at once, like the real backends
+        elif self.sleep_s:
             time.sleep(self.sleep_s)
+        check(cancel, self.spec)
         return [self._reply(p) for p in prompts]
 
 

@@ -246,29 +246,30 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
         def follow_up(tab: UIState):
             """The model steps due for the tab's round ("refine", then "ask"), each shown when it lands.
             A newer action of the tab supersedes them: this event then ends at once (its queue slot is
-            free) and the step's result, when it comes, is dropped."""
+            free), the step is cancelled (a local model stops generating and frees its lock), and whatever
+            it still returns is dropped. The same when the page stops listening (the tab closed)."""
             shown = False
             while (job_work := work.claim(tab)) is not None:
                 job = in_background(model_step, job_work)
-                t0 = time.monotonic()
-                ticks = 0
-                while not futures.wait([job], timeout=POLL_S).done:
-                    if not work.current(tab, job_work):
-                        work.drop(tab, job_work)
-                        if not shown:
-                            yield {status: gr.skip()}
-                        return
-                    if time.monotonic() - t0 >= ticks + TICK_S:
-                        ticks = int(time.monotonic() - t0)
-                        shown = True
-                        yield {status: render.status_md(tab) + f" ({ticks} s)"}
+                try:
+                    t0 = time.monotonic()
+                    ticks = 0
+                    while not futures.wait([job], timeout=POLL_S).done:
+                        if not work.current(tab, job_work):
+                            work.drop(tab, job_work)
+                            if not shown:
+                                yield {status: gr.skip()}
+                            return
+                        if time.monotonic() - t0 >= ticks + TICK_S:
+                            ticks = int(time.monotonic() - t0)
+                            shown = True
+                            yield {status: render.status_md(tab) + f" ({ticks} s)"}
+                finally:
+                    if not job.done():  # superseded, or the generator was closed: nobody waits for it
+                        work.stop(job_work)
                 e = job.exception()
-                if e is None:
-                    applied = work.adopt(engine, tab, job_work, job.result())
-                else:
-                    if not isinstance(e, IIRError):
-                        log.error("model step %s failed", job_work.step, exc_info=e)
-                    applied = work.failed(tab, job_work, f"⚠ {failure_note(job_work.step, e)}")
+                applied = work.settle(engine, tab, job_work, None if e else job.result(), e,
+                                      lambda err, step=job_work.step: f"⚠ {failure_note(step, err)}")
                 if not applied:  # superseded while it ran
                     break
                 shown = True

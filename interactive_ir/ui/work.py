@@ -7,14 +7,20 @@ what the models still have to do. The page then, for each step:
 2. `run(engine, work)` (off the lock, in a thread or a spaces.GPU worker): a new `Session`;
 3. `adopt(engine, st, work, result)` (under the lock): applied only when no newer action of the tab came
    meanwhile (`st.epoch` unchanged); otherwise dropped, and the tab already shows the newer round.
+A step a newer action superseded is also stopped: `drop` (or `stop`, when the page stops waiting) sets the
+work's `cancel` token, which `run` hands to the LLM's every call, so a local model stops generating within
+a token and frees its lock for the newer action's steps; the step then ends with `Cancelled`, which is
+never shown as a failure (`settle`).
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from interactive_ir.backends.cancel import CancellableLLM, CancelToken
+from interactive_ir.errors import Cancelled, IIRError
 from interactive_ir.session import Session
 from interactive_ir.ui.state import Redo, UIState
 
@@ -31,6 +37,7 @@ class Work:
     step: str  # "refine" or "ask"
     session: Session | None  # "ask": a copy of the session as shown ("refine" works on a copy of `redo.tab`)
     redo: Redo | None = None  # for "refine": the handler call to make again with the LLM
+    cancel: CancelToken = field(default_factory=CancelToken)  # set when nobody wants the result any more
 
 
 def claim(st: UIState) -> Work | None:
@@ -53,9 +60,12 @@ def claim(st: UIState) -> Work | None:
 
 def run(engine, work: Work):
     """Do the step on copies (the tab is not touched): a `QuestionStep` ("ask"), a `Refinement` (an
-    answer's rewrite, by the engine), or a new `Session` (a round made again with its LLM method)."""
+    answer's rewrite, by the engine), or a new `Session` (a round made again with its LLM method). The
+    engine's LLM calls carry `work.cancel`: once it is set they stop and this raises `Cancelled`."""
     from interactive_ir.ui import handlers
 
+    if engine.llm is not None:
+        engine = engine.with_llm(CancellableLLM(engine.llm, work.cancel))
     if work.step == "ask":
         return engine.prepare_question(work.session)
     if work.redo.action == "engine":
@@ -114,7 +124,31 @@ def failed(st: UIState, work: Work, note: str) -> bool:
 
 
 def drop(st: UIState, work: Work) -> None:
-    """The page stopped waiting for this step (superseded): clear its mark if it is still the tab's."""
+    """A newer action superseded this step: stop it, and clear its mark if it is still the tab's."""
+    stop(work)
     with st.lock:
         if st.epoch == work.epoch:
             st.working = ""
+
+
+def stop(work: Work) -> None:
+    """Nobody waits for this step any more (superseded, or the page went away): its model calls stop at the
+    next token, chunk or request, and its slot on the model is free."""
+    if not work.cancel.cancelled:
+        log.info("model step %s superseded: cancelling it", work.step)
+    work.cancel.cancel()
+
+
+def settle(engine, st: UIState, work: Work, result=None, error: BaseException | None = None,
+           note=lambda e: f"⚠ {e}") -> bool:
+    """Land a finished step: adopt its `result`, or say its `error` (`note(error)`: the sentence shown) when it
+    is still current. A `Cancelled` step was superseded: dropped silently, never a failure. Returns whether
+    the tab changed (False: superseded, go no further)."""
+    if error is None:
+        return adopt(engine, st, work, result)
+    if isinstance(error, Cancelled):
+        drop(st, work)
+        return False
+    if not isinstance(error, IIRError):
+        log.error("model step %s failed", work.step, exc_info=error)
+    return failed(st, work, note(error))

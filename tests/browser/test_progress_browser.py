@@ -15,14 +15,21 @@ WRITING = re.compile("writing a question")
 
 
 @pytest.fixture(scope="module")
-def slow_url(demo_retriever, app_env):
-    """The page served in this process over the demo index, with a slow LLM (fake:sleep=...)."""
+def slow_llm():
+    """The slow LLM (fake:sleep=...); its `calls` record the cancel token each call was given."""
+    from interactive_ir.backends import make_llm
+
+    return make_llm(f"fake:sleep={DELAY_S}")
+
+
+@pytest.fixture(scope="module")
+def slow_url(demo_retriever, app_env, slow_llm):
+    """The page served in this process over the demo index, with the slow LLM."""
     from conftest import serve_in_process
 
-    from interactive_ir.backends import make_llm
     from interactive_ir.engine import EngineConfig, build_engine
 
-    engine = build_engine(demo_retriever.retriever, llm=make_llm(f"fake:sleep={DELAY_S}"), config=EngineConfig(k=K))
+    engine = build_engine(demo_retriever.retriever, llm=slow_llm, config=EngineConfig(k=K))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IIR_CACHE_DIR", app_env["IIR_CACHE_DIR"])
         with serve_in_process(engine, [*demo_retriever.notes, "LLM fake:sleep"]) as url:
@@ -79,9 +86,11 @@ def test_an_answer_shows_the_plain_dialogue_then_the_refined_results(app, shot):
     assert app.dialogue().count("You:") == 2 and refusals(page).count() == 0
 
 
-def test_a_new_description_supersedes_the_question_being_written(app, shot):
-    """Typed while the question is written: the new search runs at once, the old question never shows."""
+def test_a_new_description_supersedes_the_question_being_written(app, slow_llm, shot):
+    """Typed while the question is written: the new search runs at once, the old question never shows, and
+    the LLM call writing it is cancelled (not left to run to its end)."""
     page = app.page
+    before = len(slow_llm.calls)
     app.search("a dog with a ball")
     app.expect_round(1)
     app.expect_status(WRITING)
@@ -94,6 +103,11 @@ def test_a_new_description_supersedes_the_question_being_written(app, shot):
     page.wait_for_timeout(int(2.5 * DELAY_S * 1000))  # the dropped step of the first search ends meanwhile
     assert page.locator("#iir-dialogue .iir-question").inner_text() == question
     assert "a dog with a ball" not in app.dialogue() and refusals(page).count() == 0
+    calls = slow_llm.calls[before:]
+    old = [c for c in calls if any("a dog with a ball" in str(p) for p in c["prompts"])]
+    assert old and all(c["cancel"] is not None for c in calls)  # every model step carries its token
+    assert old[-1]["cancel"].cancelled  # the superseded question's call was cancelled
+    assert "⚠" not in app.status() and page.locator(".toast-body").count() == 0  # never shown as an error
     shot(page, "superseded")
 
 
