@@ -70,9 +70,11 @@ def main(argv=None) -> int:
     else:
         demo = build_demo(parts.engine, parts.notes, questions_off_reason=parts.questions_off_reason,
                           search_concurrency=cfg.search_concurrency)
+    from interactive_ir.ui.session_ids import keep_session_ids
     from interactive_ir.ui.tabs import bound_queue_records
 
     bound_queue_records()  # Gradio's per-event records: bounded (memory stays flat)
+    keep_session_ids()  # and its per-tab records (the study page too)
     demo.queue(default_concurrency_limit=cfg.concurrency, max_size=cfg.queue_size)
     demo.launch(server_name=cfg.host, server_port=cfg.port, quiet=True, prevent_thread_lock=True,
                 **launch_options(parts.engine))

@@ -81,6 +81,9 @@ def serve_repro(port: int, store_state: bool) -> None:
     from interactive_ir.ui.tabs import bound_queue_records
 
     bound_queue_records()  # as the app does (Gradio's own default: GRADIO_ANALYTICS_MAX_EVENTS=10000)
+    from interactive_ir.ui.session_ids import keep_session_ids
+
+    keep_session_ids()  # as the app does (off with IIR_GRADIO_SESSION_FIX=0)
     import gradio as gr
 
     with gr.Blocks() as demo:
