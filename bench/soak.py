@@ -3,13 +3,14 @@ RSS over time, per-action latency, HTTP 503s and cross-talk.
 
     python bench/soak.py --sessions 20 --events 500            # the web app, fake models, a tiny index
     python bench/soak.py --target repro --sessions 10 --events 1000   # the 15-line generator app of issue 15
-    python bench/soak.py --compare --sessions 4 --events 1000  # the memory fix off, then on (same run)
+    python bench/soak.py --compare --sessions 4 --events 1000  # the memory fixes off, then on (same run)
     python bench/soak.py --sessions 200 --events 6             # load: 200 tabs, the app's queue settings
 
 The server runs in a child process (its RSS is read from /proc) with the app's queue settings
 (IIR_CONCURRENCY, IIR_SEARCH_CONCURRENCY, IIR_QUEUE_SIZE or --queue-size) and its memory settings
-(interactive_ir.ui.memory: IIR_MALLOC_TRIM_S, IIR_MALLOC_ARENA_MAX); `--variant NAME:K=V,...` runs one
-server per variant, one after another, with those env settings, and prints a table comparing them.
+(ui.memory: IIR_MALLOC_TRIM_S, IIR_MALLOC_ARENA_MAX; ui.session_ids: IIR_GRADIO_SESSION_FIX).
+`--variant NAME:K=V,...` runs one server per variant, one after another, with those env settings, and
+prints a table comparing them. IIR_SOAK_MALLINFO=S logs glibc's malloc figures every S s (server log).
 Each simulated tab has its own session hash, holds a heartbeat connection like a browser (closing it
 closes the tab), and sends events one after another: search, mark, more like my marks, answer, new
 search. Each tab types a word of its own: an output showing another tab's word is cross-talk. After the
@@ -340,7 +341,7 @@ def parse_variant(spec: str) -> tuple[str, dict[str, str]]:
     return name or "default", env
 
 
-COMPARE = ["fix off:IIR_MALLOC_TRIM_S=0,IIR_MALLOC_ARENA_MAX=0", "fix on:"]  # --compare
+COMPARE = ["fixes off:IIR_GRADIO_SESSION_FIX=0,IIR_MALLOC_TRIM_S=0,IIR_MALLOC_ARENA_MAX=0", "fixes on:"]  # --compare
 
 
 def main(argv=None) -> int:
@@ -359,7 +360,7 @@ def main(argv=None) -> int:
                    help="run a server per variant, one after another, with these env settings, and compare them "
                         "(e.g. --variant base: --variant 'arena2:MALLOC_ARENA_MAX=2')")
     p.add_argument("--compare", action="store_true",
-                   help="the memory fix off, then on: " + " / ".join(repr(v) for v in COMPARE))
+                   help="the memory fixes off, then on: " + " / ".join(repr(v) for v in COMPARE))
     p.add_argument("--serve", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)
     p.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
