@@ -40,16 +40,19 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     from interactive_ir.errors import IIRError
     from interactive_ir.ui import build_demo, launch_options
+    from interactive_ir.ui.memory import keep_memory_flat, memory_config
     from interactive_ir.ui.startup import app_config, load_app, with_study_index
 
     try:
         cfg = app_config(**{k: v for k, v in vars(args).items()})
+        memory = memory_config()
     except ValueError as e:
         print(f"app.py: error: {e}", file=sys.stderr)
         return 2
     if cfg.study is not None and importlib.util.find_spec("interactive_ir.study.ui") is None:
         print("app.py: error: study mode is not available (interactive_ir.study.ui is missing)", file=sys.stderr)
         return 2
+    keep_memory_flat(memory)  # before the models and Gradio start their threads: native memory stays flat
     try:
         cfg = with_study_index(cfg)
         parts = load_app(cfg)
@@ -67,9 +70,11 @@ def main(argv=None) -> int:
     else:
         demo = build_demo(parts.engine, parts.notes, questions_off_reason=parts.questions_off_reason,
                           search_concurrency=cfg.search_concurrency)
+    from interactive_ir.ui.session_ids import keep_session_ids
     from interactive_ir.ui.tabs import bound_queue_records
 
     bound_queue_records()  # Gradio's per-event records: bounded (memory stays flat)
+    keep_session_ids()  # and its per-tab records (the study page too)
     demo.queue(default_concurrency_limit=cfg.concurrency, max_size=cfg.queue_size)
     demo.launch(server_name=cfg.host, server_port=cfg.port, quiet=True, prevent_thread_lock=True,
                 **launch_options(parts.engine))

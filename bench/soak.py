@@ -1,23 +1,34 @@
-"""Memory soak: N browser tabs x M events through Gradio's HTTP queue API; prints the server's RSS over time.
+"""Memory soak and load: N browser tabs x M events through Gradio's HTTP queue API; prints the server's
+RSS over time, per-action latency, HTTP 503s and cross-talk.
 
     python bench/soak.py --sessions 20 --events 500            # the web app, fake models, a tiny index
     python bench/soak.py --target repro --sessions 10 --events 1000   # the 15-line generator app of issue 15
+    python bench/soak.py --compare --sessions 4 --events 1000  # the memory fixes off, then on (same run)
+    python bench/soak.py --sessions 200 --events 6             # load: 200 tabs, the app's queue settings
 
-The server runs in a child process (its RSS is read from /proc); each simulated tab has its own
-session hash, holds a heartbeat connection like a browser (closing it closes the tab), and sends
-events one after another: search, mark, more like my marks, answer, new search. After the events all
-tabs close and RSS is read again once Gradio had time to drop their state.
+The server runs in a child process (its RSS is read from /proc) with the app's queue settings
+(IIR_CONCURRENCY, IIR_SEARCH_CONCURRENCY, IIR_QUEUE_SIZE or --queue-size) and its memory settings
+(ui.memory: IIR_MALLOC_TRIM_S, IIR_MALLOC_ARENA_MAX; ui.session_ids: IIR_GRADIO_SESSION_FIX).
+`--variant NAME:K=V,...` runs one server per variant, one after another, with those env settings, and
+prints a table comparing them. IIR_SOAK_MALLINFO=S logs glibc's malloc figures every S s (server log).
+Each simulated tab has its own session hash, holds a heartbeat connection like a browser (closing it
+closes the tab), and sends events one after another: search, mark, more like my marks, answer, new
+search. Each tab types a word of its own: an output showing another tab's word is cross-talk. After the
+events all tabs close and RSS is read again once Gradio had time to drop their state.
 
 Goals (issue 15): growth below 5 MB per 10,000 events after warm-up; RSS back within 10% of its
-start (after warm-up) once the tabs close. The script prints both figures and PASS/FAIL for each.
+start (after warm-up) once the tabs close; no cross-talk. The script prints each figure with PASS/FAIL,
+and the growth after warm-up by kind of memory mapping (heap, anon, stack, file) and thread count.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -65,6 +76,15 @@ def trace_growth(spec: str) -> None:
 
 def serve_repro(port: int, store_state: bool) -> None:
     """Issue 15's reproduction: a generator handler yielding dicts of outputs (the app's model-step style)."""
+    from interactive_ir.ui.memory import keep_memory_flat
+
+    keep_memory_flat()  # as the app does (off with IIR_MALLOC_TRIM_S=0 IIR_MALLOC_ARENA_MAX=0)
+    from interactive_ir.ui.tabs import bound_queue_records
+
+    bound_queue_records()  # as the app does (Gradio's own default: GRADIO_ANALYTICS_MAX_EVENTS=10000)
+    from interactive_ir.ui.session_ids import keep_session_ids
+
+    keep_session_ids()  # as the app does (off with IIR_GRADIO_SESSION_FIX=0)
     import gradio as gr
 
     with gr.Blocks() as demo:
@@ -73,10 +93,24 @@ def serve_repro(port: int, store_state: bool) -> None:
         out = gr.HTML()
         status = gr.Markdown()
 
-        def step(text, st=None):
-            yield {status: "working"}
+        style = os.environ.get("IIR_SOAK_REPRO_STYLE", "generator")  # or "function", "async-generator"
+
+        def page(text, st):
             html = "<div>" + "".join(f"<p>{text} {i}</p>" for i in range(200)) + "</div>"
-            yield {out: html, status: "done"} | ({state: {"n": st["n"] + 1}} if st is not None else {})
+            return {out: html, status: "done"} | ({state: {"n": st["n"] + 1}} if st is not None else {})
+
+        def step_gen(text, st=None):
+            yield {status: "working"}
+            yield page(text, st)
+
+        async def step_async(text, st=None):
+            yield {status: "working"}
+            yield page(text, st)
+
+        def step_fn(text, st=None):
+            return page(text, st)
+
+        step = {"generator": step_gen, "function": step_fn, "async-generator": step_async}[style]
 
         box.submit(step, [box] + ([state] if state is not None else []),
                    [out, status] + ([state] if state is not None else []), api_name="step")
@@ -93,17 +127,52 @@ def serve_app(port: int, workdir: Path) -> None:
     from interactive_ir.backends.llms import FakeLLM
     from interactive_ir.engine import EngineConfig, build_engine
     from interactive_ir.ui import build_demo, launch_options
+    from interactive_ir.ui.memory import keep_memory_flat
+    from interactive_ir.ui.startup import app_config
 
+    keep_memory_flat()  # as app.py does, before Gradio starts its threads
+    cfg = app_config()  # the app's queue settings (IIR_CONCURRENCY, IIR_SEARCH_CONCURRENCY, IIR_QUEUE_SIZE)
     os.environ.setdefault("IIR_CACHE_DIR", str(workdir / "cache"))
     r, _, _ = build_tiny(workdir, n=48)
     engine = build_engine(r, llm=FakeLLM(), config=EngineConfig(k=8))
-    demo = build_demo(engine, ["soak: fake models"])
-    demo.queue(default_concurrency_limit=4, max_size=512)
+    demo = build_demo(engine, ["soak: fake models"], search_concurrency=cfg.search_concurrency)
+    demo.queue(default_concurrency_limit=cfg.concurrency, max_size=cfg.queue_size)
     demo.launch(server_name="127.0.0.1", server_port=port, quiet=True, prevent_thread_lock=True, **launch_options(engine))
     _serving(demo)
 
 
+def log_mallinfo(every_s: float) -> None:
+    """IIR_SOAK_MALLINFO=S: every S seconds log glibc's malloc figures (mallinfo2, all arenas) and Python's
+    allocated block count to stderr: in-use bytes that grow are live memory, free bytes that grow are memory
+    malloc keeps (fragmentation), neither growing while RSS grows points at memory outside malloc."""
+    import ctypes
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                   "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+    try:
+        fn = ctypes.CDLL("libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        print("mallinfo2: not available (glibc 2.33 or later only)", file=sys.stderr)
+        return
+    fn.restype = MallInfo2
+
+    def loop():
+        while True:
+            m = fn()
+            print(f"mallinfo t={time.monotonic():.0f} RSS {rss_mb(os.getpid()):.1f} MB: sbrk+arenas {m.arena / 1e6:.1f} MB, "
+                  f"in use {m.uordblks / 1e6:.1f} MB, free {m.fordblks / 1e6:.1f} MB, mmapped {m.hblkhd / 1e6:.1f} MB "
+                  f"({m.hblks} blocks); python blocks {sys.getallocatedblocks()}; threads {threading.active_count()}",
+                  file=sys.stderr, flush=True)
+            time.sleep(every_s)
+
+    threading.Thread(target=loop, daemon=True).start()
+
+
 def _serving(demo) -> None:
+    if os.environ.get("IIR_SOAK_MALLINFO"):
+        log_mallinfo(float(os.environ["IIR_SOAK_MALLINFO"]))
     if os.environ.get("IIR_SOAK_TRACEMALLOC"):
         trace_growth(os.environ["IIR_SOAK_TRACEMALLOC"])
     demo.block_thread()
@@ -125,6 +194,9 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+_TAGS = itertools.count()
+
+
 class Tab:
     """One simulated browser tab: a session hash, a heartbeat connection, events sent one at a time."""
 
@@ -132,6 +204,9 @@ class Tab:
         self.client, self.base, self.fns = client, base, fns
         self.timings = timings if timings is not None else {}  # action -> [seconds]; "503 <action>" -> [count]
         self.session = uuid.uuid4().hex[:11]
+        self.tag = f"zq{next(_TAGS)}"  # a word only this tab types: seen on another tab's page = cross-talk
+        self.crosstalk = 0  # outputs that showed another tab's word
+        self.missing = 0  # searches whose page did not show this tab's own word
         self.ids: list[str] = []  # result ids on the page (read from the returned HTML)
         self._beat = threading.Thread(target=self._heartbeat, daemon=True)
         self._closed = threading.Event()
@@ -175,6 +250,8 @@ class Tab:
                         raise RuntimeError(f"{name} failed: {str(msg.get('output'))[:200]}")
                     out = (msg.get("output") or {}).get("data") or []
                     break
+        if any(f"zq{n}" != self.tag for n in re.findall(r"\bzq(\d+)\b", str(out))):
+            self.crosstalk += 1
         self.timings.setdefault(name, []).append(time.monotonic() - t0)
         return out
 
@@ -191,8 +268,6 @@ def endpoints(client, base: str) -> dict[str, dict]:
 
 
 def _ids(html: str) -> list[str]:
-    import re
-
     return re.findall(r'<article class="[^"]*" data-id="([^"]+)"', html or "")
 
 
@@ -202,7 +277,9 @@ def app_script(tab: Tab, step: int, rng: random.Random) -> None:
     kind = step % 6
     # each action is its retrieval event, then its model step (the page chains them with .then)
     if kind == 0 or not tab.ids:
-        out = tab.send("start", [None, rng.choice(words)])
+        out = tab.send("start", [None, f"{rng.choice(words)} {tab.tag}"])
+        if not re.search(rf"\b{tab.tag}\b", str(out)):
+            tab.missing += 1
         tab.send("start_model", [None])
     elif kind in (1, 2):
         out = tab.send("card", [None, "relevant" if kind == 1 else "irrelevant", rng.choice(tab.ids)])
@@ -210,7 +287,7 @@ def app_script(tab: Tab, step: int, rng: random.Random) -> None:
         out = tab.send("feedback", [None, ""])
         tab.send("feedback_model", [None])
     elif kind == 4:
-        out = tab.send("answer", [None, rng.choice(["yes", "it is big", "two of them"])])
+        out = tab.send("answer", [None, f"{rng.choice(['yes', 'it is big', 'two of them'])} {tab.tag}"])
         tab.send("answer_model", [None])
     else:
         out = tab.send("on_new", [None])
@@ -228,6 +305,45 @@ def repro_script(tab: Tab, step: int, rng: random.Random) -> None:
     tab.send("step", [f"query {step}"] + [None] * (len(inputs) - 1))
 
 
+def memory_map(pid: int) -> dict[str, float]:
+    """The server's RSS (MB) by kind of mapping: "heap" (glibc's main arena), "anon" (other arenas, large
+    blocks, Python's own arenas), "stack", "file" (code and data of libraries); "maps": anon mapping count;
+    "threads": thread count."""
+    out = {"heap": 0.0, "anon": 0.0, "stack": 0.0, "file": 0.0, "maps": 0.0, "threads": 0.0}
+    kind = "anon"
+    try:
+        with open(f"/proc/{pid}/smaps") as f:
+            for line in f:
+                parts = line.split()
+                if not parts[0].endswith(":"):  # a mapping's first line: address range, ..., path
+                    path = parts[5] if len(parts) > 5 else ""
+                    kind = ("heap" if path == "[heap]" else "stack" if path.startswith("[stack") else
+                            "anon" if not path else "file" if path.startswith("/") else "other")
+                    out["maps"] += kind == "anon"
+                elif parts[0] == "Rss:" and kind in out:
+                    out[kind] += int(parts[1]) / 1024
+        with open(f"/proc/{pid}/status") as f:
+            out["threads"] = float(next((line.split()[1] for line in f if line.startswith("Threads:")), "nan"))
+    except OSError:  # the server exited, or /proc is not Linux's
+        pass
+    return out
+
+
+def parse_variant(spec: str) -> tuple[str, dict[str, str]]:
+    """'NAME:K=V,K=V' -> (NAME, {K: V}); ValueError with the fix for anything else."""
+    name, _, rest = spec.partition(":")
+    env = {}
+    for kv in filter(None, (x.strip() for x in rest.split(","))):
+        k, eq, v = kv.partition("=")
+        if not eq or not k:
+            raise ValueError(f"--variant {spec!r}: settings are K=V separated by commas, e.g. 'arena2:MALLOC_ARENA_MAX=2'")
+        env[k] = v
+    return name or "default", env
+
+
+COMPARE = ["fixes off:IIR_GRADIO_SESSION_FIX=0,IIR_MALLOC_TRIM_S=0,IIR_MALLOC_ARENA_MAX=0", "fixes on:"]  # --compare
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--target", choices=("app", "repro", "repro-state"), default="app")
@@ -238,6 +354,13 @@ def main(argv=None) -> int:
     p.add_argument("--encoding", default="gzip, deflate, br", help="Accept-Encoding sent, as a browser does "
                    "(default 'gzip, deflate, br'; 'identity' for none)")
     p.add_argument("--close-wait", type=float, default=8.0, help="seconds to wait after closing the tabs")
+    p.add_argument("--queue-size", type=int, help="app: most waiting events before HTTP 503 (default: the app's, "
+                   "IIR_QUEUE_SIZE or 64)")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME:K=V,...",
+                   help="run a server per variant, one after another, with these env settings, and compare them "
+                        "(e.g. --variant base: --variant 'arena2:MALLOC_ARENA_MAX=2')")
+    p.add_argument("--compare", action="store_true",
+                   help="the memory fixes off, then on: " + " / ".join(repr(v) for v in COMPARE))
     p.add_argument("--serve", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)
     p.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
@@ -251,17 +374,39 @@ def main(argv=None) -> int:
         else:
             serve_repro(a.port, a.serve == "repro-state")
         return 0
-    return drive(a)
+    try:
+        variants = [parse_variant(v) for v in (a.variant + (COMPARE if a.compare else []))] or [("default", {})]
+    except ValueError as e:
+        print(f"soak.py: error: {e}", file=sys.stderr)
+        return 2
+    if a.queue_size is not None:
+        variants = [(n, {"IIR_QUEUE_SIZE": str(a.queue_size)} | env) for n, env in variants]
+    results = []
+    for name, env in variants:
+        if len(variants) > 1:
+            print(f"\n=== variant {name}: {' '.join(f'{k}={v}' for k, v in env.items()) or '(no settings)'}")
+        results.append((name, drive(a, env)))
+    if len(results) > 1:
+        print(f"\n{'variant':<22} {'growth MB/10k':>13} {'start':>7} {'warm':>7} {'end':>7} {'closed':>7} "
+              f"{'closed/warm':>11} {'errors':>6} {'load':>5}")
+        for name, r in results:
+            if r is None:
+                print(f"{name:<22} (the server did not start)")
+                continue
+            print(f"{name:<22} {r['growth']:>13.1f} {r['start']:>7.1f} {r['warm']:>7.1f} {r['end']:>7.1f} "
+                  f"{r['closed']:>7.1f} {r['closed'] / r['warm'] * 100 - 100:>+10.1f}% {r['errors']:>6} {r['load']:>5.2f}")
+    return 0 if all(r is not None and not r["errors"] and not r["crosstalk"] for _, r in results) else 1
 
 
-def drive(a) -> int:
+def drive(a, extra_env: dict[str, str] | None = None) -> dict | None:
+    """One server, one soak: prints its figures and returns them (None when the server did not start)."""
     import tempfile
 
     import httpx
 
     port = free_port()
     work = Path(tempfile.mkdtemp(prefix="iir-soak-"))
-    env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", NO_PROXY="127.0.0.1,localhost")
+    env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", NO_PROXY="127.0.0.1,localhost") | (extra_env or {})
     log_path = work / "server.log"
     child = subprocess.Popen([sys.executable, __file__, "--serve", a.target, "--port", str(port), "--workdir", str(work)],
                              env=env, stdout=subprocess.DEVNULL, stderr=open(log_path, "w"))
@@ -277,7 +422,7 @@ def drive(a) -> int:
                 pass
             if child.poll() is not None:
                 print(f"soak.py: error: the server exited (see {work / 'server.log'})", file=sys.stderr)
-                return 1
+                return None
             time.sleep(0.5)
         fns = endpoints(client, base)
         script = app_script if a.target == "app" else repro_script
@@ -288,10 +433,12 @@ def drive(a) -> int:
         lock = threading.Lock()
         errors: list[str] = []
         readings: list[tuple[int, float, float]] = []  # (events done, seconds, RSS MB)
+        maps: dict[str, dict[str, float]] = {}  # "warm" / "end" -> memory_map()
         t0 = time.monotonic()
         start_rss = rss_mb(child.pid)
+        load = os.getloadavg()[0]
         print(f"target {a.target}: {a.sessions} tabs x {a.events} events; server RSS at start {start_rss:.1f} MB; "
-              f"load average {os.getloadavg()[0]:.2f}")
+              f"load average {load:.2f}")
         print(f"{'events':>8} {'seconds':>8} {'RSS MB':>8}")
         timings: dict[str, list] = {}
         tabs = [Tab(client, base, fns, timings) for _ in range(a.sessions)]
@@ -309,6 +456,8 @@ def drive(a) -> int:
                     n = done[0]
                 if n % every == 0 or n == warm:
                     r = (n, time.monotonic() - t0, rss_mb(child.pid))
+                    if n == warm:
+                        maps["warm"] = memory_map(child.pid)
                     with lock:
                         readings.append(r)
                     print(f"{r[0]:>8} {r[1]:>8.1f} {r[2]:>8.1f}", flush=True)
@@ -319,6 +468,7 @@ def drive(a) -> int:
         for th in threads:
             th.join()
         end_rss = rss_mb(child.pid)
+        maps["end"] = memory_map(child.pid)
         for tab in tabs:
             tab.close()
         client.close()  # drops the heartbeat connections: the tabs are closed
@@ -333,18 +483,29 @@ def drive(a) -> int:
               + (f" (first: {errors[0]})" if errors else ""))
         print(f"RSS: start {start_rss:.1f} MB, after warm-up ({warm} events) {warm_rss:.1f} MB, end {end_rss:.1f} MB, "
               f"{a.close_wait:g} s after the tabs closed {closed_rss:.1f} MB")
+        if "warm" in maps:
+            w, e = maps["warm"], maps["end"]
+            print("after warm-up, by mapping: " + ", ".join(f"{k} {e[k] - w[k]:+.1f} MB" for k in ("heap", "anon", "stack", "file"))
+                  + f"; anon mappings {w['maps']:.0f} -> {e['maps']:.0f}; threads {w['threads']:.0f} -> {e['threads']:.0f}")
         ok_growth = growth < 5.0
         ok_close = closed_rss <= warm_rss * 1.10
         print(f"growth after warm-up: {growth:.1f} MB per 10,000 events (goal < 5): {'PASS' if ok_growth else 'FAIL'}")
         print(f"after closing: {closed_rss / warm_rss * 100 - 100:+.1f}% of the warm-up RSS (goal within 10%): "
               f"{'PASS' if ok_close else 'FAIL'}")
+        crosstalk, missing = sum(t.crosstalk for t in tabs), sum(t.missing for t in tabs)
+        if a.target == "app":
+            print(f"cross-talk: {crosstalk} outputs showed another tab's words (goal 0); {missing} searches did not "
+                  "show the tab's own words")
         print(f"\n{'action':<14} {'n':>6} {'p50 s':>7} {'p95 s':>7} {'HTTP 503':>8}")
-        for name in sorted(k for k in timings if not k.startswith("503 ")):
-            xs = sorted(timings[name])
-            print(f"{name:<14} {len(xs):>6} {xs[len(xs) // 2]:>7.3f} {xs[min(len(xs) - 1, int(len(xs) * 0.95))]:>7.3f} "
-                  f"{len(timings.get('503 ' + name, [])):>8}")
-        print(f"load average now {os.getloadavg()[0]:.2f}; server log: {log_path}")
-        return 0 if not errors else 1
+        names = {k.removeprefix("503 ") for k in timings}
+        for name in sorted(names):
+            xs = sorted(timings.get(name, [])) or [float("nan")]
+            print(f"{name:<14} {len(timings.get(name, [])):>6} {xs[len(xs) // 2]:>7.3f} "
+                  f"{xs[min(len(xs) - 1, int(len(xs) * 0.95))]:>7.3f} {len(timings.get('503 ' + name, [])):>8}")
+        load_end = os.getloadavg()[0]
+        print(f"load average now {load_end:.2f}; server log: {log_path}")
+        return {"growth": growth, "start": start_rss, "warm": warm_rss, "end": end_rss, "closed": closed_rss,
+                "errors": len(errors), "crosstalk": crosstalk, "load": max(load, load_end)}
     finally:
         child.terminate()
         try:

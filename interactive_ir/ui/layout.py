@@ -105,10 +105,12 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
     # on ZeroGPU both run in a GPU worker (the embedder encodes there too) and answer with copies
     act_step, model_step = gpu(act_step), gpu(model_step)
 
+    from interactive_ir.ui.session_ids import keep_session_ids
     from interactive_ir.ui.tabs import TAB_TTL_S, bound_queue_records, drop_tab, on_tab_closed
     from interactive_ir.ui.uploads import delete_cache
 
     bound_queue_records()  # before the caller's demo.queue()
+    keep_session_ids()  # a tab's record in Gradio stays the size of the page (issue 15)
     with gr.Blocks(title=title, delete_cache=delete_cache()) as demo:
         # a closed or idle tab's state is dropped (and its upload deleted) after TAB_TTL_S
         state = gr.State(UIState(), time_to_live=TAB_TTL_S, delete_callback=drop_tab)
