@@ -9,6 +9,7 @@ Table 18 questioner prompt. The functions here are pure: vectors in, indices out
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -68,8 +69,7 @@ def kmeans_labels(vectors: np.ndarray, m: int, seed: int = 0, n_init: int = 1) -
     n = len(v)
     if n == 0:
         return np.zeros(0, int)
-    distinct = len({row.tobytes() for row in v})
-    m = max(1, min(int(m), distinct))
+    m = max(1, min(int(m), _distinct_rows(v, int(m))))
     if m == 1:
         return np.zeros(n, int)
     import faiss  # heavy import: only when a turn needs it
@@ -84,6 +84,17 @@ def kmeans_labels(vectors: np.ndarray, m: int, seed: int = 0, n_init: int = 1) -
     _, first, labels = np.unique(assigned[:, 0], return_index=True, return_inverse=True)
     order = np.argsort(np.argsort(first))  # cluster ids by first appearance: stable, readable summaries
     return order[labels.reshape(-1)].astype(int)
+
+
+def _distinct_rows(v: np.ndarray, at_most: int) -> int:
+    """How many distinct rows `v` has, counted up to `at_most` (the candidates' first rows are almost always
+    distinct, so this reads a few rows, not all of them)."""
+    seen: set[bytes] = set()
+    for row in v:
+        seen.add(row.tobytes())
+        if len(seen) >= at_most:
+            break
+    return len(seen)
 
 
 def pick_representatives(labels: np.ndarray, entropies: np.ndarray) -> list[int]:
@@ -137,16 +148,30 @@ def cluster(vectors: np.ndarray, m: int, seed: int = 0, scale: float = 1.0, n_in
             caption_vectors: np.ndarray | None = None) -> Clusters:
     """Algorithm 1 lines 7-13 on the candidates' image vectors (best first). With `caption_vectors` the
     representative's entropy is caption->image (`cross_entropies`), else image->image."""
-    from threadpoolctl import threadpool_limits  # installed with scikit-learn
-
-    # one thread: at n ~ 1000 candidates thread start-up costs more than it saves, and on a busy server
-    # (several users, faiss, an LLM) oversubscribed OpenMP/BLAS pools are several times slower
-    with threadpool_limits(limits=1):
+    with one_thread():
         labels = kmeans_labels(vectors, m, seed, n_init)
         ent = (similarity_entropies(vectors, scale) if caption_vectors is None
                else cross_entropies(caption_vectors, vectors, scale))
     reps = pick_representatives(labels, ent) if len(labels) else []
     return Clusters(np.asarray(labels, int), np.asarray(ent, np.float64), reps)
+
+
+def one_thread():
+    """A context in which the BLAS and OpenMP pools run one thread: at n ~ 1000 candidates thread start-up
+    costs more than it saves, and on a busy server (several users, faiss, an LLM) oversubscribed pools
+    are several times slower (a 1,000 x 1,024 by 1,024 x 6 product took 40 ms instead of 0.4 at load 7)."""
+    return _thread_pools().limit(limits=1)
+
+
+@lru_cache(maxsize=1)
+def _thread_pools():
+    """The process's BLAS and OpenMP pools (threadpoolctl), found once: finding them scans every loaded
+    library (about 2 ms, more than the limit itself, on every turn). faiss is imported first so that its
+    OpenMP runtime is among them."""
+    import faiss  # noqa: F401 - loads the OpenMP runtime KMeans uses
+    from threadpoolctl import ThreadpoolController  # installed with scikit-learn
+
+    return ThreadpoolController()
 
 
 def extract(ids: list[str], vectors: np.ndarray, m: int, seed: int = 0, scale: float = 1.0,
