@@ -89,18 +89,25 @@ def test_cluster_runs_single_threaded_and_gives_the_plain_result(monkeypatch):
     with threadpool_limits(limits=1):  # the reference: the code before the cached controller
         labels = rce.kmeans_labels(v, 6, 0, 1)
         ent = rce.similarity_entropies(v, 5.0)
-    threads = []
-    real = rce.similarity_entropies
+    threads = {}
 
-    def spy(*a, **kw):
-        threads.extend(p["num_threads"] for p in threadpool_info())
-        return real(*a, **kw)
+    def spy(name, real):
+        def wrapped(*a, **kw):
+            threads[name] = [p["num_threads"] for p in threadpool_info()]
+            return real(*a, **kw)
+        return wrapped
 
-    monkeypatch.setattr(rce, "similarity_entropies", spy)
+    monkeypatch.setattr(rce, "similarity_entropies", spy("entropies", rce.similarity_entropies))
+    monkeypatch.setattr(rce, "kmeans_labels", spy("kmeans", rce.kmeans_labels))
+    assert len(v) >= rce.BESIDE_MIN  # KMeans runs in its own thread beside the entropies
     found = rce.cluster(v, 6, 0, 5.0)
-    assert threads and set(threads) == {1}  # every BLAS and OpenMP pool limited to one thread inside
+    # every BLAS and OpenMP pool runs one thread, in the calling thread and in KMeans's thread
+    assert set(threads) == {"entropies", "kmeans"} and all(set(t) == {1} for t in threads.values()), threads
     assert np.array_equal(found.labels, labels) and np.array_equal(found.entropies, ent)
     assert found.representatives == rce.pick_representatives(labels, ent)
+    small = rce.cluster(v[:50], 4, 0, 5.0)  # below BESIDE_MIN: one thread, in order; the same result
+    with threadpool_limits(limits=1):
+        assert np.array_equal(small.labels, rce.kmeans_labels(v[:50], 4, 0, 1))
 
 
 def test_entropies_match_the_definition_on_a_seeded_set():
@@ -116,3 +123,24 @@ def test_entropies_match_the_definition_on_a_seeded_set():
             z = sum(w)
             want.append(-sum(x / z * math.log(x / z) for x in w))
         np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("prompt", [
+    "a plain prompt",
+    [{"role": "system", "content": "be brief"}, {"role": "user", "content": "a question?"}],
+    [{"role": "user", "content": [{"type": "text", "text": "what is it?"}, {"type": "image", "id": 3}]}],
+    ("a", ["tuple", {"k": 1.5}]),
+])
+def test_llm_call_records_are_what_asdict_gives(prompt):
+    from dataclasses import asdict
+
+    from interactive_ir.llm_log import LLMCall
+
+    call = LLMCall("question", prompt, "reply", 0.25, "fake", 0.7, None)
+    got = call.to_dict()
+    assert got == asdict(call) and list(got) == list(asdict(call))
+    if not isinstance(prompt, str):  # a copy: the record does not change when the prompt object does
+        assert got["prompt"] is not prompt
+        if isinstance(prompt, list):
+            prompt[0]["role"] = "changed"
+            assert got["prompt"][0]["role"] != "changed"
