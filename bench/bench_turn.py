@@ -369,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         return child_json(args)
 
+    from interactive_ir.plugir.config import PlugIRConfig
     from interactive_ir.plugir.rce import default_n_candidates
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="iir-bench-turn-"))
@@ -385,7 +386,8 @@ def main(argv: list[str] | None = None) -> int:
         index_dir, built_s = reuse_or_build(args.index or work / "synthetic" / "index", args.size)
         notes.append(f"synthetic index: {args.size:,} images, {DIM}-d image + caption vectors, "
                      + ("reused" if built_s is None else f"written in {built_s:.1f} s")
-                     + f"; n = {default_n_candidates(args.size)} candidates, m = 10")
+                     + f"; n = {default_n_candidates(args.size, maximum=PlugIRConfig().max_candidates)} "
+                       "candidates, m = 10")
         retriever, engine_for, descriptions, answers = fake_setting(index_dir, args)
         for style in [s for s in args.styles.split(",") if s]:
             engine = engine_for(style)

@@ -144,3 +144,24 @@ def test_llm_call_records_are_what_asdict_gives(prompt):
         if isinstance(prompt, list):
             prompt[0]["role"] = "changed"
             assert got["prompt"][0]["role"] != "changed"
+
+
+@pytest.mark.parametrize("size,cap,n", [(10_000_000, 1000, 1000), (1_000_000, 1000, 1000), (100_000, 1000, 1000),
+                                        (50_000, 1000, 500), (1_000_000, 0, 10_000), (500, 1000, 20)])
+def test_n_is_one_percent_capped(size, cap, n):
+    assert rce.default_n_candidates(size, 0.01, 20, cap) == n
+
+
+def test_the_engine_caps_its_candidates(tmp_path):
+    from interactive_ir.engine import EngineConfig, build_engine
+    from interactive_ir.errors import BadInputError
+
+    retriever, _, _ = build_tiny(tmp_path, n=40)
+    assert PlugIRConfig().max_candidates == 1000  # the default leaves every index up to 100,000 images as it was
+    for cap, want in ((25, 25), (0, 40)):  # 100% of 40 images, capped at 25 / not capped
+        cfg = PlugIRConfig(candidate_fraction=1.0, max_candidates=cap, n_clusters=3)
+        eng = build_engine(retriever, llm=FakeLLM(responder=Questions()), config=EngineConfig(k=4), plugir=cfg)
+        turn = eng.start(eng.new_session(), "a red dog")
+        assert turn.extra["plugir"]["rce"]["n_candidates"] == want
+    with pytest.raises(BadInputError, match="max_candidates"):
+        PlugIRConfig(max_candidates=10)  # below min_candidates (20)

@@ -18,9 +18,13 @@ BESIDE_MIN = 200  # from this many candidates, KMeans runs in a second thread be
 KMEANS_ITERATIONS = 25  # Lloyd iterations (faiss's default; converges on n ~ 1000 candidates well before)
 
 
-def default_n_candidates(index_size: int, fraction: float = 0.01, minimum: int = 20) -> int:
-    """The paper's n: about 1% of the collection, at least `minimum` (never more than the collection)."""
-    return max(0, min(index_size, max(int(minimum), int(round(fraction * index_size)))))
+def default_n_candidates(index_size: int, fraction: float = 0.01, minimum: int = 20, maximum: int = 0) -> int:
+    """The paper's n: about 1% of the collection, at least `minimum`, at most `maximum` (0: no cap), never
+    more than the collection."""
+    n = int(round(fraction * index_size))
+    if maximum:
+        n = min(n, int(maximum))
+    return max(0, min(index_size, max(int(minimum), n)))
 
 
 def softmax(scores: np.ndarray, scale: float = 1.0, axis: int = -1) -> np.ndarray:
