@@ -31,6 +31,7 @@ def test_candidate_vectors_are_the_index_rows(tmp_path, captions):
         assert cv.caption is None
     for start in (0, 4):
         assert np.array_equal(cv.matrix(start), candidate_matrix(retriever, rows[start:]))
+    assert cv.image.flags.c_contiguous and (cv.caption is None or cv.caption.flags.c_contiguous)
     # the shared matrix is the search's own rows: its scores are the search's (exact kNN over fp16 vectors)
     np.testing.assert_allclose(cv.matrix() @ qrow, scores, rtol=1e-5, atol=1e-6)
 
@@ -54,17 +55,23 @@ def test_a_question_step_reads_the_candidates_once_and_its_kl_is_the_plain_one(t
     cands = retriever.search_text("a red dog", 20)
     rows = [h.row for h in cands]
     reads = []
-    real = type(retriever.index).vectors
+    cls = type(retriever.index)
+    real_vectors, real_rows = cls.vectors, cls.row_vectors
 
-    def counted(self, rows_, kind="image"):
+    def vectors(self, rows_, kind="image"):
         reads.append(kind)
-        return real(self, rows_, kind)
+        return real_vectors(self, rows_, kind)
 
-    monkeypatch.setattr(type(retriever.index), "vectors", counted)
+    def row_vectors(self, rows_):
+        reads.append("rows")
+        return real_rows(self, rows_)
+
+    monkeypatch.setattr(cls, "vectors", vectors)
+    monkeypatch.setattr(cls, "row_vectors", row_vectors)
     cfg = PlugIRConfig(n_questions=3, kl_skip_top=skip)
     res = next_question(LoggedLLM(FakeLLM(responder=Questions())), retriever, lambda ids: ["c"] * len(ids), cfg,
                         QuestionState("a red dog", [], "a red dog", candidates=cands))
-    assert sorted(reads) == ["caption", "image"]  # one read of each, shared by RCE and KL
+    assert reads == ["rows"]  # one read of the [image | caption] rows, shared by RCE and KL
     assert len(res.extra["questions"]) == 3 and len(res.extra["kl"]) == 3
     # the reference: KL over rows read afresh from the index (the code before the shortcut)
     want = pipeline.question_kls(retriever, rows[skip:], "a red dog", res.extra["questions"], cfg.sim_scale, 2000)
