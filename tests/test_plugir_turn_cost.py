@@ -172,3 +172,21 @@ def test_the_engine_caps_its_candidates(tmp_path):
         assert turn.extra["plugir"]["rce"]["n_candidates"] == want
     with pytest.raises(BadInputError, match="max_candidates"):
         PlugIRConfig(max_candidates=10)  # below min_candidates (20)
+
+
+def _entropies_before(vectors, scale):
+    """`similarity_entropies` as it was before issue 16 (the reference for bit-for-bit equality)."""
+    v = np.asarray(vectors, np.float32)
+    s = (v @ v.T) * np.float32(scale)
+    np.fill_diagonal(s, -np.inf)
+    s -= s.max(axis=1, keepdims=True)
+    e = np.exp(s)
+    np.fill_diagonal(s, 0.0)
+    z = e.sum(axis=1)
+    return (np.log(z) - np.einsum("ij,ij->i", e, s) / z).astype(np.float64)
+
+
+@pytest.mark.parametrize("scale", [1.0, 7.5])
+def test_entropies_are_bit_for_bit_those_of_before(scale):
+    v = np.random.default_rng(2).standard_normal((300, 64)).astype(np.float16).astype(np.float32)
+    assert np.array_equal(rce.similarity_entropies(v, scale), _entropies_before(v, scale))

@@ -41,7 +41,9 @@ def similarity_entropies(vectors: np.ndarray, scale: float = 1.0) -> np.ndarray:
     n = len(v)
     if n < 2:
         return np.zeros(n)
-    s = (v @ v.T) * np.float32(scale)
+    s = v @ v.T
+    if scale != 1.0:  # x * 1 == x: the paper's scale 1 skips a pass over the n x n matrix
+        s *= np.float32(scale)
     np.fill_diagonal(s, -np.inf)
     s -= s.max(axis=1, keepdims=True)
     e = np.exp(s)  # the diagonal (x itself) gets weight 0
