@@ -107,6 +107,8 @@ def test_cluster_runs_single_threaded_and_gives_the_plain_result(monkeypatch):
     monkeypatch.setattr(rce, "similarity_entropies", spy("entropies", rce.similarity_entropies))
     monkeypatch.setattr(rce, "kmeans_labels", spy("kmeans", rce.kmeans_labels))
     assert len(v) >= rce.BESIDE_MIN  # KMeans runs in its own thread beside the entropies
+    rce.cluster(v[:50], 4, 0, 5.0)  # the pools are found here ...
+    import sklearn.cluster  # noqa: F401 - ... and then a library with pools of its own is loaded
     found = rce.cluster(v, 6, 0, 5.0)
     # every BLAS and OpenMP pool runs one thread, in the calling thread and in KMeans's thread
     assert set(threads) == {"entropies", "kmeans"} and all(set(t) == {1} for t in threads.values()), threads

@@ -8,6 +8,7 @@ Table 18 questioner prompt. The functions here are pure: vectors in, indices out
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -187,15 +188,16 @@ def one_thread():
     """A context in which the BLAS and OpenMP pools run one thread: at n ~ 1000 candidates thread start-up
     costs more than it saves, and on a busy server (several users, faiss, an LLM) oversubscribed pools
     are several times slower (a 1,000 x 1,024 by 1,024 x 6 product took 40 ms instead of 0.4 at load 7)."""
-    return _thread_pools().limit(limits=1)
+    import faiss  # noqa: F401 - loads the OpenMP runtime KMeans uses, so that it is among the pools
+
+    return _thread_pools(len(sys.modules)).limit(limits=1)
 
 
 @lru_cache(maxsize=1)
-def _thread_pools():
-    """The process's BLAS and OpenMP pools (threadpoolctl), found once: finding them scans every loaded
-    library (about 2 ms, more than the limit itself, on every turn). faiss is imported first so that its
-    OpenMP runtime is among them."""
-    import faiss  # noqa: F401 - loads the OpenMP runtime KMeans uses
+def _thread_pools(modules: int):
+    """The process's BLAS and OpenMP pools (threadpoolctl), found again only when more modules were imported
+    (`modules`: how many), which is when new native libraries appear: finding them scans every loaded
+    library, about 2 ms, more than the limit itself, on every turn."""
     from threadpoolctl import ThreadpoolController  # installed with scikit-learn
 
     return ThreadpoolController()
