@@ -383,11 +383,12 @@ def main(argv: list[str] | None = None) -> int:
     notes = []
     profile = ""
     try:
+        cap = getattr(PlugIRConfig(), "max_candidates", 0)  # (IIR_BENCH_CODE may be a checkout without the cap)
+        n = default_n_candidates(args.size, maximum=cap) if cap else default_n_candidates(args.size)
         index_dir, built_s = reuse_or_build(args.index or work / "synthetic" / "index", args.size)
         notes.append(f"synthetic index: {args.size:,} images, {DIM}-d image + caption vectors, "
                      + ("reused" if built_s is None else f"written in {built_s:.1f} s")
-                     + f"; n = {default_n_candidates(args.size, maximum=PlugIRConfig().max_candidates)} "
-                       "candidates, m = 10")
+                     + f"; n = {n} candidates, m = 10")
         retriever, engine_for, descriptions, answers = fake_setting(index_dir, args)
         for style in [s for s in args.styles.split(",") if s]:
             engine = engine_for(style)
