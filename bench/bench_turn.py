@@ -4,7 +4,8 @@ Two settings, each a few sessions of: describe, then answer several questions.
 1. `fake`: the fake LLM (instant, scripted) and the fake embedder on a synthetic index of N images
    (default 100,000; 512-d image + caption vectors, written by the builder's own writer). This is the
    engine's own overhead: retrieval of the top max(k, n) candidates, RCE (faiss KMeans + entropies), parsing,
-   KL over the candidates. Goal: under 50 ms per turn at 100k images, LLM time excluded.
+   KL over the candidates. Goal: under 50 ms per turn at 100k images, LLM time excluded (issue 3); issue 16:
+   20 ms p50 for an answer turn.
 2. `smollm2`: the real offline SmolLM2-135M-Instruct (transformers, CPU) on a Flickr8k caption index of
    a few hundred images (text:all-MiniLM-L6-v2), skipped when the model or ../shared/data is missing.
 
