@@ -168,20 +168,18 @@ def cluster(vectors: np.ndarray, m: int, seed: int = 0, scale: float = 1.0, n_in
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(1, thread_name_prefix="rce-kmeans") as pool:
-                job = pool.submit(_on_one_omp_thread, kmeans_labels, vectors, m, seed, n_init)
+                job = pool.submit(_in_one_thread, kmeans_labels, vectors, m, seed, n_init)
                 ent = entropies()
                 labels = job.result()
     reps = pick_representatives(labels, ent) if len(labels) else []
     return Clusters(np.asarray(labels, int), np.asarray(ent, np.float64), reps)
 
 
-def _on_one_omp_thread(fn, *args):
-    """`fn(*args)` with OpenMP limited to one thread in the calling thread (an OpenMP thread count is
-    per thread: a new thread starts with the process default, not the limit of the thread that made it)."""
-    import faiss
-
-    faiss.omp_set_num_threads(1)
-    return fn(*args)
+def _in_one_thread(fn, *args):
+    """`fn(*args)` inside `one_thread()`, for a new thread: OpenMP thread counts are per thread, and a new
+    thread starts with the process default, not the limit of the thread that made it."""
+    with one_thread():
+        return fn(*args)
 
 
 def one_thread():
