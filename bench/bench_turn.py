@@ -4,7 +4,8 @@ Two settings, each a few sessions of: describe, then answer several questions.
 1. `fake`: the fake LLM (instant, scripted) and the fake embedder on a synthetic index of N images
    (default 100,000; 512-d image + caption vectors, written by the builder's own writer). This is the
    engine's own overhead: retrieval of the top max(k, n) candidates, RCE (faiss KMeans + entropies), parsing,
-   KL over the candidates. Goal: under 50 ms per turn at 100k images, LLM time excluded.
+   KL over the candidates. Goal: under 50 ms per turn at 100k images, LLM time excluded (issue 3); issue 16:
+   20 ms p50 for an answer turn.
 2. `smollm2`: the real offline SmolLM2-135M-Instruct (transformers, CPU) on a Flickr8k caption index of
    a few hundred images (text:all-MiniLM-L6-v2), skipped when the model or ../shared/data is missing.
 
@@ -12,8 +13,15 @@ For every turn it records the LLM prompts sent, the LLM round trips (one per bat
 call; the paper's flow makes ~11 sequential calls per turn: 5 questions, 5 filter answers, 1
 reformulation) and the wall time of each stage, and prints the medians (p50) and p95 as tables.
 
+`--compare REF` measures another checkout of the project (REF: its root folder, e.g. the main
+checkout) against this one in the SAME run: alternating child processes (REF, this, this, REF, ...),
+`--pairs` of them, on one synthetic index; it prints each side's answer-turn engine time (wall and
+process CPU, p50 / p95) and the ratios, with the load average of each pair. `--profile N` runs N
+answer turns under cProfile after the timed ones and prints where their time went.
+
 Usage: python bench/bench_turn.py [--size 100000] [--sessions 5] [--turns 4] [--skip-smollm2]
-       [--smollm2-images 300] [--smollm2-turns 2] [--styles sample,list]
+       [--smollm2-images 300] [--smollm2-turns 2] [--styles sample,list] [--index DIR]
+       [--compare REF --pairs 3] [--profile 20]
 """
 
 from __future__ import annotations
@@ -31,8 +39,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+CODE = Path(os.environ.get("IIR_BENCH_CODE") or ROOT)  # the checkout whose engine is measured (--compare sets it)
+if str(CODE) not in sys.path:
+    sys.path.insert(0, str(CODE))
 
 FLICKR = ROOT.parent / "shared" / "data" / "flickr8k"
 DIM = 512
@@ -82,6 +91,20 @@ def synthetic_index(out: Path, n: int, seed: int = 0) -> Path:
                for i in range(n)]
     _write(out, out.parent / "images", FakeEmbedder(DIM, spec=f"fake:{DIM}"), records, img, cap, 0)
     return out
+
+
+def reuse_or_build(out: Path, n: int) -> tuple[Path, float | None]:
+    """The synthetic index at `out` when one of n images is there already (seconds None), else built now."""
+    try:
+        if json.loads((out / "manifest.json").read_text())["count"] == n:
+            return out, None
+    except (OSError, ValueError, KeyError):
+        pass
+    if out.exists():
+        shutil.rmtree(out)
+    t0 = time.perf_counter()
+    synthetic_index(out, n)
+    return out, time.perf_counter() - t0
 
 
 def flickr_index(out: Path, n: int):
@@ -134,8 +157,19 @@ def run_sessions(engine, descriptions: list[str], answers: list[str], turns: int
                 "fallback": t.question_fallback, "error": t.error,
                 **{k: t.timings.get(k, 0.0) for k in STAGES},
                 "total": t.timings["total"], "engine": t.timings["total"] - llm_s,
+                "digest": digest(t),
             })
     return out
+
+
+def digest(turn) -> str:
+    """A hash of what a turn produced (results, scores, question, RCE and KL records): --compare checks that
+    both sides produce the same turns."""
+    import hashlib
+
+    what = {"shown": turn.shown, "scores": turn.scores, "question": turn.question,
+            "plugir": turn.extra.get("plugir", {})}
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def pct(values, q):
@@ -178,6 +212,140 @@ def environment() -> str:
             f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
 
 
+def fake_setting(index_dir: Path, args):
+    """(retriever, engine builder, descriptions, answers) of the fake setting on a synthetic index."""
+    from interactive_ir.backends.embedders import FakeEmbedder
+    from interactive_ir.backends.llms import FakeLLM
+    from interactive_ir.engine import EngineConfig, build_engine
+    from interactive_ir.index import load_index
+    from interactive_ir.plugir.config import PlugIRConfig
+    from interactive_ir.retrieval import Retriever
+
+    retriever = Retriever(load_index(index_dir, verify=False), FakeEmbedder(DIM, spec=f"fake:{DIM}"))
+    rng = np.random.default_rng(1)
+    descriptions = [f"a {rng.choice(COLOURS)} {rng.choice(THINGS)} {rng.choice(ACTIONS)} on the "
+                    f"{rng.choice(PLACES)}" for _ in range(args.sessions)]
+    answers = ["yes", "no, it is brown", "in the afternoon", "two of them"]
+
+    def engine_for(style: str):
+        return build_engine(retriever, llm=FakeLLM(responder=fake_responder), config=EngineConfig(k=args.k),
+                            plugir=PlugIRConfig(question_style=style))
+
+    return retriever, engine_for, descriptions, answers
+
+
+def profile_turns(engine, descriptions, answers, turns: int, top: int = 30) -> str:
+    """cProfile of `turns` answer turns (describe turns run outside the profiler), timed in process CPU
+    seconds: the top functions."""
+    import cProfile
+    import io
+    import pstats
+
+    prof = cProfile.Profile(time.process_time)  # CPU time: the machine may be shared
+    done = 0
+    while done < turns:
+        for desc in descriptions:
+            s = engine.new_session()
+            engine.start(s, desc)
+            for i in range(min(4, turns - done)):
+                if not s.pending_question:
+                    break
+                prof.enable()
+                engine.answer(s, answers[i % len(answers)])
+                prof.disable()
+                done += 1
+            if done >= turns:
+                break
+    out = io.StringIO()
+    st = pstats.Stats(prof, stream=out).strip_dirs()
+    out.write(f"### cProfile (process CPU time) of {done} answer turns, by own time\n")
+    st.sort_stats("tottime").print_stats(top)
+    out.write(f"### by cumulative time\n")
+    st.sort_stats("cumulative").print_stats(top)
+    return out.getvalue()
+
+
+def child_json(args) -> int:
+    """--json: the answer and describe turns of the fake setting as one JSON line (for --compare)."""
+    import interactive_ir
+
+    _, engine_for, descriptions, answers = fake_setting(args.index, args)
+    out = {"code": str(Path(interactive_ir.__file__).resolve().parent.parent), "load": os.getloadavg()[0],
+           "records": {}}
+    for style in [s for s in args.styles.split(",") if s]:
+        engine = engine_for(style)
+        run_sessions(engine, descriptions[:1], ["yes"], 1)  # warm-up: imports, faiss start-up
+        out["records"][style] = run_sessions(engine, descriptions, answers, args.turns)
+    print(json.dumps(out))
+    return 0
+
+
+def compare(args, work: Path) -> int:
+    """--compare REF: REF's engine and this one in alternating child processes on one index."""
+    import subprocess
+
+    ref = args.compare.resolve()
+    if not (ref / "interactive_ir" / "__init__.py").is_file():
+        print(f"--compare: {ref} is not a checkout of this project (no interactive_ir/ in it): give its root "
+              "folder", file=sys.stderr)
+        return 2
+    index_dir, built_s = reuse_or_build(args.index or work / "synthetic" / "index", args.size)
+    sides = {"old": ref, "new": CODE.resolve()}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--json", "--index", str(index_dir), "--sessions",
+           str(args.sessions), "--turns", str(args.turns), "-k", str(args.k), "--styles", args.styles]
+    pooled: dict[str, list[dict]] = {"old": [], "new": []}
+    digests: dict[str, list[list[str]]] = {"old": [], "new": []}
+    rows = []
+    for pair in range(args.pairs):
+        got = {}
+        for side in (("old", "new") if pair % 2 == 0 else ("new", "old")):
+            env = {**os.environ, "IIR_BENCH_CODE": str(sides[side])}
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if p.returncode:
+                print(f"--compare: the {side} side ({sides[side]}) failed:\n{p.stderr[-3000:]}", file=sys.stderr)
+                return 1
+            res = json.loads(p.stdout.strip().splitlines()[-1])
+            if Path(res["code"]) != sides[side]:
+                print(f"--compare: the {side} side ran the code in {res['code']}, not {sides[side]}", file=sys.stderr)
+                return 1
+            got[side] = ([r for recs in res["records"].values() for r in recs if r["round"] >= 1], res["load"])
+            pooled[side] += got[side][0]
+            digests[side].append([r["digest"] for recs in res["records"].values() for r in recs])
+        rows.append(compare_row(str(pair + 1), got["old"][0], got["new"][0],
+                                f"{got['old'][1]:.1f} / {got['new'][1]:.1f}"))
+    rows.append(compare_row("all", pooled["old"], pooled["new"], "-"))
+    print(f"## Answer-turn engine time, old ({ref}) vs new ({sides['new']}), ms")
+    print()
+    print(f"fake LLM, {args.size:,} images, styles {args.styles}; {args.sessions} sessions x {args.turns} answers "
+          f"per side and pair; index {'reused' if built_s is None else f'written in {built_s:.1f} s'}")
+    print()
+    print("| pair | load avg (old / new run) | old wall p50 / p95 | new wall p50 / p95 | wall p50 new/old | "
+          "old CPU p50 / p95 | new CPU p50 / p95 | CPU p50 new/old | retrieve old -> new | rce old -> new | "
+          "kl old -> new |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+    print()
+    same = sum(a == b for x, y in zip(digests["old"], digests["new"]) for a, b in zip(x, y))
+    total = sum(len(x) for x in digests["new"])
+    print(f"- identical turns (results, scores, question, RCE and KL records) old vs new: {same} of {total}")
+    print(f"- {environment()}")
+    print("- wall: turn time minus LLM time; CPU: process CPU time of the turn over all threads; stage columns: "
+          "wall p50")
+    return 0
+
+
+def compare_row(label: str, old: list[dict], new: list[dict], load: str) -> str:
+    def p(recs, key, q):
+        return 1000 * pct([r[key] for r in recs], q)
+
+    return (f"| {label} | {load} | {p(old, 'engine', 50):.1f} / {p(old, 'engine', 95):.1f} | "
+            f"{p(new, 'engine', 50):.1f} / {p(new, 'engine', 95):.1f} | "
+            f"{p(new, 'engine', 50) / p(old, 'engine', 50):.2f} | "
+            f"{p(old, 'cpu', 50):.1f} / {p(old, 'cpu', 95):.1f} | {p(new, 'cpu', 50):.1f} / {p(new, 'cpu', 95):.1f} | "
+            f"{p(new, 'cpu', 50) / p(old, 'cpu', 50):.2f} | "
+            + " | ".join(f"{p(old, k, 50):.1f} -> {p(new, k, 50):.1f}" for k in ("retrieve", "rce", "kl")) + " |")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=100_000, help="synthetic index size of the fake setting")
@@ -190,35 +358,46 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--smollm2-sessions", type=int, default=1)
     ap.add_argument("--smollm2-turns", type=int, default=2, help="answers per SmolLM2 session")
     ap.add_argument("--keep", type=Path, default=None, help="build indices here and keep them (default: a temp dir)")
+    ap.add_argument("--index", type=Path, default=None,
+                    help="the synthetic index's folder: reused when it holds --size images, else written there")
+    ap.add_argument("--compare", type=Path, default=None, metavar="REF",
+                    help="root folder of another checkout: measure its engine against this one, alternating")
+    ap.add_argument("--pairs", type=int, default=3, help="--compare: alternating (old, new) pairs of runs")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="also run N answer turns under cProfile and print the top functions")
+    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # --compare's child processes
     args = ap.parse_args(argv)
+    if args.json:
+        return child_json(args)
 
-    from interactive_ir.backends.embedders import FakeEmbedder
-    from interactive_ir.backends.llms import FakeLLM
-    from interactive_ir.engine import EngineConfig, build_engine
-    from interactive_ir.index import load_index
     from interactive_ir.plugir.config import PlugIRConfig
     from interactive_ir.plugir.rce import default_n_candidates
-    from interactive_ir.retrieval import Retriever
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="iir-bench-turn-"))
+    if args.compare is not None:
+        try:
+            return compare(args, work)
+        finally:
+            if args.keep is None:
+                shutil.rmtree(work, ignore_errors=True)
     lines = [HEADER, "|" + "---|" * (HEADER.count("|") - 1)]
     notes = []
+    profile = ""
     try:
-        t0 = time.perf_counter()
-        index_dir = synthetic_index(work / "synthetic" / "index", args.size)
-        notes.append(f"synthetic index: {args.size:,} images, {DIM}-d image + caption vectors, written in "
-                     f"{time.perf_counter() - t0:.1f} s; n = {default_n_candidates(args.size)} candidates, m = 10")
-        retriever = Retriever(load_index(index_dir, verify=False), FakeEmbedder(DIM, spec=f"fake:{DIM}"))
-        rng = np.random.default_rng(1)
-        descriptions = [f"a {rng.choice(COLOURS)} {rng.choice(THINGS)} {rng.choice(ACTIONS)} on the "
-                        f"{rng.choice(PLACES)}" for _ in range(args.sessions)]
-        answers = ["yes", "no, it is brown", "in the afternoon", "two of them"]
+        cap = getattr(PlugIRConfig(), "max_candidates", 0)  # (IIR_BENCH_CODE may be a checkout without the cap)
+        n = default_n_candidates(args.size, maximum=cap) if cap else default_n_candidates(args.size)
+        index_dir, built_s = reuse_or_build(args.index or work / "synthetic" / "index", args.size)
+        notes.append(f"synthetic index: {args.size:,} images, {DIM}-d image + caption vectors, "
+                     + ("reused" if built_s is None else f"written in {built_s:.1f} s")
+                     + f"; n = {n} candidates, m = 10")
+        retriever, engine_for, descriptions, answers = fake_setting(index_dir, args)
         for style in [s for s in args.styles.split(",") if s]:
-            engine = build_engine(retriever, llm=FakeLLM(responder=fake_responder), config=EngineConfig(k=args.k),
-                                  plugir=PlugIRConfig(question_style=style))
+            engine = engine_for(style)
             run_sessions(engine, descriptions[:1], answers, 1)  # warm-up: imports, faiss start-up
             records = run_sessions(engine, descriptions, answers, args.turns)
             lines += summarise(f"fake LLM, {args.size:,} images, {style}", records)
+            if args.profile and not profile:
+                profile = profile_turns(engine, descriptions, answers, args.profile)
 
         if args.skip_smollm2:
             notes.append("SmolLM2 setting skipped (--skip-smollm2)")
@@ -235,6 +414,11 @@ def main(argv: list[str] | None = None) -> int:
                 llm = make_llm("transformers:smollm2")
                 load_s = time.perf_counter() - t0
                 fdir, rows = flickr_index(work / "flickr" / "index", args.smollm2_images)
+                from interactive_ir.engine import EngineConfig, build_engine
+                from interactive_ir.index import load_index
+                from interactive_ir.plugir.config import PlugIRConfig
+                from interactive_ir.retrieval import Retriever
+
                 r2 = Retriever(load_index(fdir), make_embedder("text:all-MiniLM-L6-v2"))
                 engine = build_engine(r2, llm=llm, config=EngineConfig(k=args.k),
                                       plugir=PlugIRConfig(questioner="llm"))  # PlugIR's questions, not grounded
@@ -258,6 +442,9 @@ def main(argv: list[str] | None = None) -> int:
           "machine, roughly, when the load average is above the CPU count)")
     print("- LLM round trips: batched generate() calls (questions in one, filter answers in one, reformulation in "
           "one); the paper's flow makes ~11 sequential calls per turn")
+    if profile:
+        print()
+        print(profile)
     return 0
 
 

@@ -58,7 +58,7 @@ class Asker:
         cfg = cfg or self.config
         size = len(self.core.index)
         return min(size, cfg.n_candidates) if cfg.n_candidates else default_n_candidates(
-            size, cfg.candidate_fraction, cfg.min_candidates)
+            size, cfg.candidate_fraction, cfg.min_candidates, cfg.max_candidates)
 
     @staticmethod
     def carry(session: Session) -> np.ndarray | None:

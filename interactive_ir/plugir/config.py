@@ -25,6 +25,9 @@ class PlugIRConfig:
     n_candidates: int = 0  # n, the retrieval candidates S_R for RCE and the KL filter; 0 = auto (below)
     candidate_fraction: float = 0.01  # auto n: this share of the index (the paper uses about 1%) ...
     min_candidates: int = 20  # ... but at least this many
+    max_candidates: int = 1000  # ... and at most this many (0: no cap). RCE's entropies cost n^2 and its KMeans n:
+    #                             1% of 10M images would be 100,000 candidates (seconds a turn); the paper's n was
+    #                             200-500 at pools of 20k-50k. Up to 100,000 images the cap changes nothing
     n_clusters: int = 10  # m, KMeans clusters = candidate captions shown to the questioner (paper: 10)
     n_questions: int = 5  # q_n, candidate questions generated per turn before filtering
     question_style: str = "sample"  # "sample": q_n copies of the paper's one-question prompt in one batched call;
@@ -90,6 +93,9 @@ class PlugIRConfig:
             raise BadInputError("kl_skip_top and filter_retries must be 0 or more")
         if self.n_candidates < 0:
             raise BadInputError(f"n_candidates must be 0 (auto) or positive, got {self.n_candidates}")
+        if self.max_candidates and self.max_candidates < self.min_candidates:
+            raise BadInputError(f"max_candidates must be 0 (no cap) or at least min_candidates "
+                                f"({self.min_candidates}), got {self.max_candidates}")
 
     # --- what the method uses ---------------------------------------------------------------------
     @property

@@ -56,6 +56,28 @@ def candidate_matrix(retriever, rows: Sequence[int] | np.ndarray) -> np.ndarray:
     return img
 
 
+@dataclass
+class CandidateVectors:
+    """The candidates' float32 vectors, read from the index once per question step (RCE and KL share them)."""
+
+    rows: np.ndarray  # n x width search rows ([image | caption] with captions), best first: `candidate_matrix`
+    image: np.ndarray  # n x d image vectors (a caption index: caption vectors), contiguous
+    caption: np.ndarray | None  # n x d caption vectors when the index has them separately, else None
+
+    @classmethod
+    def read(cls, retriever, rows: Sequence[int] | np.ndarray) -> CandidateVectors:
+        index = retriever.index
+        m = index.row_vectors(rows)  # one read, in ascending row order, cast once (a third of two reads + a copy)
+        if not index.has_captions:
+            return cls(m, m, None)
+        d = index.dim
+        return cls(m, np.ascontiguousarray(m[:, :d]), np.ascontiguousarray(m[:, d:]))
+
+    def matrix(self, start: int = 0) -> np.ndarray:
+        """`candidate_matrix` of the candidates from rank `start + 1` on, without reading the index again."""
+        return self.rows[start:]
+
+
 def carry_mix(rows: np.ndarray, carry: np.ndarray | None, weight: float) -> np.ndarray:
     """Each text query row r (1-D, or the rows of a 2-D array) becomes (1 - w) r + w |r| c / |c|: the
     weighted mean of r and the carried row c rescaled to r's length. No carry (or w = 0) returns r."""
@@ -72,13 +94,17 @@ def carry_mix(rows: np.ndarray, carry: np.ndarray | None, weight: float) -> np.n
 
 
 def question_kls(retriever, rows: Sequence[int], query: str, questions: Sequence[str], scale: float,
-                 limit: int, carry: np.ndarray | None = None, carry_weight: float = 0.0) -> list[float]:
+                 limit: int, carry: np.ndarray | None = None, carry_weight: float = 0.0,
+                 matrix: np.ndarray | None = None) -> list[float]:
     """KL(p_c || p_{c,q}) over the candidate rows for each question (one batched text encoding); with a
-    carried row, c and c + q are ranked as an answer would be (`carry_mix`)."""
+    carried row, c and c + q are ranked as an answer would be (`carry_mix`). `matrix`: the rows'
+    `candidate_matrix` when the caller has it already (None: read from the index)."""
     texts = [query] + [filtering.concat_query(query, q, limit) for q in questions]
     vecs = retriever.encode_texts(texts)
     qrows = carry_mix(np.stack([retriever.text_query_row(v) for v in vecs]), carry, carry_weight)
-    scores = candidate_matrix(retriever, rows) @ qrows.T  # n x (1 + q)
+    matrix = candidate_matrix(retriever, rows) if matrix is None else matrix
+    with rce.one_thread():
+        scores = matrix @ qrows.T  # n x (1 + q)
     return [float(x) for x in filtering.kl_scores(scores[:, 0], scores[:, 1:].T, scale)]
 
 
@@ -89,14 +115,15 @@ def next_question(llm, retriever, captions_of: Callable[[Sequence[str]], list[st
     res = QuestionResult()
     cands = Candidates.of(state.candidates)  # rows and scores: metadata is read only for what is used
     rep_captions: list[str] | None = None
+    vectors: CandidateVectors | None = None  # read on first use, shared by RCE and KL
 
     t = time.perf_counter()
     if cfg.uses_candidates and len(cands):
         rows = cands.rows
-        cap_vecs = (retriever.index.vectors(rows, "caption")
-                    if cfg.representative == "caption" and retriever.index.has_captions else None)
-        found = rce.cluster(retriever.index.vectors(rows, "image"), cfg.n_clusters, cfg.kmeans_seed,
-                            cfg.sim_scale, cfg.kmeans_n_init, cap_vecs)
+        vectors = CandidateVectors.read(retriever, rows)
+        cap_vecs = vectors.caption if cfg.representative == "caption" else None
+        found = rce.cluster(vectors.image, cfg.n_clusters, cfg.kmeans_seed, cfg.sim_scale, cfg.kmeans_n_init,
+                            cap_vecs)
         rep_ids = [rec.id for rec in retriever.records_of(rows[found.representatives])]
         captions: list[str] = []
         try:
@@ -175,11 +202,13 @@ def next_question(llm, retriever, captions_of: Callable[[Sequence[str]], list[st
 
         t = time.perf_counter()
         if len(kept) > 1 and len(cands) > 1 and state.query:
-            rows = cands.rows
+            rows, start = cands.rows, 0
             if cfg.kl_skip_top and len(rows) > cfg.kl_skip_top + 1:  # the authors' code: KL over ranks 11..n
-                rows = rows[cfg.kl_skip_top:]
+                start = cfg.kl_skip_top
+                rows = rows[start:]
             kls = question_kls(retriever, rows, state.query, questions, cfg.sim_scale, text_limit,
-                               state.carry, state.carry_weight)
+                               state.carry, state.carry_weight,
+                               matrix=vectors.matrix(start) if vectors is not None else None)
             res.extra["kl"] = [round(k, 8) for k in kls]
             chosen = filtering.choose_by_kl(kls, kept)
         else:

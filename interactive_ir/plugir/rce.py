@@ -8,16 +8,24 @@ Table 18 questioner prompt. The functions here are pure: vectors in, indices out
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
+BESIDE_MIN = 200  # from this many candidates, KMeans runs in a second thread beside the entropies (on two free
+#                   cores a turn then waits for the longer of the two, not their sum; the CPU time is the same)
 KMEANS_ITERATIONS = 25  # Lloyd iterations (faiss's default; converges on n ~ 1000 candidates well before)
 
 
-def default_n_candidates(index_size: int, fraction: float = 0.01, minimum: int = 20) -> int:
-    """The paper's n: about 1% of the collection, at least `minimum` (never more than the collection)."""
-    return max(0, min(index_size, max(int(minimum), int(round(fraction * index_size)))))
+def default_n_candidates(index_size: int, fraction: float = 0.01, minimum: int = 20, maximum: int = 0) -> int:
+    """The paper's n: about 1% of the collection, at least `minimum`, at most `maximum` (0: no cap), never
+    more than the collection."""
+    n = int(round(fraction * index_size))
+    if maximum:
+        n = min(n, int(maximum))
+    return max(0, min(index_size, max(int(minimum), n)))
 
 
 def softmax(scores: np.ndarray, scale: float = 1.0, axis: int = -1) -> np.ndarray:
@@ -34,7 +42,9 @@ def similarity_entropies(vectors: np.ndarray, scale: float = 1.0) -> np.ndarray:
     n = len(v)
     if n < 2:
         return np.zeros(n)
-    s = (v @ v.T) * np.float32(scale)
+    s = v @ v.T
+    if scale != 1.0:  # x * 1 == x: the paper's scale 1 skips a pass over the n x n matrix
+        s *= np.float32(scale)
     np.fill_diagonal(s, -np.inf)
     s -= s.max(axis=1, keepdims=True)
     e = np.exp(s)  # the diagonal (x itself) gets weight 0
@@ -68,8 +78,7 @@ def kmeans_labels(vectors: np.ndarray, m: int, seed: int = 0, n_init: int = 1) -
     n = len(v)
     if n == 0:
         return np.zeros(0, int)
-    distinct = len({row.tobytes() for row in v})
-    m = max(1, min(int(m), distinct))
+    m = max(1, min(int(m), _distinct_rows(v, int(m))))
     if m == 1:
         return np.zeros(n, int)
     import faiss  # heavy import: only when a turn needs it
@@ -84,6 +93,17 @@ def kmeans_labels(vectors: np.ndarray, m: int, seed: int = 0, n_init: int = 1) -
     _, first, labels = np.unique(assigned[:, 0], return_index=True, return_inverse=True)
     order = np.argsort(np.argsort(first))  # cluster ids by first appearance: stable, readable summaries
     return order[labels.reshape(-1)].astype(int)
+
+
+def _distinct_rows(v: np.ndarray, at_most: int) -> int:
+    """How many distinct rows `v` has, counted up to `at_most` (the candidates' first rows are almost always
+    distinct, so this reads a few rows, not all of them)."""
+    seen: set[bytes] = set()
+    for row in v:
+        seen.add(row.tobytes())
+        if len(seen) >= at_most:
+            break
+    return len(seen)
 
 
 def pick_representatives(labels: np.ndarray, entropies: np.ndarray) -> list[int]:
@@ -101,7 +121,7 @@ def summary(n_candidates: int, labels, representative_ids: list[str], representa
     """A compact, JSON-able record of one extraction for `Turn.extra`."""
     return {
         "n_candidates": int(n_candidates),
-        "n_clusters": len(set(int(x) for x in labels)),
+        "n_clusters": int(len(np.unique(np.asarray(labels, np.int64)))),
         "representatives": list(representative_ids),
         "entropies": [round(float(e), 4) for e in representative_entropies],
         "captions": list(captions),
@@ -137,16 +157,48 @@ def cluster(vectors: np.ndarray, m: int, seed: int = 0, scale: float = 1.0, n_in
             caption_vectors: np.ndarray | None = None) -> Clusters:
     """Algorithm 1 lines 7-13 on the candidates' image vectors (best first). With `caption_vectors` the
     representative's entropy is caption->image (`cross_entropies`), else image->image."""
-    from threadpoolctl import threadpool_limits  # installed with scikit-learn
+    def entropies():
+        return (similarity_entropies(vectors, scale) if caption_vectors is None
+                else cross_entropies(caption_vectors, vectors, scale))
 
-    # one thread: at n ~ 1000 candidates thread start-up costs more than it saves, and on a busy server
-    # (several users, faiss, an LLM) oversubscribed OpenMP/BLAS pools are several times slower
-    with threadpool_limits(limits=1):
-        labels = kmeans_labels(vectors, m, seed, n_init)
-        ent = (similarity_entropies(vectors, scale) if caption_vectors is None
-               else cross_entropies(caption_vectors, vectors, scale))
+    with one_thread():
+        if len(vectors) < BESIDE_MIN:
+            labels, ent = kmeans_labels(vectors, m, seed, n_init), entropies()
+        else:  # KMeans in a thread of its own beside the entropies: both release the GIL
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(1, thread_name_prefix="rce-kmeans") as pool:
+                job = pool.submit(_in_one_thread, kmeans_labels, vectors, m, seed, n_init)
+                ent = entropies()
+                labels = job.result()
     reps = pick_representatives(labels, ent) if len(labels) else []
     return Clusters(np.asarray(labels, int), np.asarray(ent, np.float64), reps)
+
+
+def _in_one_thread(fn, *args):
+    """`fn(*args)` inside `one_thread()`, for a new thread: OpenMP thread counts are per thread, and a new
+    thread starts with the process default, not the limit of the thread that made it."""
+    with one_thread():
+        return fn(*args)
+
+
+def one_thread():
+    """A context in which the BLAS and OpenMP pools run one thread: at n ~ 1000 candidates thread start-up
+    costs more than it saves, and on a busy server (several users, faiss, an LLM) oversubscribed pools
+    are several times slower (a 1,000 x 1,024 by 1,024 x 6 product took 40 ms instead of 0.4 at load 7)."""
+    import faiss  # noqa: F401 - loads the OpenMP runtime KMeans uses, so that it is among the pools
+
+    return _thread_pools(len(sys.modules)).limit(limits=1)
+
+
+@lru_cache(maxsize=1)
+def _thread_pools(modules: int):
+    """The process's BLAS and OpenMP pools (threadpoolctl), found again only when more modules were imported
+    (`modules`: how many), which is when new native libraries appear: finding them scans every loaded
+    library, about 2 ms, more than the limit itself, on every turn."""
+    from threadpoolctl import ThreadpoolController  # installed with scikit-learn
+
+    return ThreadpoolController()
 
 
 def extract(ids: list[str], vectors: np.ndarray, m: int, seed: int = 0, scale: float = 1.0,
