@@ -40,19 +40,16 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     from interactive_ir.errors import IIRError
     from interactive_ir.ui import build_demo, launch_options
-    from interactive_ir.ui.memory import keep_memory_flat, memory_config
     from interactive_ir.ui.startup import app_config, load_app, with_study_index
 
     try:
         cfg = app_config(**{k: v for k, v in vars(args).items()})
-        memory = memory_config()
     except ValueError as e:
         print(f"app.py: error: {e}", file=sys.stderr)
         return 2
     if cfg.study is not None and importlib.util.find_spec("interactive_ir.study.ui") is None:
         print("app.py: error: study mode is not available (interactive_ir.study.ui is missing)", file=sys.stderr)
         return 2
-    keep_memory_flat(memory)  # before the models and Gradio start their threads: native memory stays flat
     try:
         cfg = with_study_index(cfg)
         parts = load_app(cfg)

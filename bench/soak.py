@@ -8,7 +8,7 @@ RSS over time, per-action latency, HTTP 503s and cross-talk.
 
 The server runs in a child process (its RSS is read from /proc) with the app's queue settings
 (IIR_CONCURRENCY, IIR_SEARCH_CONCURRENCY, IIR_QUEUE_SIZE or --queue-size) and its memory settings
-(ui.memory: IIR_MALLOC_TRIM_S, IIR_MALLOC_ARENA_MAX; ui.session_ids: IIR_GRADIO_SESSION_FIX).
+(ui.session_ids: IIR_GRADIO_SESSION_FIX).
 `--variant NAME:K=V,...` runs one server per variant, one after another, with those env settings, and
 prints a table comparing them. IIR_SOAK_MALLINFO=S logs glibc's malloc figures every S s (server log).
 Each simulated tab has its own session hash, holds a heartbeat connection like a browser (closing it
@@ -76,9 +76,6 @@ def trace_growth(spec: str) -> None:
 
 def serve_repro(port: int, store_state: bool) -> None:
     """Issue 15's reproduction: a generator handler yielding dicts of outputs (the app's model-step style)."""
-    from interactive_ir.ui.memory import keep_memory_flat
-
-    keep_memory_flat()  # as the app does (off with IIR_MALLOC_TRIM_S=0 IIR_MALLOC_ARENA_MAX=0)
     from interactive_ir.ui.tabs import bound_queue_records
 
     bound_queue_records()  # as the app does (Gradio's own default: GRADIO_ANALYTICS_MAX_EVENTS=10000)
@@ -127,10 +124,8 @@ def serve_app(port: int, workdir: Path) -> None:
     from interactive_ir.backends.llms import FakeLLM
     from interactive_ir.engine import EngineConfig, build_engine
     from interactive_ir.ui import build_demo, launch_options
-    from interactive_ir.ui.memory import keep_memory_flat
     from interactive_ir.ui.startup import app_config
 
-    keep_memory_flat()  # as app.py does, before Gradio starts its threads
     cfg = app_config()  # the app's queue settings (IIR_CONCURRENCY, IIR_SEARCH_CONCURRENCY, IIR_QUEUE_SIZE)
     os.environ.setdefault("IIR_CACHE_DIR", str(workdir / "cache"))
     r, _, _ = build_tiny(workdir, n=48)
@@ -341,7 +336,7 @@ def parse_variant(spec: str) -> tuple[str, dict[str, str]]:
     return name or "default", env
 
 
-COMPARE = ["fixes off:IIR_GRADIO_SESSION_FIX=0,IIR_MALLOC_TRIM_S=0,IIR_MALLOC_ARENA_MAX=0", "fixes on:"]  # --compare
+COMPARE = ["fixes off:IIR_GRADIO_SESSION_FIX=0", "fixes on:"]  # --compare
 
 
 def main(argv=None) -> int:
