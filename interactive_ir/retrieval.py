@@ -122,9 +122,11 @@ class Retriever:
     # --- search ------------------------------------------------------------------------------
     def exclude_rows(self, exclude: Iterable[str]) -> np.ndarray:
         """Sorted rows of the excluded ids that are in the index."""
-        rows = {self.index.row_of.get(i) for i in exclude}
-        rows.discard(None)
-        return np.array(sorted(rows), dtype=np.int64)
+        exclude = list(exclude)
+        if not exclude:
+            return np.zeros(0, dtype=np.int64)
+        found = self.index.row_of.many(exclude)  # one lookup for all (SQLite: one query, remembered ids free)
+        return np.array(sorted(set(found.values())), dtype=np.int64)
 
     def search_rows(self, qrow: np.ndarray, k: int | None = None, exclude: Iterable[str] = (),
                     exclude_rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -120,3 +120,24 @@ def test_cli_kind_is_recorded_and_unknown_kind_is_one_line(tmp_path, capsys):
                  "--embedder", "fake:8", "--kind", "hnsw"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--kind exact" in err and not (tmp_path / "i2").exists()
+
+
+def test_exclusions_are_looked_up_in_one_batch_and_remembered(kind_index):
+    """Excluded ids map to their rows (unknown ids and non-strings skipped), whatever the order or repeats;
+    a second search with the same shown ids asks SQLite nothing new."""
+    _, r, _, _ = kind_index
+    meta = r.index.meta
+    ids = [r.index.ids[i] for i in (5, 1999, 0, 5, 700)]
+    want = np.array([0, 5, 700, 1999])
+    np.testing.assert_array_equal(r.exclude_rows(ids + ["nope.png", 3]), want)
+    assert meta.rows_many(["img00005.png", "missing.png"]) == {"img00005.png": 5}
+    assert r.index.row_of.get("img00700.png") == 700 and r.index.row_of.get("missing.png") is None
+    calls = []
+    db = meta._db()
+    db.set_trace_callback(calls.append)
+    try:
+        np.testing.assert_array_equal(r.exclude_rows(reversed(ids)), want)
+    finally:
+        db.set_trace_callback(None)
+    assert calls == []  # remembered from the first lookup
+    assert len(r.exclude_rows([])) == 0

@@ -21,6 +21,7 @@ from pathlib import Path
 from interactive_ir.errors import IndexLoadError
 
 SQLITE_NAME = "metadata.sqlite"
+ROW_CACHE = 200_000  # ids whose rows a SQLite index remembers (about 30 MB at most)
 JSONL_NAME = "metadata.jsonl"
 _FIELDS = ("id", "captions", "width", "height", "bytes", "mtime")
 
@@ -65,6 +66,8 @@ class SqliteMetadata:
         self.count = int(count)
         self._local = threading.local()
         self.record = lru_cache(maxsize=4096)(self._record)  # shown images are asked for again and again
+        self._rows: dict[str, int] = {}  # id -> row of ids asked for before (a session's shown images, again each turn)
+        self._rows_lock = threading.Lock()
 
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -123,8 +126,24 @@ class SqliteMetadata:
     def row(self, image_id: str) -> int | None:
         if not isinstance(image_id, str):
             return None
-        r = self._db().execute("SELECT row FROM records WHERE id = ?", (image_id,)).fetchone()
-        return None if r is None else int(r[0])
+        return self.rows_many([image_id]).get(image_id)
+
+    def rows_many(self, ids) -> dict[str, int]:
+        """id -> row of the given ids that are in the index, in one query per 900 ids not looked up before."""
+        ids = [i for i in dict.fromkeys(ids) if isinstance(i, str)]
+        got = {i: self._rows[i] for i in ids if i in self._rows}
+        todo = [i for i in ids if i not in got]
+        db = self._db()
+        for a in range(0, len(todo), 900):  # SQLite's limit on bound parameters
+            part = todo[a : a + 900]
+            for image_id, row in db.execute(f"SELECT id, row FROM records WHERE id IN ({','.join('?' * len(part))})", part):
+                got[image_id] = int(row)
+        if todo:
+            with self._rows_lock:
+                if len(self._rows) > ROW_CACHE:  # bounded: a long-running server forgets and looks up again
+                    self._rows.clear()
+                self._rows.update({i: got[i] for i in todo if i in got})
+        return got
 
     def id_of(self, row: int) -> str:
         return self.record(row).id
@@ -159,6 +178,9 @@ class MemoryMetadata:
 
     def row(self, image_id: str) -> int | None:
         return self.rows.get(image_id) if isinstance(image_id, str) else None
+
+    def rows_many(self, ids) -> dict[str, int]:
+        return {i: self.rows[i] for i in ids if isinstance(i, str) and i in self.rows}
 
     def id_of(self, row: int) -> str:
         return self.ids_list[row]
@@ -338,6 +360,10 @@ class RowOf(Mapping):
     def get(self, image_id, default=None):
         r = self._m.row(image_id)
         return default if r is None else r
+
+    def many(self, ids) -> dict[str, int]:
+        """id -> row of those of `ids` in the index (one lookup for all: exclusions of a search)."""
+        return self._m.rows_many(ids)
 
     def __contains__(self, image_id) -> bool:
         return self._m.row(image_id) is not None
