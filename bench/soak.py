@@ -130,7 +130,8 @@ def serve_app(port: int, workdir: Path) -> None:
     os.environ.setdefault("IIR_CACHE_DIR", str(workdir / "cache"))
     r, _, _ = build_tiny(workdir, n=48)
     engine = build_engine(r, llm=FakeLLM(), config=EngineConfig(k=8))
-    demo = build_demo(engine, ["soak: fake models"], search_concurrency=cfg.search_concurrency)
+    demo = build_demo(engine, ["soak: fake models"], search_concurrency=cfg.search_concurrency,
+                      click_concurrency=cfg.click_concurrency)
     demo.queue(default_concurrency_limit=cfg.concurrency, max_size=cfg.queue_size)
     demo.launch(server_name="127.0.0.1", server_port=port, quiet=True, prevent_thread_lock=True, **launch_options(engine))
     _serving(demo)
