@@ -129,7 +129,9 @@ def serve_app(port: int, workdir: Path) -> None:
     cfg = app_config()  # the app's queue settings (IIR_CONCURRENCY, IIR_SEARCH_CONCURRENCY, IIR_QUEUE_SIZE)
     os.environ.setdefault("IIR_CACHE_DIR", str(workdir / "cache"))
     r, _, _ = build_tiny(workdir, n=48)
-    engine = build_engine(r, llm=FakeLLM(), config=EngineConfig(k=8))
+    keep = os.environ.get("IIR_SOAK_FAKE_CALLS", "")  # calls the fake LLM keeps: "all" (as before), or a number
+    llm = FakeLLM(keep_calls=None) if keep == "all" else FakeLLM(keep_calls=int(keep)) if keep else FakeLLM()
+    engine = build_engine(r, llm=llm, config=EngineConfig(k=8))
     demo = build_demo(engine, ["soak: fake models"], search_concurrency=cfg.search_concurrency,
                       click_concurrency=cfg.click_concurrency)
     demo.queue(default_concurrency_limit=cfg.concurrency, max_size=cfg.queue_size)
