@@ -42,6 +42,13 @@ def main(argv=None) -> int:
 
     setup_logging()
     args = parse_args(argv)
+    from interactive_ir.ui.malloc_arenas import limit_malloc_arenas
+
+    try:
+        limit_malloc_arenas()  # before any server thread starts: memory stays flat with use (issue 15)
+    except ValueError as e:
+        print(f"app.py: error: {e}", file=sys.stderr)
+        return 2
     from interactive_ir.errors import IIRError
     from interactive_ir.ui import build_demo, launch_options
     from interactive_ir.ui.startup import app_config, load_app, with_study_index
