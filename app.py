@@ -29,6 +29,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--concurrency", type=int, help="model steps running at once (default 2, IIR_CONCURRENCY)")
     p.add_argument("--search-concurrency", type=int,
                    help="retrievals running at once, apart from model steps (default 4, IIR_SEARCH_CONCURRENCY)")
+    p.add_argument("--click-concurrency", type=int,
+                   help="marks, and other clicks, handled at once across all tabs (default 8, IIR_CLICK_CONCURRENCY)")
+    p.add_argument("--queue-size", type=int,
+                   help="most waiting events before new ones get HTTP 503 (default 1024, IIR_QUEUE_SIZE)")
     p.add_argument("--study", type=Path, help="a user-study file: serve the study page (interactive_ir.study.ui)")
     return p.parse_args(argv)
 
@@ -38,6 +42,13 @@ def main(argv=None) -> int:
 
     setup_logging()
     args = parse_args(argv)
+    from interactive_ir.ui.malloc_arenas import limit_malloc_arenas
+
+    try:
+        limit_malloc_arenas()  # before any server thread starts: memory stays flat with use (issue 15)
+    except ValueError as e:
+        print(f"app.py: error: {e}", file=sys.stderr)
+        return 2
     from interactive_ir.errors import IIRError
     from interactive_ir.ui import build_demo, launch_options
     from interactive_ir.ui.startup import app_config, load_app, with_study_index
@@ -66,7 +77,7 @@ def main(argv=None) -> int:
             return 1
     else:
         demo = build_demo(parts.engine, parts.notes, questions_off_reason=parts.questions_off_reason,
-                          search_concurrency=cfg.search_concurrency)
+                          search_concurrency=cfg.search_concurrency, click_concurrency=cfg.click_concurrency)
     from interactive_ir.ui.session_ids import keep_session_ids
     from interactive_ir.ui.tabs import bound_queue_records
 

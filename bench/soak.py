@@ -11,6 +11,8 @@ The server runs in a child process (its RSS is read from /proc) with the app's q
 (ui.session_ids: IIR_GRADIO_SESSION_FIX).
 `--variant NAME:K=V,...` runs one server per variant, one after another, with those env settings, and
 prints a table comparing them. IIR_SOAK_MALLINFO=S logs glibc's malloc figures every S s (server log).
+IIR_SOAK_TRIM=S calls malloc_trim(0) every S s; IIR_MALLOC_ARENAS=0 leaves glibc's arenas as they are (the app
+limits them to one: ui/malloc_arenas.py); IIR_SOAK_FAKE_CALLS=all lets the fake LLM keep every call.
 Each simulated tab has its own session hash, holds a heartbeat connection like a browser (closing it
 closes the tab), and sends events one after another: search, mark, more like my marks, answer, new
 search. Each tab types a word of its own: an output showing another tab's word is cross-talk. After the
@@ -76,6 +78,9 @@ def trace_growth(spec: str) -> None:
 
 def serve_repro(port: int, store_state: bool) -> None:
     """Issue 15's reproduction: a generator handler yielding dicts of outputs (the app's model-step style)."""
+    from interactive_ir.ui.malloc_arenas import limit_malloc_arenas
+
+    limit_malloc_arenas()  # as app.py does
     from interactive_ir.ui.tabs import bound_queue_records
 
     bound_queue_records()  # as the app does (Gradio's own default: GRADIO_ANALYTICS_MAX_EVENTS=10000)
@@ -118,6 +123,9 @@ def serve_repro(port: int, store_state: bool) -> None:
 
 def serve_app(port: int, workdir: Path) -> None:
     """The web app over a generated 48-image index with the fake embedder and the fake LLM."""
+    from interactive_ir.ui.malloc_arenas import limit_malloc_arenas
+
+    limit_malloc_arenas()  # as app.py does first (IIR_MALLOC_ARENAS=0: glibc's default arenas)
     sys.path.insert(0, str(ROOT / "tests"))
     from iir_testutils import build_tiny
 
@@ -129,8 +137,11 @@ def serve_app(port: int, workdir: Path) -> None:
     cfg = app_config()  # the app's queue settings (IIR_CONCURRENCY, IIR_SEARCH_CONCURRENCY, IIR_QUEUE_SIZE)
     os.environ.setdefault("IIR_CACHE_DIR", str(workdir / "cache"))
     r, _, _ = build_tiny(workdir, n=48)
-    engine = build_engine(r, llm=FakeLLM(), config=EngineConfig(k=8))
-    demo = build_demo(engine, ["soak: fake models"], search_concurrency=cfg.search_concurrency)
+    keep = os.environ.get("IIR_SOAK_FAKE_CALLS", "")  # calls the fake LLM keeps: "all" (as before), or a number
+    llm = FakeLLM(keep_calls=None) if keep == "all" else FakeLLM(keep_calls=int(keep)) if keep else FakeLLM()
+    engine = build_engine(r, llm=llm, config=EngineConfig(k=8))
+    demo = build_demo(engine, ["soak: fake models"], search_concurrency=cfg.search_concurrency,
+                      click_concurrency=cfg.click_concurrency)
     demo.queue(default_concurrency_limit=cfg.concurrency, max_size=cfg.queue_size)
     demo.launch(server_name="127.0.0.1", server_port=port, quiet=True, prevent_thread_lock=True, **launch_options(engine))
     _serving(demo)
@@ -165,7 +176,62 @@ def log_mallinfo(every_s: float) -> None:
     threading.Thread(target=loop, daemon=True).start()
 
 
+def trim_every(every_s: float) -> None:
+    """IIR_SOAK_TRIM=S: call glibc's malloc_trim(0) every S seconds (a diagnostic: does freed memory that
+    malloc keeps account for the growth?)."""
+    import ctypes
+
+    try:
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        print("malloc_trim: not available", file=sys.stderr)
+        return
+
+    def loop():
+        while True:
+            time.sleep(every_s)
+            trim(0)
+
+    threading.Thread(target=loop, daemon=True).start()
+
+
+def log_big_objects(at_s: float, min_kb: float = 256) -> None:
+    """IIR_SOAK_BIG=T: at T seconds log the largest Python containers and strings (over `min_kb`), with the
+    types of what refers to them: a list, dict or buffer that grows with every event shows up here."""
+    import gc
+
+    def later():
+        time.sleep(at_s)
+        gc.collect()
+        big = []
+        for o in gc.get_objects():
+            try:
+                size = sys.getsizeof(o)
+                if size >= min_kb * 1024:
+                    big.append((size, o))
+                if isinstance(o, (dict, list, tuple)):
+                    for v in (o.values() if isinstance(o, dict) else o):
+                        if isinstance(v, (str, bytes, bytearray)) and sys.getsizeof(v) >= min_kb * 1024:
+                            big.append((sys.getsizeof(v), v))
+            except Exception:  # noqa: BLE001 - a diagnostic: odd objects are skipped
+                continue
+        big.sort(key=lambda x: -x[0])
+        for size, o in big[:15]:
+            refs = [type(r).__name__ + (f"({len(r)})" if hasattr(r, "__len__") else "") for r in gc.get_referrers(o)[:5]
+                    if r is not big]
+            desc = f"len {len(o)}" if hasattr(o, "__len__") else ""
+            sample = repr(o[:3] if isinstance(o, (list, str, bytes)) else list(o.items())[:2] if isinstance(o, dict) else "")[:300]
+            print(f"big object: {size / 1e6:.2f} MB {type(o).__name__} {desc}; referrers {refs}; starts {sample}",
+                  file=sys.stderr, flush=True)
+
+    threading.Thread(target=later, daemon=True).start()
+
+
 def _serving(demo) -> None:
+    if os.environ.get("IIR_SOAK_BIG"):
+        log_big_objects(float(os.environ["IIR_SOAK_BIG"]))
+    if os.environ.get("IIR_SOAK_TRIM"):
+        trim_every(float(os.environ["IIR_SOAK_TRIM"]))
     if os.environ.get("IIR_SOAK_MALLINFO"):
         log_mallinfo(float(os.environ["IIR_SOAK_MALLINFO"]))
     if os.environ.get("IIR_SOAK_TRACEMALLOC"):
@@ -336,7 +402,7 @@ def parse_variant(spec: str) -> tuple[str, dict[str, str]]:
     return name or "default", env
 
 
-COMPARE = ["fixes off:IIR_GRADIO_SESSION_FIX=0", "fixes on:"]  # --compare
+COMPARE = ["fixes off:IIR_GRADIO_SESSION_FIX=0,IIR_MALLOC_ARENAS=0,IIR_SOAK_FAKE_CALLS=all", "fixes on:"]  # --compare
 
 
 def main(argv=None) -> int:

@@ -127,6 +127,21 @@ def test_fake_llm_is_an_llm_and_records_calls():
     assert make_llm("fake").generate(["Caption: a red bus"]) == ["a photo of a red bus"]
 
 
+def test_fake_llm_keeps_only_its_latest_calls_so_a_long_run_stays_flat():
+    llm = FakeLLM(keep_calls=3)
+    for i in range(5):
+        llm.generate([f"Caption: cat {i}"])
+    assert [c["prompts"][0] for c in llm.calls] == ["Caption: cat 2", "Caption: cat 3", "Caption: cat 4"]
+    default = make_llm("fake")  # what `--llm fake` and the soak serve: bounded too
+    for i in range(FakeLLM.KEEP_CALLS + 5):
+        default.generate(["x"])
+    assert len(default.calls) == FakeLLM.KEEP_CALLS
+    keep_all = FakeLLM(keep_calls=None)
+    for i in range(FakeLLM.KEEP_CALLS + 5):
+        keep_all.generate(["x"])
+    assert len(keep_all.calls) == FakeLLM.KEEP_CALLS + 5
+
+
 def test_fake_llm_script_and_responder():
     llm = FakeLLM(script=["one", RuntimeError("boom"), "three"])
     assert llm.generate(["a"]) == ["one"]

@@ -452,6 +452,13 @@ def test_app_config_precedence():
     with pytest.raises(ValueError, match="--search-concurrency must be at least 1"):
         app_config(environ={"IIR_SEARCH_CONCURRENCY": "0"})
     assert app_config(environ={}, search_concurrency=3).search_concurrency == 3
+    # marks and clicks in groups of their own; the queue takes about two waiting events per busy tab (issue 15)
+    assert (app_config(environ={}).click_concurrency, app_config(environ={}).queue_size) == (8, 1024)
+    assert app_config(environ={"IIR_CLICK_CONCURRENCY": "2"}, queue_size=300).click_concurrency == 2
+    with pytest.raises(ValueError, match="--click-concurrency must be at least 1"):
+        app_config(environ={}, click_concurrency=0)
+    with pytest.raises(ValueError, match="--queue-size must be at least 1"):
+        app_config(environ={"IIR_QUEUE_SIZE": "0"})
 
 
 def test_optional_models_fail_into_notes():

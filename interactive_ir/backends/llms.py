@@ -223,14 +223,18 @@ class FakeLLM:
 
     By default answers by the rules of `fake_reply`. `script=[...]` gives replies in order, one per
     prompt (an Exception item is raised instead); `responder=fn(prompt_text) -> str` computes them.
-    Every call is recorded in `calls` as {"prompts", "temperature", "max_tokens", "cancel"}; with `sleep_s`, a
-    cancelled call stops sleeping at once and raises `Cancelled`, as the real backends do.
+    Every call is recorded in `calls` as {"prompts", "temperature", "max_tokens", "cancel"} (the last
+    `keep_calls` of them: a long-running app or soak with the fake keeps its memory flat; None keeps all);
+    with `sleep_s`, a cancelled call stops sleeping at once and raises `Cancelled`, as the real backends do.
     """
+
+    KEEP_CALLS = 1000  # default of `keep_calls`
 
     batch_capable = True
 
     def __init__(self, script: Sequence[str | BaseException] | None = None,
-                 responder: Callable[[str], str] | None = None, spec: str = "fake", sleep_s: float = 0.0):
+                 responder: Callable[[str], str] | None = None, spec: str = "fake", sleep_s: float = 0.0,
+                 keep_calls: int | None = KEEP_CALLS):
         if script is not None and responder is not None:
             raise BadInputError("FakeLLM takes a script or a responder, not both")
         self.spec = spec
@@ -238,6 +242,7 @@ class FakeLLM:
         self.responder = responder
         self.sleep_s = sleep_s  # each generate() call waits this long first (a slow model, for benchmarks)
         self.calls: list[dict] = []
+        self.keep_calls = keep_calls  # most recent calls kept in `calls` (None: all)
 
     @property
     def prompts(self) -> list[str]:
@@ -262,6 +267,8 @@ class FakeLLM:
             as_messages(p)  # same validation as the real backends
         self.calls.append({"prompts": prompts, "temperature": temperature, "max_tokens": max_tokens,
                            "cancel": cancel})
+        if self.keep_calls is not None and len(self.calls) > self.keep_calls:
+            del self.calls[: len(self.calls) - self.keep_calls]  # the oldest go (each holds prompts and a token)
         if self.sleep_s and cancel is not None:
             cancel.wait(self.sleep_s)  # a superseded call ends at once, like the real backends
         elif self.sleep_s:

@@ -82,10 +82,12 @@ def in_background(fn, *args) -> futures.Future:
 
 
 def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title: str = TITLE,
-               search_concurrency: int = 4, examples=render.EXAMPLES):
+               search_concurrency: int = 4, click_concurrency: int = 8, examples=render.EXAMPLES):
     """The Gradio page over a shared, read-only `engine`; per-tab state lives in `gr.State`.
 
     `search_concurrency`: actions' retrievals running at once (model steps use the queue's default limit).
+    `click_concurrency`: marks running at once, in a queue group of their own; other clicks (New search,
+    upload, options) the same, in another. Events of one tab still change its state one at a time.
     `examples`: descriptions offered on the empty page (a click runs the search).
     """
     import gradio as gr
@@ -235,12 +237,12 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
             supersedes the tab's pending model work; what the models add follows in `follow_up`."""
             def act(tab: UIState, *args):
                 args = tuple("" if a is None else a for a in args)
-                try:
-                    with tab.lock:
+                with tab.lock:  # rendered under the lock too: the page shows the tab's changes in order
+                    try:
                         tab.take(act_step(name, tab, args))
-                except Exception as e:
-                    return refused(tab, e)
-                return view(tab, clear)
+                    except Exception as e:
+                        return refused(tab, e)
+                    return view(tab, clear)
 
             act.__name__ = f"on_{name}"
             return act
@@ -285,13 +287,16 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
             return f"The model could not {what} ({why}). The results shown stand; you can go on."
 
         def quick(fn, st: UIState, *args, clear=(), on_error_clear=()):
-            """A step without models (the "ui" queue): runs at once, even while model work is pending."""
-            try:
-                with st.lock:
+            """A step without models (the "mark" and "ui" queues): runs at once, even while model work is
+            pending. Events of other tabs run beside it; those of the same tab wait for its lock, so each sees
+            the state the previous one left (Gradio hands every event of a tab the same `UIState` object) and
+            renders it before the next one changes it."""
+            with st.lock:
+                try:
                     new = fn(engine, st, *args)
-            except Exception as e:
-                return refused(st, e, on_error_clear)
-            return view(new, clear)
+                except Exception as e:
+                    return refused(st, e, on_error_clear)
+                return view(new, clear)
 
         def on_card(st: UIState, evt: gr.EventData):
             data = getattr(evt, "_data", None) or {}
@@ -316,9 +321,12 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
                "show_progress": "minimal", "show_progress_on": [results]}
         model = {"concurrency_id": "model", "concurrency_limit": "default", "trigger_mode": "multiple",
                  "show_progress": "hidden"}
-        # clicks queue up in order and run one at a time (each takes milliseconds), so every click sees the
-        # state the previous one left and renders it
-        cheap = {"concurrency_id": "ui", "concurrency_limit": 1, "trigger_mode": "multiple", "show_progress": "hidden"}
+        # clicks take milliseconds: marks have a queue group of their own, so they never wait behind another
+        # tab's New search or upload; the other clicks share "ui". Within a tab, `quick` keeps them in order
+        marks = {"concurrency_id": "mark", "concurrency_limit": click_concurrency, "trigger_mode": "multiple",
+                 "show_progress": "hidden"}
+        cheap = {"concurrency_id": "ui", "concurrency_limit": click_concurrency, "trigger_mode": "multiple",
+                 "show_progress": "hidden"}
         for trigger, name, inputs, clear in (
                 (desc.submit, "start", [state, desc], ("upload",)),  # a new search drops a pending upload
                 (answer_box.submit, "answer", [state, answer_box], ("answer",)),
@@ -340,9 +348,9 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
         # the same through the HTTP API (option number from 0, the question's text as shown): for scripts
         api_choose.click(choose, [state, api_option, api_question], outputs, api_name="choose", **act)
         api_card.click(lambda st, a, i: quick(handlers.card_action, st, a or "", i or ""), [state, api_action, api_id],
-                       outputs, api_name="card", **cheap)
-        results.click(on_card, [state], outputs, **cheap)
-        strip.click(on_card, [state], outputs, **cheap)  # "Found" under an earlier round's thumbnail
+                       outputs, api_name="card", **marks)
+        results.click(on_card, [state], outputs, **marks)
+        strip.click(on_card, [state], outputs, **marks)  # "Found" under an earlier round's thumbnail
         upload.upload(on_upload, [state, upload], outputs, **cheap)
         upload.clear(on_clear_upload, [state], outputs, **cheap)
         clear_ref_btn.click(on_clear_reference, [state], outputs, **cheap)

@@ -35,7 +35,8 @@ class AppConfig:
     port: int = 7860  # port (also from PORT or GRADIO_SERVER_PORT)
     concurrency: int = 2  # model steps running at once across all users (queue concurrency limit)
     search_concurrency: int = 4  # actions' retrievals running at once across all users (never behind model steps)
-    queue_size: int = 64  # most waiting requests before new ones are turned away
+    click_concurrency: int = 8  # marks (their own group) and other clicks (New search, upload, options) at once
+    queue_size: int = 1024  # most waiting events, all groups together, before new ones get HTTP 503 (~2 per busy tab)
     study: Path | None = None  # a user-study file: serve the study page instead (interactive_ir.study.ui)
 
 
@@ -56,7 +57,7 @@ def app_config(environ=None, **flags) -> AppConfig:
     cfg = apply_overrides(cfg, **flags)
     if cfg.k < 1:
         raise ValueError(f"k must be at least 1, got {cfg.k}")
-    for name in ("concurrency", "search_concurrency"):
+    for name in ("concurrency", "search_concurrency", "click_concurrency", "queue_size"):
         if getattr(cfg, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(cfg, name)}")
     if not 0 < cfg.port < 65536:

@@ -1,0 +1,184 @@
+"""Instant actions under load, through Gradio's real HTTP queue (issue 15): a relevance mark is handled
+while other tabs' slow searches and slow clicks fill their queue groups, and two quick marks of one tab
+both land (Gradio hands every event of a tab the same state object; the tab's lock orders them)."""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SLOW_S = 3.0  # how long a slowed handler of another tab takes
+
+
+def _serve(tmp_path, monkeypatch, **build):
+    pytest.importorskip("gradio")
+    pytest.importorskip("httpx")
+    from iir_testutils import build_tiny
+
+    from interactive_ir.backends.llms import FakeLLM
+    from interactive_ir.engine import EngineConfig, build_engine
+    from interactive_ir.ui import build_demo, launch_options, uploads
+
+    monkeypatch.setenv("IIR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    uploads.default_store.cache_clear()
+    r, _, _ = build_tiny(tmp_path, n=24)
+    engine = build_engine(r, llm=FakeLLM(), config=EngineConfig(k=6))
+    demo = build_demo(engine, **build)
+    demo.queue(default_concurrency_limit=1, max_size=1024)
+    demo.launch(server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True,
+                **launch_options(engine))
+    return demo
+
+
+@pytest.fixture
+def served(tmp_path, monkeypatch):
+    demos = []
+
+    def make(**build):
+        demos.append(_serve(tmp_path, monkeypatch, **build))
+        return demos[-1]
+
+    yield make
+    from interactive_ir.ui import uploads
+
+    for d in demos:
+        d.close()
+    uploads.default_store.cache_clear()
+
+
+def _tabs(demo, n):
+    import httpx
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import soak
+
+    client = httpx.Client(trust_env=False, limits=httpx.Limits(max_connections=4 * n + 8))
+    fns = soak.endpoints(client, demo.local_url)
+    return client, [soak.Tab(client, demo.local_url, fns) for _ in range(n)]
+
+
+def _tab_state(demo, tab):
+    from interactive_ir.ui.state import UIState
+
+    record = demo.server_app.state_holder.session_data[tab.session]
+    return next(v for v in record.state_data.values() if isinstance(v, UIState))
+
+
+def _results_html(out) -> str:
+    for o in out:
+        html = o.get("value") if isinstance(o, dict) else o
+        if isinstance(html, str) and "<article" in html:
+            return html
+    return ""
+
+
+def _send_together(tab, datas: list[list]) -> list[tuple[float, list]]:
+    """Join the queue with several "card" events of one tab, then read their answers from one stream (as a
+    browser does): [(time it arrived, output data)] in arrival order."""
+    import json
+
+    fn = tab.fns["card"]
+    ids = []
+    for data in datas:
+        r = tab.client.post(f"{tab.base}gradio_api/queue/join", timeout=30,
+                            json={"data": data, "fn_index": fn["id"], "trigger_id": fn["trigger"],
+                                  "session_hash": tab.session})
+        assert r.status_code == 200, r.text
+        ids.append(r.json()["event_id"])
+    done = []
+    with tab.client.stream("GET", f"{tab.base}gradio_api/queue/data", params={"session_hash": tab.session},
+                           timeout=60) as s:
+        for line in s.iter_lines():
+            msg = json.loads(line[5:]) if line.startswith("data:") else {}
+            if msg.get("msg") == "process_completed" and msg.get("event_id") in ids:
+                assert msg.get("success"), msg
+                done.append((time.monotonic(), msg["output"]["data"]))
+                if len(done) == len(ids):
+                    break
+    return done
+
+
+def _started(tab, words="a red dog"):
+    return sys.modules["soak"]._ids(_results_html(tab.send("start", [None, f"{words} {tab.tag}"])))
+
+
+def test_a_mark_is_handled_while_other_tabs_fill_the_search_and_click_groups(served, monkeypatch):
+    from interactive_ir.ui import handlers
+
+    demo = served(search_concurrency=1, click_concurrency=1)
+    client, (me, *others) = _tabs(demo, 5)
+    ids = _started(me)
+    for t in others:
+        t.ids = _started(t)
+    start, new_search = handlers.start, handlers.new_search
+
+    def slow_start(engine, st, description, **kw):
+        time.sleep(SLOW_S)
+        return start(engine, st, description, **kw)
+
+    def slow_new(engine, st):
+        time.sleep(SLOW_S)
+        return new_search(engine, st)
+
+    monkeypatch.setattr(handlers, "start", slow_start)
+    monkeypatch.setattr(handlers, "new_search", slow_new)
+    finished = {}
+
+    def busy(tab, name, data):
+        tab.send(name, data)
+        finished[tab.tag] = time.monotonic()
+
+    busy_threads = [threading.Thread(target=busy, args=(t, "start", [None, "a slow search"])) for t in others[:2]]
+    busy_threads += [threading.Thread(target=busy, args=(t, "on_new", [None])) for t in others[2:]]
+    for th in busy_threads:
+        th.start()
+    time.sleep(0.5)  # the slow events are running or waiting in their groups ("act", "ui": one slot each)
+    out = me.send("card", [None, "relevant", ids[0]])
+    marked = time.monotonic()
+    for th in busy_threads:
+        th.join(30)
+    assert len(finished) == 4
+    # the mark did not wait for any of them (each takes SLOW_S, two per group one after another)
+    assert all(marked < t for t in finished.values()), (marked, finished)
+    assert _tab_state(demo, me).marks == {ids[0]: True} and re.search(rf'is-rel[^"]*" data-id="{re.escape(ids[0])}"', _results_html(out))
+    client.close()
+
+
+def test_two_quick_marks_of_one_tab_both_land_and_the_last_page_shows_both(served, monkeypatch):
+    from interactive_ir.ui import handlers
+
+    demo = served(click_concurrency=8)
+    client, (me, other) = _tabs(demo, 2)
+    ids = _started(me)
+    other_ids = _started(other, "a blue car")
+    toggle = handlers.toggle_mark
+
+    def slow_toggle(engine, st, image_id, relevant):
+        time.sleep(0.5)  # both events are in their handlers at once: without the tab's ordering one mark is lost
+        return toggle(engine, st, image_id, relevant)
+
+    monkeypatch.setattr(handlers, "toggle_mark", slow_toggle)
+    t0 = time.monotonic()
+    theirs = threading.Thread(target=lambda: other.send("card", [None, "relevant", other_ids[0]]))
+    theirs.start()
+    # a browser sends both clicks at once and reads their answers from one stream
+    done = _send_together(me, [[None, "relevant", ids[0]], [None, "irrelevant", ids[1]]])
+    theirs.join(30)
+    other_done = other.timings["card"][-1]
+    assert _tab_state(demo, me).marks == {ids[0]: True, ids[1]: False}  # both landed
+    assert _tab_state(demo, other).marks == {other_ids[0]: True}
+    # the answer that arrived last renders both marks (each event renders the state it left, in order)
+    last = _results_html(max(done, key=lambda d: d[0])[1])
+    assert re.search(rf'<article class="[^"]*is-rel[^"]*" data-id="{re.escape(ids[0])}"', last)
+    assert re.search(rf'<article class="[^"]*is-irr[^"]*" data-id="{re.escape(ids[1])}"', last)
+    mine = [t - t0 for t, _ in done]
+    assert max(mine) >= 0.95  # one tab's two marks ran one after the other (0.5 s each) ...
+    assert other_done < max(mine)  # ... while another tab's mark ran beside them
+    client.close()
