@@ -137,7 +137,12 @@ def child_search(out: str, vec: str, queries: int, recall_queries: int, store: s
         got = set(r.search_rows(q, 100, exclude_rows=first)[1].tolist())
         recalls.append(len(want & got) / 100)
     turn = engine_turns(r, 5)
-    return {"import_s": import_s, "open_s": open_s, "open_mb": open_mb, "after_search_mb": search_mb,
+    p, forced = index.params, os.environ.get("IIR_NPROBE")
+    searched = {"ivf-pq": f"nprobe {forced or p.nprobe}{' (IIR_NPROBE)' if forced else ''}, re-rank {p.rerank_factor}x",
+                "hnsw": f"efSearch {os.environ.get('IIR_EF_SEARCH') or p.ef_search}"}.get(p.kind, "-")
+    tuning = index.manifest.get("tuning") or {}
+    return {"params": searched, "tune_s": tuning.get("seconds", 0.0), "tune_recall": tuning.get("recall"),
+            "import_s": import_s, "open_s": open_s, "open_mb": open_mb, "after_search_mb": search_mb,
             "p50_ms": 1000 * float(np.percentile(times, 50)), "p95_ms": 1000 * float(np.percentile(times, 95)),
             "recall": float(np.mean(recalls)), "device": r.device,
             # the same run's baseline: a brute-force scan of the fp16 vectors with numpy (no index)
@@ -241,11 +246,12 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(str(out) + ".milvus.db", ignore_errors=True)
                 Path(str(out) + ".milvus.db").unlink(missing_ok=True)
     print()
-    print("| N | kind | build s | build peak RSS MB | open s | open RSS MB | RSS after searches MB | top-100 p50 / p95 ms "
+    print("| N | kind | search params | build s (of which tuning) | build peak RSS MB | open s | open RSS MB | RSS after searches MB | top-100 p50 / p95 ms "
           "(50 excluded) | recall@100 | feedback turn ms wall / CPU | PlugIR turn ms wall / CPU | disk MB | device | load avg |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['n']:,} | {r['kind']} | {r['build_s']:.1f} | {r['build_peak_mb']:,.0f} | {r['open_s']:.3f} "
+        print(f"| {r['n']:,} | {r['kind']} | {r.get('params', '-')} | {r['build_s']:.1f} ({r.get('tune_s', 0):.1f}) "
+              f"| {r['build_peak_mb']:,.0f} | {r['open_s']:.3f} "
               f"| {r['open_mb']:,.0f} | {r['after_search_mb']:,.0f} | {r['p50_ms']:.1f} / {r['p95_ms']:.1f} "
               f"| {r['recall']:.3f} | {r['feedback_ms']:.0f} / {r.get('feedback_cpu_ms', 0):.0f} "
               f"| {r['plugir_ms']:.0f} / {r.get('plugir_cpu_ms', 0):.0f} | {r['disk_mb']:,.0f} "

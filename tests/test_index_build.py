@@ -166,6 +166,34 @@ def test_caption_index_reads_image_headers_only(tmp_path, monkeypatch):
     assert rep.count == 5 and idx.records[idx.row_of["sub/img000.png"]].width == 48
 
 
+def test_caption_index_encodes_many_images_captions_per_call(tmp_path, monkeypatch):
+    """Caption-only builds hand TEXT_GROUP images' captions to one encode() call (which sorts them by length
+    before its forward batches), not one call per --batch-size images; the vectors are the same."""
+    import interactive_ir.index.builder as b
+    from interactive_ir.backends.embedders import FakeEmbedder
+
+    calls = []
+
+    class TextOnly(FakeEmbedder):
+        has_vision = False
+
+        def embed_texts(self, texts):
+            calls.append(len(texts))
+            return super().embed_texts(texts)
+
+    caps = make_images(tmp_path / "images", 10)
+    f = write_captions(tmp_path / "c.jsonl", caps)
+    monkeypatch.setattr(b, "TEXT_GROUP", 4)
+    emb = TextOnly(8, spec="t")
+    build_index(BuildConfig(images=tmp_path / "images", out=tmp_path / "i", captions=f, batch_size=2), emb)
+    per_image = sorted(len(caps[k]) for k in caps)
+    assert len(calls) == 3 and sum(calls) == sum(per_image)  # 10 images in groups of 4, not 5 calls of 2
+    idx = load_index(tmp_path / "i")
+    for k in caps:
+        want = emb.embed_texts(caps[k]).mean(0)
+        assert np.allclose(idx.vectors([idx.row_of[k]])[0], want / np.linalg.norm(want), atol=2e-3)
+
+
 def test_build_streams_rows_to_disk(tmp_path, monkeypatch):
     """Rows reach the writer batch by batch (no whole-collection array), in id order."""
     import interactive_ir.index.writer as w

@@ -141,3 +141,20 @@ def test_exclusions_are_looked_up_in_one_batch_and_remembered(kind_index):
         db.set_trace_callback(None)
     assert calls == []  # remembered from the first lookup
     assert len(r.exclude_rows([])) == 0
+
+
+def test_shown_images_are_excluded_without_a_lookup(kind_index):
+    """Ids read for rows about to be shown (hits, records, ids) come back as exclusions with no SQL query."""
+    _, r, img, _ = kind_index
+    q = r.text_query_row(img[3].astype(np.float32), 0.0)
+    scores, rows = r.search_rows(q, 12)
+    shown = [h.id for h in r.hits(scores, rows)] + [r.index.ids[int(1234)]]
+    calls = []
+    db = r.index.meta._db()
+    db.set_trace_callback(calls.append)
+    try:
+        ex = r.exclude_rows(shown)
+    finally:
+        db.set_trace_callback(None)
+    np.testing.assert_array_equal(ex, np.sort(np.append(rows, 1234)))
+    assert calls == []

@@ -1,8 +1,9 @@
 """`python -m interactive_ir index --images DIR --out indices/NAME [--image-list FILE] [--captions FILE] [--kind KIND] ...`
 
 Also `index --vectors FILE.npy|DIR --ids FILE --out DIR --embedder SPEC` (precomputed embeddings) and
-`index verify DIR` (checksums and links of an index, on demand) and `index export DIR --store SPEC`
-(vectors into a Milvus collection).
+`index verify DIR` (checksums and links of an index, on demand), `index export DIR --store SPEC`
+(vectors into a Milvus collection) and `index tune DIR [--queries FILE.npy]` (choose an ivf-pq index's
+nprobe again, e.g. on real encoded queries).
 """
 
 from __future__ import annotations
@@ -17,10 +18,14 @@ log = logging.getLogger(__name__)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", nargs="?", choices=["build", "verify", "export"], default="build",
+    p.add_argument("action", nargs="?", choices=["build", "verify", "export", "tune"], default="build",
                    help="build (default); verify: check an index's checksums and links (index verify DIR); "
-                   "export: copy an index's vectors into a Milvus collection (index export DIR --store SPEC)")
-    p.add_argument("target", nargs="?", type=Path, help="with verify or export: the index folder")
+                   "export: copy an index's vectors into a Milvus collection (index export DIR --store SPEC); "
+                   "tune: choose an ivf-pq index's nprobe again from calibration queries (index tune DIR)")
+    p.add_argument("target", nargs="?", type=Path, help="with verify, export or tune: the index folder")
+    p.add_argument("--queries", type=Path, help="with tune: an (N, width) .npy of encoded query rows to tune on "
+                   "(default: 64 stored rows plus noise)")
+    p.add_argument("--target-recall", type=float, default=0.95, help="with tune: recall@100 wanted (default 0.95)")
     p.add_argument("--store", help="with export: milvus://HOST:PORT/COLLECTION or milvus-lite:PATH.db "
                    "(search it with IIR_STORE=SPEC)")
     p.add_argument("--images", type=Path, help="folder of images (searched recursively); with --vectors: the "
@@ -52,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
         return _verify(args.target or args.out)
     if args.action == "export":
         return _export(args.target or args.out, args.store)
+    if args.action == "tune":
+        return _tune(args.target or args.out, args.queries, args.target_recall)
     if args.target is not None:
         raise BadInputError(f"unexpected argument {args.target}: to check an index run `index verify DIR`")
     if args.out is None:
@@ -141,4 +148,27 @@ def _export(target: Path | None, store: str | None) -> int:
     spec = export_index(index, store)
     open_store(store, index.dim * (2 if index.has_captions else 1), len(index))  # read back: dimension and count
     print(f"exported {len(index):,} rows of {target} into {spec}; search it with IIR_STORE='{store}'")
+    return 0
+
+
+def _tune(target: Path | None, queries: Path | None, target_recall: float) -> int:
+    from interactive_ir.errors import BadInputError
+    from interactive_ir.index.store import load_index
+    from interactive_ir.index.tune import FolderRows, TuneConfig, load_queries, tune, write_tuning
+
+    if target is None:
+        raise BadInputError("index tune needs the index folder: python -m interactive_ir index tune indices/NAME")
+    if not 0.0 < target_recall <= 1.0:
+        raise BadInputError(f"--target-recall must be in (0, 1], got {target_recall}")
+    index = load_index(target, store="")
+    if index.kind != "ivf-pq":
+        raise BadInputError(f"{target} is an {index.kind} index: only ivf-pq is tuned (exact needs no tuning; "
+                            "set hnsw's efSearch with IIR_EF_SEARCH)")
+    q = load_queries(queries) if queries is not None else None
+    params, report = tune(index.faiss_index, index.params, FolderRows(target), TuneConfig(target=target_recall),
+                          queries=q, source=str(queries) if queries is not None else "")
+    write_tuning(target, params, report)
+    was = index.params
+    print(f"{target}: nprobe {was.nprobe} -> {params.nprobe}, re-rank {was.rerank_factor}x -> {params.rerank_factor}x k; "
+          f"recall@100 {report.recall:.3f} on {report.queries} queries ({report.source}), {report.seconds:.1f} s")
     return 0

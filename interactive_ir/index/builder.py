@@ -89,6 +89,7 @@ def check_out(out: Path) -> None:
 
 
 MAX_LINK_ROOTS = 1000  # distinct folders that indexed links may point into (recorded in the manifest)
+TEXT_GROUP = 512  # caption-only builds: images whose captions go to one encode() call (sorted by length there)
 
 
 def _link_root(p: Path, root: Path) -> str | None:
@@ -216,7 +217,10 @@ def build_index(cfg: BuildConfig, embedder, captioner=None, progress: ProgressFn
         return items, imgs, pixels, len(batch)
 
     pairs = list(zip(files, rels))
-    batches = [pairs[i : i + cfg.batch_size] for i in range(0, len(pairs), cfg.batch_size)]
+    # caption-only rows: many images' captions per encode() call, which sorts them by length before its own
+    # forward batches of --batch-size (less padding than a call per 32 images); images: a forward pass per batch
+    group = max(cfg.batch_size, TEXT_GROUP) if not decode else cfg.batch_size
+    batches = [pairs[i : i + group] for i in range(0, len(pairs), group)]
     writer = IndexWriter(Path(cfg.out), embedder.dim, caption_vectors=with_caps)
     embedded = reused = 0
     t0 = time.perf_counter()

@@ -6,7 +6,8 @@
 - `hnsw`: a graph over 8-bit scalar-quantised rows (faiss IndexHNSWSQ); its codes are memory-mapped,
   the graph (about 2*M ints per row) is read into RAM.
 - `auto`: exact up to AUTO_EXACT_MAX rows, ivf-pq above it, with parameters chosen from N and the row
-  width the way autofaiss does (about 2*sqrt(N) lists, 40 training rows per list, 8 dimensions per PQ sub-quantizer).
+  width the way autofaiss does (about 2*sqrt(N) lists, 40 training rows per list, 8 dimensions per PQ sub-quantizer);
+  the nprobe chosen here is a starting guess that the build replaces by one measured on the data (`tune`).
 
 Approximate kinds return candidates that the retriever re-ranks exactly from the memory-mapped fp16
 vectors, so every score shown is exact; only recall is approximate.
@@ -31,7 +32,7 @@ class IndexParams:
     nlist: int = 0  # ivf-pq: inverted lists (k-means centroids)
     pq_m: int = 0  # ivf-pq: sub-quantizers per row (row width / pq_m dimensions each)
     pq_bits: int = 8  # ivf-pq: bits per sub-quantizer code
-    nprobe: int = 0  # ivf-pq: lists visited per query (IIR_NPROBE overrides)
+    nprobe: int = 0  # ivf-pq: lists visited per query (chosen on calibration queries at build; IIR_NPROBE overrides)
     hnsw_m: int = 0  # hnsw: neighbours per node
     ef_construction: int = 0  # hnsw: build-time beam width
     ef_search: int = 0  # hnsw: search-time beam width (at least the candidates asked for; IIR_EF_SEARCH overrides)

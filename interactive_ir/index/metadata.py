@@ -106,7 +106,15 @@ class SqliteMetadata:
                                (row,)).fetchone()
         if r is None:
             raise IndexError(f"row {row} is not in the index ({self.count} rows)")
+        self._remember({r[0]: row})
         return IndexRecord(r[0], json.loads(r[1]), r[2], r[3], r[4], r[5])
+
+    def _remember(self, rows: dict[str, int]) -> None:
+        """Keep id -> row pairs just read: a shown image's id comes back as an exclusion of the next search."""
+        with self._rows_lock:
+            if len(self._rows) + len(rows) > ROW_CACHE:  # bounded: a long-running server forgets and looks up again
+                self._rows.clear()
+            self._rows.update(rows)
 
     def records_many(self, rows) -> list[IndexRecord]:
         """Records of many rows in one query (search hits), in the order asked."""
@@ -121,6 +129,7 @@ class SqliteMetadata:
         missing = [r for r in rows if r not in got]
         if missing:
             raise IndexError(f"row {missing[0]} is not in the index ({self.count} rows)")
+        self._remember({rec.id: r for r, rec in got.items()})
         return [got[r] for r in rows]
 
     def row(self, image_id: str) -> int | None:
@@ -139,10 +148,7 @@ class SqliteMetadata:
             for image_id, row in db.execute(f"SELECT id, row FROM records WHERE id IN ({','.join('?' * len(part))})", part):
                 got[image_id] = int(row)
         if todo:
-            with self._rows_lock:
-                if len(self._rows) > ROW_CACHE:  # bounded: a long-running server forgets and looks up again
-                    self._rows.clear()
-                self._rows.update({i: got[i] for i in todo if i in got})
+            self._remember({i: got[i] for i in todo if i in got})
         return got
 
     def id_of(self, row: int) -> str:

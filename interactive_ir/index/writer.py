@@ -3,7 +3,8 @@
 Rows arrive in chunks (`IndexWriter.add`): their fp16 vectors are appended to `image_emb.npy` /
 `caption_emb.npy` and their metadata to `metadata.sqlite`, so a build never holds the collection in
 RAM. `finish` then trains the faiss index of the chosen kind on a sample of rows, adds every row
-chunk by chunk from the memory-mapped vectors, hashes the files, writes the manifest and renames the
+chunk by chunk from the memory-mapped vectors, chooses an ivf-pq index's nprobe from calibration
+queries (`tune`), hashes the files, writes the manifest and renames the
 folder into place. Until that rename the index at `out` (if any) is untouched and nothing loadable
 exists at `out`.
 
@@ -30,6 +31,8 @@ from interactive_ir import __version__
 from interactive_ir.index import kinds as K
 from interactive_ir.index.metadata import SQLITE_NAME, IndexRecord, SqliteMetadataWriter
 from interactive_ir.index.store import FORMAT_VERSION, sha256_file
+from interactive_ir.index.tune import FolderRows
+from interactive_ir.index.tune import tune as tune_ivf
 
 log = logging.getLogger(__name__)
 
@@ -164,8 +167,13 @@ class IndexWriter:
             width = self.dim * (2 if self.captions is not None else 1)
             params = K.choose_params(kind, n, width)
             t0 = time.perf_counter()
-            build_faiss(self.tmp, params, n)
+            index = build_faiss(self.tmp, params, n)
             log.info("built the %s index of %d rows in %.1f s", params.kind, n, time.perf_counter() - t0)
+            tuning = None
+            if params.kind == "ivf-pq":  # nprobe (and re-rank depth) chosen from this collection's own data
+                params, report = tune_ivf(index, params, FolderRows(self.tmp))
+                tuning = report.to_dict()
+            del index
             (self.tmp / "progress.json").unlink(missing_ok=True)
             files = {}
             for name in ("image_emb.npy", "caption_emb.npy", "faiss.index", SQLITE_NAME):
@@ -181,6 +189,7 @@ class IndexWriter:
                 "count": n,
                 "kind": params.kind,
                 "index_params": params.to_dict(),
+                **({"tuning": tuning} if tuning else {}),
                 "metadata": SQLITE_NAME,
                 "created": now,
                 "package_version": __version__,
@@ -221,8 +230,8 @@ def _rows(tmp: Path, a: int, b: int, img: np.ndarray, cap: np.ndarray | None, ta
     return np.ascontiguousarray(x)
 
 
-def build_faiss(folder: Path, params: K.IndexParams, n: int) -> None:
-    """Train (on a seeded sample) and fill the faiss index from the folder's memory-mapped vectors."""
+def build_faiss(folder: Path, params: K.IndexParams, n: int):
+    """Train (on a seeded sample) and fill the faiss index from the folder's memory-mapped vectors; returns it."""
     import faiss
 
     img = np.load(folder / "image_emb.npy", mmap_mode="r")
@@ -239,6 +248,7 @@ def build_faiss(folder: Path, params: K.IndexParams, n: int) -> None:
     for a in range(0, n, CHUNK_ROWS):
         index.add(_rows(folder, a, min(n, a + CHUNK_ROWS), img, cap))
     faiss.write_index(index, str(folder / "faiss.index"))
+    return index
 
 
 def make_index(params: K.IndexParams, width: int):
