@@ -58,7 +58,7 @@ def test_nprobe_ladder():
 def test_tight_clusters_get_a_small_nprobe_and_diffuse_data_a_large_one(tmp_path):
     """The size-based guess probes 32 of 64 lists on both; the data says otherwise, and the choice holds
     on queries the tuning never saw."""
-    tight = write(tmp_path / "tight", mixture(4000, 64, 0.05, 1))
+    tight = write(tmp_path / "tight", mixture(4000, 16, 0.05, 1))
     diffuse = write(tmp_path / "diffuse", mixture(4000, 4, 3.0, 2))
     assert tight["index_params"]["nlist"] == diffuse["index_params"]["nlist"] == 64
     t, d = tight["index_params"]["nprobe"], diffuse["index_params"]["nprobe"]

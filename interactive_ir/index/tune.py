@@ -4,9 +4,10 @@ The size-based guess (`kinds.choose_params`) cannot know how clustered a collect
 data a few lists hold every neighbour, on diffuse data many must be visited. So after an ivf-pq index is
 filled (at build time, and again with `index tune DIR`):
 
-1. calibration queries: by default `queries` stored rows, each with isotropic noise of the row's own norm
-   added (about 0.7 cosine to its source row: a query near the data but not a copy of a stored image),
-   or the caller's own query vectors (`index tune DIR --queries FILE.npy`, e.g. encoded text queries);
+1. calibration queries: by default `queries` stored rows, each with isotropic noise added, its norm spread
+   evenly from 0.5x to 4x the row's (cosine to the source row from about 0.9 down to 0.25; a CLIP text
+   query lies about 0.3 from its image, and far queries need more lists than near ones), or the caller's
+   own query vectors (`index tune DIR --queries FILE.npy`, e.g. encoded text queries);
 2. their exact top-k by one streamed pass over the fp16 vectors (bounded memory whatever N);
 3. recall@k of the search the retriever runs (IVF candidates, then the exact re-rank) at nprobe 4, 8, ...
    up to `max_nprobe`;
@@ -88,13 +89,17 @@ class FolderRows:
         return x
 
 
+NOISE_SCALES = (0.5, 4.0)  # calibration noise norm relative to the row's, spread evenly over the queries
+
+
 def sample_queries(src: FolderRows, count: int, seed: int) -> np.ndarray:
-    """`count` stored rows, each plus isotropic noise of its own norm, unit-normalised (float32)."""
+    """`count` stored rows, each plus isotropic noise (0.5x to 4x its norm), unit-normalised (float32)."""
     rng = np.random.default_rng(seed)
     take = rng.choice(src.n, min(count, src.n), replace=False)
     x = src.rows(take)
     noise = rng.standard_normal(x.shape).astype(np.float32)
-    noise *= (np.linalg.norm(x, axis=1, keepdims=True) / np.maximum(np.linalg.norm(noise, axis=1, keepdims=True), 1e-12))
+    scale = np.linspace(*NOISE_SCALES, len(take), dtype=np.float32)[:, None]
+    noise *= scale * np.linalg.norm(x, axis=1, keepdims=True) / np.maximum(np.linalg.norm(noise, axis=1, keepdims=True), 1e-12)
     q = x + noise
     return np.ascontiguousarray(q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12), dtype=np.float32)
 
@@ -154,7 +159,7 @@ def tune(index, params: K.IndexParams, src: FolderRows, cfg: TuneConfig = TuneCo
                             "and hnsw's efSearch is set with IIR_EF_SEARCH")
     t0 = time.perf_counter()
     if queries is None:
-        queries, source = sample_queries(src, cfg.queries, cfg.seed), "sampled rows + noise"
+        queries, source = sample_queries(src, cfg.queries, cfg.seed), "sampled rows + noise (0.5-4x)"
     else:
         queries = np.ascontiguousarray(np.asarray(queries, np.float32))
         if queries.ndim != 2 or queries.shape[1] != src.width:
