@@ -141,32 +141,49 @@ def measure(spec: str, folder: Path, work: Path, batch_size: int, workers: int) 
     }
 
 
-def measure_captions(spec: str, folder: Path, captions: Path, work: Path, batch_size: int, workers: int) -> dict:
-    """A caption index (text embedder): build_index against the embedder's own encode of the same captions."""
+def measure_captions(spec: str, folder: Path, captions: Path, work: Path, batch_size: int, workers: int,
+                     repeats: int = 1) -> dict:
+    """A caption index (text embedder): build_index against the embedder's own encode of the same captions.
+
+    With `repeats` > 1 the two alternate (encode, build, build, encode, ...) and each side's median counts,
+    so a drift in the machine's speed during the run does not favour either."""
     from interactive_ir.backends import make_embedder
     from interactive_ir.captions_io import match_captions, read_captions
     from interactive_ir.imageio import list_images
     from interactive_ir.index.builder import BuildConfig, build_index
 
-    emb = make_embedder(spec, batch_size=batch_size)
+    emb = make_embedder(spec, batch_size=batch_size, show_progress=False)  # no progress bars on either side
     files = list_images(folder)
     rels = [p.relative_to(folder).as_posix() for p in files]
     caps, _ = match_captions(read_captions(captions), rels)
     texts = [c for r in rels for c in caps.get(r, [])]
     emb.embed_texts(texts[:batch_size])  # warm-up
-    t, c = time.perf_counter(), cpu_seconds()
-    emb.embed_texts(texts)
-    forward_s, forward_cpu = time.perf_counter() - t, cpu_seconds() - c
     out = work / "caption-index"
-    t, c = time.perf_counter(), cpu_seconds()
-    report = build_index(BuildConfig(images=folder, out=out, captions=captions, batch_size=batch_size, workers=workers,
-                                     rebuild=True, skip_missing_captions=True), emb)
-    build_s, build_cpu = time.perf_counter() - t, cpu_seconds() - c
-    shutil.rmtree(out, ignore_errors=True)
+
+    def encode():
+        emb.embed_texts(texts)
+
+    def build():
+        rep = build_index(BuildConfig(images=folder, out=out, captions=captions, batch_size=batch_size, workers=workers,
+                                      rebuild=True, skip_missing_captions=True), emb)
+        shutil.rmtree(out, ignore_errors=True)
+        return rep
+
+    times: dict[str, list[tuple[float, float]]] = {"encode": [], "build": []}
+    indexed = 0
+    for i in range(max(1, repeats)):
+        for side in (("encode", "build") if i % 2 == 0 else ("build", "encode")):
+            t, c = time.perf_counter(), cpu_seconds()
+            rep = encode() if side == "encode" else build()
+            times[side].append((time.perf_counter() - t, cpu_seconds() - c))
+            indexed = rep.count if rep is not None else indexed
+    fwd_s, fwd_cpu = (float(np.median([x[j] for x in times["encode"]])) for j in (0, 1))
+    bld_s, bld_cpu = (float(np.median([x[j] for x in times["build"]])) for j in (0, 1))
     n = len(files)
-    return {"spec": spec, "n": n, "captions": len(texts), "forward": n / forward_s, "build": n / build_s,
-            "ratio": forward_s / build_s, "forward_cpu_ms": forward_cpu / n * 1e3, "build_cpu_ms": build_cpu / n * 1e3,
-            "indexed": report.count, "loadavg": os.getloadavg()[0]}
+    return {"spec": spec, "n": n, "captions": len(texts), "forward": n / fwd_s, "build": n / bld_s,
+            "ratio": fwd_s / bld_s, "forward_cpu_ms": fwd_cpu / n * 1e3, "build_cpu_ms": bld_cpu / n * 1e3,
+            "ratios": [e[0] / b[0] for e, b in zip(times["encode"], times["build"])],
+            "indexed": indexed, "loadavg": os.getloadavg()[0]}
 
 
 def environment() -> str:
@@ -208,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tmp", default=None, help="folder for the temporary images and indices")
     ap.add_argument("--captions", default=None, help="with --images: build caption indices (text embedders in "
                     "--embedders) and compare with the embedder's own encode of the same captions")
+    ap.add_argument("--repeats", type=int, default=3, help="with --captions: alternating encode/build passes, "
+                    "medians reported")
     args = ap.parse_args(argv)
 
     print(environment())
@@ -230,12 +249,13 @@ def main(argv: list[str] | None = None) -> int:
         results = []
         if args.captions:
             print("| embedder | images | captions | encode() images/s | caption index build images/s | ratio "
-                  "(goal >= 0.9) | encode CPU ms/img | build CPU ms/img | load avg |")
-            print("|---|---|---|---|---|---|---|---|---|")
+                  "(goal >= 0.9) | ratio per pass | encode CPU ms/img | build CPU ms/img | load avg |")
+            print("|---|---|---|---|---|---|---|---|---|---|")
             for spec in [s.strip() for s in args.embedders.split(",") if s.strip()]:
-                r = measure_captions(spec, folder, Path(args.captions), work, args.batch_size, args.workers)
+                r = measure_captions(spec, folder, Path(args.captions), work, args.batch_size, args.workers,
+                                     args.repeats)
                 print(f"| {spec} | {r['n']:,} | {r['captions']:,} | {r['forward']:.0f} | {r['build']:.0f} "
-                      f"| {r['ratio']:.2f} | {r['forward_cpu_ms']:.1f} | {r['build_cpu_ms']:.1f} | {r['loadavg']:.1f} |")
+                      f"| {r['ratio']:.2f} | {', '.join(f'{x:.2f}' for x in r['ratios'])} | {r['forward_cpu_ms']:.1f} | {r['build_cpu_ms']:.1f} | {r['loadavg']:.1f} |")
             return 0
         for spec in [s.strip() for s in args.embedders.split(",") if s.strip()]:
             results.append(measure(spec, folder, work, args.batch_size, args.workers))

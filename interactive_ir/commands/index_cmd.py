@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     from interactive_ir.index.builder import BuildConfig, build_index
 
     embedder = make_embedder(args.embedder or os.environ.get("IIR_EMBEDDER") or DEFAULT_EMBEDDER,
-                             batch_size=args.batch_size)
+                             batch_size=args.batch_size, show_progress=False)  # the build shows its own bar
     captioner = make_captioner(args.captioner) if args.captioner else None
     cfg = BuildConfig(images=args.images, out=args.out, captions=args.captions, batch_size=args.batch_size,
                       workers=args.workers, rebuild=args.rebuild, skip_missing_captions=args.skip_missing_captions,
