@@ -25,7 +25,6 @@ log = logging.getLogger(__name__)
 
 
 MATRIX_ROWS_MAX = 200_000  # whole-collection scores keep a float32 copy up to this many rows, chunked above
-SPLIT_MIN_ROWS = 50_000  # an exact search is split across threads only from this many rows (below, threads cost more)
 
 
 @dataclass(frozen=True)
@@ -35,8 +34,6 @@ class SearchConfig:
     max_query_chars: int = 2000  # longer text queries are refused with a clear error
     device: str = "auto"  # "auto": the GPU when present (search_device.py), else faiss on CPU; "faiss", "faiss-gpu", "torch"
     search_threads: int = 1  # faiss threads per query (one is fastest for single queries; bench/bench_search.py)
-    exact_split: int = 2  # exact kind on the CPU: one query's rows are searched as this many ranges in parallel
-    #                       threads (faiss scans a single query on one thread); IIR_EXACT_SPLIT overrides, 1 = off
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]+")  # control characters (tab, newline kept)
@@ -275,70 +272,16 @@ class Retriever:
             top = torch.topk(s, k)
         return top.values.cpu().numpy(), top.indices.cpu().numpy()
 
-    @cached_property
-    def _ranges(self) -> list[tuple[int, int]]:
-        """Row ranges an exact CPU search is split into (one range: not split)."""
-        n = len(self.index)
-        parts = int(os.environ.get("IIR_EXACT_SPLIT") or self.config.exact_split)
-        if self.index.params.kind != "exact" or self.device != "faiss" or parts < 2 or n < SPLIT_MIN_ROWS:
-            return [(0, n)]
-        bounds = np.linspace(0, n, parts + 1).astype(int)
-        return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
-
-    @cached_property
-    def _pool(self):
-        from concurrent.futures import ThreadPoolExecutor
-
-        return ThreadPoolExecutor(max_workers=4 * len(self._ranges), thread_name_prefix="iir-search")
-
-    def _set_threads(self) -> None:
-        import faiss
-
-        if getattr(self._local, "threads", None) != self.config.search_threads:
-            faiss.omp_set_num_threads(self.config.search_threads)  # per calling thread (OpenMP ICV)
-            self._local.threads = self.config.search_threads
-
-    def _range_search(self, q: np.ndarray, k: int, a: int, b: int):
-        """Top-k of rows [a, b) (faiss skips the other rows: IDSelectorRange with assume_sorted)."""
-        import faiss
-
-        self._set_threads()
-        sel = faiss.IDSelectorRange(a, b)
-        sel.assume_sorted = True  # rows are ids in order: only [a, b) is scanned
-        d, i = self._faiss.search(q, min(k, b - a), params=faiss.SearchParameters(sel=sel))
-        return d[0], i[0]
-
-    def _split_search(self, q: np.ndarray, k: int, ex: np.ndarray):
-        """An exact search run as row ranges in parallel threads (faiss releases the GIL); the same top-k.
-
-        Exclusions are dropped after the search (each range fetches k + its excluded rows), so that the
-        range selector keeps faiss's fast path."""
-        jobs = []
-        for a, b in self._ranges[1:]:
-            extra = int(np.count_nonzero((ex >= a) & (ex < b)))
-            jobs.append(self._pool.submit(self._range_search, q, k + extra, a, b))
-        a, b = self._ranges[0]
-        parts = [self._range_search(q, k + int(np.count_nonzero((ex >= a) & (ex < b))), a, b)]
-        parts += [j.result() for j in jobs]
-        d = np.concatenate([p[0] for p in parts])
-        i = np.concatenate([p[1] for p in parts])
-        ok = i >= 0
-        if len(ex):
-            ok &= ~np.isin(i, ex)
-        d, i = d[ok], i[ok]
-        order = np.lexsort((i, -d))[:k]  # best first; equal scores: lower row first
-        return d[order], i[order]
-
     def _faiss_search(self, q: np.ndarray, k: int, ex: np.ndarray):
         import faiss
 
         from interactive_ir.index import kinds
 
-        self._set_threads()
+        if getattr(self._local, "threads", None) != self.config.search_threads:
+            faiss.omp_set_num_threads(self.config.search_threads)  # per calling thread (OpenMP ICV)
+            self._local.threads = self.config.search_threads
         p = self.index.params
         k_fetch = min(kinds.candidates(p, k), len(self.index) - len(ex))
-        if len(self._ranges) > 1:
-            return self._split_search(q, k_fetch, ex)
         keep = sel = None
         if len(ex):
             keep = faiss.IDSelectorBatch(ex)  # must outlive the search: IDSelectorNot holds a raw pointer

@@ -158,30 +158,3 @@ def test_shown_images_are_excluded_without_a_lookup(kind_index):
         db.set_trace_callback(None)
     np.testing.assert_array_equal(ex, np.sort(np.append(rows, 1234)))
     assert calls == []
-
-
-@pytest.mark.parametrize("parts", [2, 3])
-def test_exact_search_split_across_threads_gives_the_same_top_k(tmp_path, monkeypatch, parts):
-    """An exact search run as row ranges in parallel threads returns what one scan returns, exclusions
-    (in every range, or all in one) and k larger than a range included."""
-    import interactive_ir.retrieval as R
-
-    r1, img, cap = write_index(tmp_path / "idx", "exact")
-    monkeypatch.setattr(R, "SPLIT_MIN_ROWS", 100)
-    monkeypatch.setenv("IIR_EXACT_SPLIT", "1")
-    whole = Retriever(load_index(tmp_path / "idx"), make_embedder(f"fake:{DIM}"))
-    assert len(whole._ranges) == 1  # chosen once, on first use
-    monkeypatch.setenv("IIR_EXACT_SPLIT", str(parts))
-    split = Retriever(load_index(tmp_path / "idx"), make_embedder(f"fake:{DIM}"))
-    assert len(split._ranges) == parts
-    assert split._ranges[0][0] == 0 and split._ranges[-1][1] == N
-    rng = np.random.default_rng(3)
-    for k, n_ex in [(10, 0), (100, 50), (1500, 30), (N, 0)]:
-        q = img[rng.integers(N)].astype(np.float32) + 0.3 * rng.standard_normal(DIM).astype(np.float32)
-        qrow = whole.text_query_row(q / np.linalg.norm(q), 0.15)
-        ex = rng.choice(N, n_ex, replace=False) if n_ex != 30 else np.arange(30)  # 30: all in the first range
-        want_s, want_r = whole.search_rows(qrow, k, exclude_rows=ex)
-        got_s, got_r = split.search_rows(qrow, k, exclude_rows=ex)
-        assert len(got_r) == min(k, N - n_ex) and not set(got_r.tolist()) & set(ex.tolist())
-        np.testing.assert_array_equal(got_r, want_r)
-        np.testing.assert_allclose(got_s, want_s)
