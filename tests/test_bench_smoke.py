@@ -58,3 +58,24 @@ def test_bench_build_tiny_open_clip():
                  timeout=600)
     rows = table_rows(stdout, "## Build throughput")
     assert len(rows) == 1 and rows[0][0] == "open_clip:ViT-S-32:none"
+
+
+def test_bench_tune_noise_check_tiny(tmp_path):
+    """bench_tune.py on a tiny ivf-pq index: the tuned nprobe and a recall row per noise level, recall in [0, 1]."""
+    import numpy as np
+
+    from interactive_ir.index.metadata import IndexRecord
+    from interactive_ir.index.writer import IndexWriter
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2000, 16)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    w = IndexWriter(tmp_path / "idx", 16, caption_vectors=False)
+    w.add([IndexRecord(f"i{i}.png", []) for i in range(2000)], x.astype(np.float16))
+    w.finish("ivf-pq", {"embedder": "fake:16", "has_vision": True, "image_root": "."})
+    stdout = run("bench_tune.py", "--index", str(tmp_path / "idx"), "--noise", "1,3")
+    assert "tuned nprobe" in stdout
+    rows = [line for line in stdout.splitlines() if line.startswith("| noise")]
+    assert len(rows) == 2
+    recalls = [float(c.split(": ")[1]) for line in rows for c in line.strip("|").split("|")[1:-1]]
+    assert recalls and all(0.0 <= r <= 1.0 for r in recalls)
