@@ -167,6 +167,8 @@ def tune(index, params: K.IndexParams, src: FolderRows, cfg: TuneConfig = TuneCo
                                 f"give an (N, {src.width}) float array of query rows")
         if not np.isfinite(queries).all():
             raise BadInputError("the query vectors hold NaN or infinite values: encode the queries again")
+    log.info("choosing nprobe for %d rows: exact top-%d of %d calibration queries (one pass over the vectors), "
+             "then the search at nprobe up to %d", src.n, cfg.k, len(queries), min(params.nlist, cfg.max_nprobe))
     truth = exact_topk(src.chunk, src.n, queries, cfg.k)
     ladder = nprobe_ladder(params.nlist, cfg.max_nprobe)
     table: list[dict] = []
