@@ -158,3 +158,25 @@ def test_shown_images_are_excluded_without_a_lookup(kind_index):
         db.set_trace_callback(None)
     np.testing.assert_array_equal(ex, np.sort(np.append(rows, 1234)))
     assert calls == []
+
+
+def test_opening_a_large_index_reads_no_full_table(tmp_path):
+    """Past the load-time id scan, the metadata check asks SQLite only for the ends of the row b-tree
+    (`SELECT min(row), max(row)` in one query scans every row: 1.2 s at 10M), and still catches a wrong count."""
+    import sqlite3
+
+    from interactive_ir.index.metadata import SqliteMetadata
+
+    _, img, _ = write_index(tmp_path / "idx", "exact", captions=False)
+    path = tmp_path / "idx" / "metadata.sqlite"
+    meta = SqliteMetadata(path, N)
+    sql = []
+    meta._db().set_trace_callback(sql.append)
+    meta.check("rebuild", scan_ids=False)
+    meta._db().set_trace_callback(None)
+    plans = [row[-1] for q in sql for row in sqlite3.connect(path).execute("EXPLAIN QUERY PLAN " + q)]
+    assert plans and not [p for p in plans if p.startswith("SCAN records")], plans
+    from interactive_ir.errors import IndexLoadError
+
+    with pytest.raises(IndexLoadError, match="rows"):
+        SqliteMetadata(path, N + 1).check("rebuild", scan_ids=False)
