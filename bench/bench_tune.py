@@ -35,7 +35,8 @@ if str(ROOT) not in sys.path:
 
 def recall_table(folder: Path, queries: np.ndarray, ladder=(4, 8, 16, 32, 64, 128, 256)) -> dict[int, float]:
     from interactive_ir.index import load_index
-    from interactive_ir.index.tune import FolderRows, exact_topk, reranked_recall
+    from interactive_ir.index.folder_rows import FolderRows
+    from interactive_ir.index.tune import exact_topk, reranked_recall
 
     index, src = load_index(folder), FolderRows(folder)
     truth = exact_topk(src.chunk, src.n, queries, 100)
@@ -48,7 +49,7 @@ def tuned(folder: Path) -> int:
 
 
 def noise_check(folder: Path, scales: list[float]) -> None:
-    from interactive_ir.index.tune import FolderRows
+    from interactive_ir.index.folder_rows import FolderRows
 
     src, rng = FolderRows(folder), np.random.default_rng(7)
     print(f"{folder}: tuned nprobe {tuned(folder)}")

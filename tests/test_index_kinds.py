@@ -148,7 +148,7 @@ def test_shown_images_are_excluded_without_a_lookup(kind_index):
     _, r, img, _ = kind_index
     q = r.text_query_row(img[3].astype(np.float32), 0.0)
     scores, rows = r.search_rows(q, 12)
-    shown = [h.id for h in r.hits(scores, rows)] + [r.index.ids[int(1234)]]
+    shown = [h.id for h in r.hits(scores, rows)] + [r.index.ids[1234]]
     calls = []
     db = r.index.meta._db()
     db.set_trace_callback(calls.append)

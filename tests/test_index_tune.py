@@ -13,9 +13,9 @@ from interactive_ir.backends import make_embedder
 from interactive_ir.errors import BadInputError
 from interactive_ir.index import kinds as K
 from interactive_ir.index import load_index
+from interactive_ir.index.folder_rows import FolderRows
 from interactive_ir.index.metadata import IndexRecord
-from interactive_ir.index.tune import (FolderRows, TuneConfig, exact_topk, nprobe_ladder, reranked_recall,
-                                       sample_queries, tune)
+from interactive_ir.index.tune import TuneConfig, exact_topk, nprobe_ladder, reranked_recall, sample_queries, tune
 from interactive_ir.index.writer import IndexWriter
 from interactive_ir.retrieval import Retriever
 

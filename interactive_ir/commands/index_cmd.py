@@ -153,8 +153,9 @@ def _export(target: Path | None, store: str | None) -> int:
 
 def _tune(target: Path | None, queries: Path | None, target_recall: float) -> int:
     from interactive_ir.errors import BadInputError
+    from interactive_ir.index.folder_rows import FolderRows
     from interactive_ir.index.store import load_index
-    from interactive_ir.index.tune import FolderRows, TuneConfig, load_queries, tune, write_tuning
+    from interactive_ir.index.tune import TuneConfig, load_queries, tune, write_tuning
 
     if target is None:
         raise BadInputError("index tune needs the index folder: python -m interactive_ir index tune indices/NAME")

@@ -29,9 +29,9 @@ import numpy as np
 
 from interactive_ir import __version__
 from interactive_ir.index import kinds as K
+from interactive_ir.index.folder_rows import FolderRows
 from interactive_ir.index.metadata import SQLITE_NAME, IndexRecord, SqliteMetadataWriter
 from interactive_ir.index.store import FORMAT_VERSION, sha256_file
-from interactive_ir.index.tune import FolderRows
 from interactive_ir.index.tune import tune as tune_ivf
 
 log = logging.getLogger(__name__)
@@ -167,11 +167,12 @@ class IndexWriter:
             width = self.dim * (2 if self.captions is not None else 1)
             params = K.choose_params(kind, n, width)
             t0 = time.perf_counter()
-            index = build_faiss(self.tmp, params, n)
+            rows = FolderRows(self.tmp)
+            index = build_faiss(self.tmp, rows, params, n)
             log.info("built the %s index of %d rows in %.1f s", params.kind, n, time.perf_counter() - t0)
             tuning = None
             if params.kind == "ivf-pq":  # nprobe (and re-rank depth) chosen from this collection's own data
-                params, report = tune_ivf(index, params, FolderRows(self.tmp))
+                params, report = tune_ivf(index, params, rows)
                 tuning = report.to_dict()
             del index
             (self.tmp / "progress.json").unlink(missing_ok=True)
@@ -222,31 +223,19 @@ class IndexWriter:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def _rows(tmp: Path, a: int, b: int, img: np.ndarray, cap: np.ndarray | None, take=None) -> np.ndarray:
-    sel = slice(a, b) if take is None else take
-    x = np.asarray(img[sel], dtype=np.float32)
-    if cap is not None:
-        x = np.concatenate([x, np.asarray(cap[sel], dtype=np.float32)], axis=1)
-    return np.ascontiguousarray(x)
-
-
-def build_faiss(folder: Path, params: K.IndexParams, n: int):
+def build_faiss(folder: Path, rows: FolderRows, params: K.IndexParams, n: int):
     """Train (on a seeded sample) and fill the faiss index from the folder's memory-mapped vectors; returns it."""
     import faiss
 
-    img = np.load(folder / "image_emb.npy", mmap_mode="r")
-    capf = folder / "caption_emb.npy"
-    cap = np.load(capf, mmap_mode="r") if capf.exists() else None
-    width = img.shape[1] * (2 if cap is not None else 1)
-    index = make_index(params, width)
+    index = make_index(params, rows.width)
     if params.approximate:
         m = min(n, params.train_size or n)
-        take = np.sort(np.random.default_rng(0).choice(n, m, replace=False)) if m < n else slice(0, n)
-        index.train(_rows(folder, 0, n, img, cap, take))
+        take = np.sort(np.random.default_rng(0).choice(n, m, replace=False)) if m < n else None
+        index.train(rows.chunk(0, n) if take is None else rows.rows(take))
     else:
-        index.train(np.zeros((1, width), np.float32))  # fp16 needs no training
+        index.train(np.zeros((1, rows.width), np.float32))  # fp16 needs no training
     for a in range(0, n, CHUNK_ROWS):
-        index.add(_rows(folder, a, min(n, a + CHUNK_ROWS), img, cap))
+        index.add(rows.chunk(a, min(n, a + CHUNK_ROWS)))
     faiss.write_index(index, str(folder / "faiss.index"))
     return index
 
