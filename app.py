@@ -38,11 +38,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None) -> int:
-    from interactive_ir.ui.logs import browser_url, setup_logging
+    from interactive_ir.ui.serving.logs import browser_url, setup_logging
 
     setup_logging()
     args = parse_args(argv)
-    from interactive_ir.ui.malloc_arenas import limit_malloc_arenas
+    from interactive_ir.ui.serving.malloc_arenas import limit_malloc_arenas
 
     try:
         limit_malloc_arenas()  # before any server thread starts: memory stays flat with use (issue 15)
@@ -78,8 +78,8 @@ def main(argv=None) -> int:
     else:
         demo = build_demo(parts.engine, parts.notes, questions_off_reason=parts.questions_off_reason,
                           search_concurrency=cfg.search_concurrency, click_concurrency=cfg.click_concurrency)
-    from interactive_ir.ui.session_ids import keep_session_ids
-    from interactive_ir.ui.tabs import bound_queue_records
+    from interactive_ir.ui.serving.session_ids import keep_session_ids
+    from interactive_ir.ui.serving.tabs import bound_queue_records
 
     bound_queue_records()  # Gradio's per-event records: bounded (memory stays flat)
     keep_session_ids()  # and its per-tab records (the study page too)

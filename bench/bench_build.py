@@ -69,7 +69,7 @@ def make_images(folder: Path, n: int, size: tuple[int, int], seed: int = 0) -> N
 
 def link_images(src: Path, folder: Path, n: int) -> int:
     """Symlink the first N images of a real folder (never copies them); returns how many."""
-    from interactive_ir.imageio import list_images
+    from interactive_ir.index.imageio import list_images
 
     folder.mkdir(parents=True, exist_ok=True)
     files = list_images(src)[:n]
@@ -91,7 +91,7 @@ def batched(items: list, size: int) -> list[list]:
 
 def measure(spec: str, folder: Path, work: Path, batch_size: int, workers: int) -> dict:
     from interactive_ir.backends import make_embedder
-    from interactive_ir.imageio import list_images, open_image
+    from interactive_ir.index.imageio import list_images, open_image
     from interactive_ir.index.builder import BuildConfig, build_index
 
     t = time.perf_counter()
@@ -148,8 +148,8 @@ def measure_captions(spec: str, folder: Path, captions: Path, work: Path, batch_
     With `repeats` > 1 the two alternate (encode, build, build, encode, ...) and each side's median counts,
     so a drift in the machine's speed during the run does not favour either."""
     from interactive_ir.backends import make_embedder
-    from interactive_ir.captions_io import match_captions, read_captions
-    from interactive_ir.imageio import list_images
+    from interactive_ir.index.captions_io import match_captions, read_captions
+    from interactive_ir.index.imageio import list_images
     from interactive_ir.index.builder import BuildConfig, build_index
 
     emb = make_embedder(spec, batch_size=batch_size, show_progress=False)  # no progress bars on either side

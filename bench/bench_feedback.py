@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     from interactive_ir.backends.vlms import FakeVLM
     from interactive_ir.engine import EngineConfig, build_engine
     from interactive_ir.index import load_index
-    from interactive_ir.retrieval import Retriever
+    from interactive_ir.retrieval.retriever import Retriever
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="iir-bench-feedback-"))
     try:

@@ -103,7 +103,7 @@ def child_search(out: str, vec: str, queries: int, recall_queries: int, store: s
     t = time.perf_counter()
     from interactive_ir.backends import make_embedder
     from interactive_ir.index import load_index
-    from interactive_ir.retrieval import Retriever
+    from interactive_ir.retrieval.retriever import Retriever
 
     import_s = time.perf_counter() - t
     t = time.perf_counter()

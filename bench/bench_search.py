@@ -132,7 +132,7 @@ def measure_cell(index_dir: Path, k: int, n_queries: int, n_exclude: int, seed: 
 
     from interactive_ir.backends.embedders import FakeEmbedder
     from interactive_ir.index import load_index
-    from interactive_ir.retrieval import Retriever, SearchConfig
+    from interactive_ir.retrieval.retriever import Retriever, SearchConfig
 
     gc.collect()
     rss0 = rss_bytes()

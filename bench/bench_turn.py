@@ -55,7 +55,7 @@ PLACES = "beach street park snow field river kitchen stage grass road".split()
 # --- the scripted LLM of the fake setting -----------------------------------------------------------
 def fake_responder(text: str) -> str:
     """Valid replies for every prompt type, so the whole pipeline (filter and KL included) runs."""
-    from interactive_ir.plugir import prompts as P
+    from interactive_ir.modes.conversation.plugir import prompts as P
 
     if text.startswith((P.QUESTIONER_RCE_SYSTEM, P.QUESTIONER_BASELINE_SYSTEM)):
         if "numbered 1 to" in text:
@@ -218,8 +218,8 @@ def fake_setting(index_dir: Path, args):
     from interactive_ir.backends.llms import FakeLLM
     from interactive_ir.engine import EngineConfig, build_engine
     from interactive_ir.index import load_index
-    from interactive_ir.plugir.config import PlugIRConfig
-    from interactive_ir.retrieval import Retriever
+    from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
+    from interactive_ir.retrieval.retriever import Retriever
 
     retriever = Retriever(load_index(index_dir, verify=False), FakeEmbedder(DIM, spec=f"fake:{DIM}"))
     rng = np.random.default_rng(1)
@@ -370,8 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         return child_json(args)
 
-    from interactive_ir.plugir.config import PlugIRConfig
-    from interactive_ir.plugir.rce import default_n_candidates
+    from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
+    from interactive_ir.modes.conversation.plugir.rce import default_n_candidates
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="iir-bench-turn-"))
     if args.compare is not None:
@@ -416,8 +416,8 @@ def main(argv: list[str] | None = None) -> int:
                 fdir, rows = flickr_index(work / "flickr" / "index", args.smollm2_images)
                 from interactive_ir.engine import EngineConfig, build_engine
                 from interactive_ir.index import load_index
-                from interactive_ir.plugir.config import PlugIRConfig
-                from interactive_ir.retrieval import Retriever
+                from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
+                from interactive_ir.retrieval.retriever import Retriever
 
                 r2 = Retriever(load_index(fdir), make_embedder("text:all-MiniLM-L6-v2"))
                 engine = build_engine(r2, llm=llm, config=EngineConfig(k=args.k),

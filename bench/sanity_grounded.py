@@ -37,7 +37,7 @@ def build(out: Path, n: int):
     from interactive_ir.backends import make_embedder
     from interactive_ir.index import load_index
     from interactive_ir.index.builder import BuildConfig, build_index
-    from interactive_ir.retrieval import Retriever
+    from interactive_ir.retrieval.retriever import Retriever
 
     images = out / "images"
     rows = []
@@ -89,7 +89,7 @@ def main(argv=None) -> int:
         print(f"Flickr8k not found at {FLICKR}", file=sys.stderr)
         return 1
     from interactive_ir.engine import EngineConfig, build_engine
-    from interactive_ir.plugir.config import plugir_config
+    from interactive_ir.modes.conversation.plugir.config import plugir_config
 
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()

@@ -41,7 +41,7 @@ def build_bench(root: Path, n: int = N_IMAGES, seed: int = 0) -> Bench:
     from interactive_ir.evaluation.queries import make_queries, read_caption_rows, write_index_captions, write_queries
     from interactive_ir.index import load_index
     from interactive_ir.index.builder import BuildConfig, build_index
-    from interactive_ir.retrieval import Retriever
+    from interactive_ir.retrieval.retriever import Retriever
 
     full = write_full_captions(root, n)
     held = make_queries(read_caption_rows(full, "dev"), seed=seed)

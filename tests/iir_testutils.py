@@ -45,7 +45,7 @@ def build_tiny(tmp_path: Path, n: int = 24, dim: int = 32, captions: bool = True
     from interactive_ir.backends import make_embedder
     from interactive_ir.index import load_index
     from interactive_ir.index.builder import BuildConfig, build_index
-    from interactive_ir.retrieval import Retriever
+    from interactive_ir.retrieval.retriever import Retriever
 
     caps = make_images(tmp_path / "images", n, seed)
     cap_file = write_captions(tmp_path / "captions.jsonl", caps) if captions else None

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from interactive_ir.errors import BadInputError
-from interactive_ir.retrieval import check_query_text
+from interactive_ir.retrieval.retriever import check_query_text
 
 
 def test_lone_surrogates_and_control_characters_are_cleaned():

@@ -16,7 +16,7 @@ from interactive_ir.backends.cancel import CancellableLLM, CancelToken, check, h
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BackendError, Cancelled, IIRError
-from interactive_ir.llm_log import LoggedLLM
+from interactive_ir.core.llm_log import LoggedLLM
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui import work
 from interactive_ir.ui.state import UIState

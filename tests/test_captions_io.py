@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from interactive_ir.captions_io import match_captions, read_captions
+from interactive_ir.index.captions_io import match_captions, read_captions
 from interactive_ir.errors import CaptionsFormatError
 
 

@@ -14,7 +14,7 @@ from interactive_ir.backends.captioners import FakeCaptioner
 from interactive_ir.backends.embedders import FakeEmbedder
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.commands.composed_search import reference_id, run_composed
-from interactive_ir.composed import ComposedConfig, compose_vector, history_mean, load_upload
+from interactive_ir.modes.composed.mode import ComposedConfig, compose_vector, history_mean, load_upload
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BadInputError, SessionError
 
@@ -246,7 +246,7 @@ def test_enormous_uploads_are_refused(started, monkeypatch, tmp_path):
         with pytest.raises(BadInputError, match="megapixels|MP limit"):
             eng.relative(s, "make it red", image=source)
     monkeypatch.delenv("IIR_MAX_PIXELS")
-    monkeypatch.setattr("interactive_ir.imageio.MAX_UPLOAD_BYTES", 100)
+    monkeypatch.setattr("interactive_ir.index.imageio.MAX_UPLOAD_BYTES", 100)
     (tmp_path / "big.png").write_bytes(buf.getvalue())
     for source in (buf.getvalue(), tmp_path / "big.png", io.BytesIO(buf.getvalue())):
         with pytest.raises(BadInputError, match="MB"):

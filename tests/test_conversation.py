@@ -8,10 +8,10 @@ import pytest
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BackendError, BadInputError, SessionError
-from interactive_ir.plugir import prompts as P
-from interactive_ir.plugir.config import PlugIRConfig
-from interactive_ir.plugir.parsers import normalise
-from interactive_ir.session import Session
+from interactive_ir.modes.conversation.plugir import prompts as P
+from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
+from interactive_ir.modes.conversation.plugir.parsers import normalise
+from interactive_ir.core.session import Session
 
 # The questioner's five sampled replies, in turn: junk mixed with questions.
 QUESTION_REPLIES = [
@@ -235,7 +235,7 @@ def test_a_single_question_is_filtered_too(tiny_index):
 
 
 def test_near_copies_of_asked_questions_are_dropped():
-    from interactive_ir.plugir.questioner import collect_questions, near_copy
+    from interactive_ir.modes.conversation.plugir.questioner import collect_questions, near_copy
 
     assert near_copy("Is the dog's coat black?", ["Is the dog coat black?"])
     assert not near_copy("Is the dog running?", ["Is the dog black?"])

@@ -96,7 +96,7 @@ def test_sources_md_states_license_and_regeneration():
 
 
 def test_manifest_reads_as_a_captions_file():
-    from interactive_ir.captions_io import read_captions
+    from interactive_ir.index.captions_io import read_captions
 
     caps = read_captions(MANIFEST)
     rows = _rows()

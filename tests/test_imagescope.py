@@ -11,11 +11,11 @@ import pytest
 
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.backends.vlms import FakeVLM
-from interactive_ir.composed import ComposedConfig
+from interactive_ir.modes.composed.mode import ComposedConfig
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BackendError
-from interactive_ir.imageio import open_image
-from interactive_ir.imagescope.parsers import (
+from interactive_ir.index.imageio import open_image
+from interactive_ir.modes.composed.imagescope.parsers import (
     Proposition,
     parse_evaluation,
     parse_stage1,
@@ -23,14 +23,14 @@ from interactive_ir.imagescope.parsers import (
     parse_yes_no,
     repair_json,
 )
-from interactive_ir.imagescope.prompts import (
+from interactive_ir.modes.composed.imagescope.prompts import (
     BLANK_REFERENCE,
     build_stage1,
     build_stage2,
     build_stage3,
     build_verifier_question,
 )
-from interactive_ir.imagescope.rerank import move_first_yes, rerank_by_counts
+from interactive_ir.modes.composed.imagescope.rerank import move_first_yes, rerank_by_counts
 from interactive_ir.types import Hit
 
 # --- prompt builders ---------------------------------------------------------------------------------

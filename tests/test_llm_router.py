@@ -18,7 +18,7 @@ from interactive_ir.errors import BackendError, BackendUnavailable
 
 @pytest.fixture
 def no_hub(monkeypatch):
-    monkeypatch.setattr("interactive_ir.hub.hub_reachable", lambda *a, **k: False)
+    monkeypatch.setattr("interactive_ir.backends.hub.hub_reachable", lambda *a, **k: False)
 
 
 def test_hf_token_picks_the_router_unless_something_else_is_asked(no_hub):
@@ -30,7 +30,7 @@ def test_hf_token_picks_the_router_unless_something_else_is_asked(no_hub):
 
 
 def test_a_gpu_without_a_key_runs_a_small_instruct_model(monkeypatch):
-    monkeypatch.setattr("interactive_ir.hub.hub_reachable", lambda *a, **k: True)
+    monkeypatch.setattr("interactive_ir.backends.hub.hub_reachable", lambda *a, **k: True)
     assert default_llm_spec({}, gpu=True) == f"transformers:{DEFAULT_GPU_MODEL}"
     assert default_llm_spec({"IIR_GPU_LLM": "org/small"}, gpu=True) == "transformers:org/small"
     spec = default_llm_spec({}, gpu=False)

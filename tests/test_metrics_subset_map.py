@@ -54,7 +54,7 @@ def test_subset_rank_and_recall_subset():
 
 
 def test_cirr_img_set_becomes_the_subset(tmp_path):
-    from interactive_ir.datasets.triplets import load_triplets
+    from interactive_ir.evaluation.datasets.triplets import load_triplets
     from interactive_ir.evaluation.dialogues import resolve_targets
 
     rows = [{"pairid": 1, "reference": "r", "target_hard": "t", "caption": "c",

@@ -10,7 +10,7 @@ from PIL import Image
 from interactive_ir.backends.llms import FakeLLM, fake_reply
 from interactive_ir.backends.vlms import FakeVLM
 from interactive_ir.engine import EngineConfig, build_engine
-from interactive_ir.session import Session
+from interactive_ir.core.session import Session
 
 COT = "Keywords: dog, beach\nDescription: A red dog runs on a sunny beach."
 STAGE1 = json.dumps({"step1": [["Modification", "Make it darker."]],
@@ -89,7 +89,7 @@ def test_mixed_session_without_any_model(tiny_index):
 
 
 def test_carry_mix_keeps_length_and_weights():
-    from interactive_ir.plugir.pipeline import carry_mix
+    from interactive_ir.modes.conversation.plugir.pipeline import carry_mix
 
     r = np.array([3.0, 4.0, 0.0], np.float32)  # |r| = 5
     c = np.array([0.0, 0.0, 2.0], np.float32)  # direction z
@@ -103,8 +103,8 @@ def test_carry_mix_keeps_length_and_weights():
 
 def test_answer_after_feedback_keeps_the_feedback_effect(tiny_index):
     """The answer's row mixes the feedback round's row (carry_weight); a typed search drops it."""
-    from interactive_ir.plugir.config import plugir_config
-    from interactive_ir.plugir.pipeline import carry_mix
+    from interactive_ir.modes.conversation.plugir.config import plugir_config
+    from interactive_ir.modes.conversation.plugir.pipeline import carry_mix
 
     r, ids, caps = tiny_index
     for weight in (0.0, 0.5):

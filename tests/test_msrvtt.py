@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from interactive_ir.cli import main
-from interactive_ir.datasets.msrvtt import make_msrvtt_queries, pick_frames, read_annotations
+from interactive_ir.evaluation.datasets.msrvtt import make_msrvtt_queries, pick_frames, read_annotations
 from interactive_ir.errors import BadInputError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from interactive_ir.plugir import filtering
-from interactive_ir.plugir.parsers import ANSWERED, EMPTY, UNCERTAIN
+from interactive_ir.modes.conversation.plugir import filtering
+from interactive_ir.modes.conversation.plugir.parsers import ANSWERED, EMPTY, UNCERTAIN
 
 E = math.e
 

@@ -9,11 +9,11 @@ from iir_testutils import build_tiny
 
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.errors import BadInputError
-from interactive_ir.llm_log import LoggedLLM
-from interactive_ir.plugir import prompts as P
-from interactive_ir.plugir import rce
-from interactive_ir.plugir.config import PlugIRConfig
-from interactive_ir.plugir.pipeline import QuestionState, next_question
+from interactive_ir.core.llm_log import LoggedLLM
+from interactive_ir.modes.conversation.plugir import prompts as P
+from interactive_ir.modes.conversation.plugir import rce
+from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
+from interactive_ir.modes.conversation.plugir.pipeline import QuestionState, next_question
 
 
 def test_cross_entropies_use_captions_against_images():
@@ -71,7 +71,7 @@ def test_filter_retries_write_new_questions_when_every_one_is_answered(tmp_path,
 
 
 def test_kl_skips_the_top_candidates(tmp_path, monkeypatch):
-    from interactive_ir.plugir import pipeline
+    from interactive_ir.modes.conversation.plugir import pipeline
 
     retriever, _, _ = build_tiny(tmp_path)
     cands = retriever.search_text("a red dog", 20)

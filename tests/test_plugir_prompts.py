@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from interactive_ir.plugir import prompts as P
-from interactive_ir.plugir.questioner import question_prompts
+from interactive_ir.modes.conversation.plugir import prompts as P
+from interactive_ir.modes.conversation.plugir.questioner import question_prompts
 
 DIALOGUE = [("what colour is the dog?", "brown"), ("where is it?", "on a beach")]
 

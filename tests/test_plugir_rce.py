@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from interactive_ir.plugir import rce
+from interactive_ir.modes.conversation.plugir import rce
 
 # Six candidates, best first, in two tight groups: A in the (e1, e2) plane, B in the (e3, e4) plane.
 a1, a2, a3 = (1, 0, 0, 0), (0.96, 0.28, 0, 0), (0.8, -0.6, 0, 0)

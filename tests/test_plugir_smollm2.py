@@ -27,7 +27,7 @@ def flickr_caption_index(tmp_path_factory):
     from interactive_ir.backends import make_embedder
     from interactive_ir.index import load_index
     from interactive_ir.index.builder import BuildConfig, build_index
-    from interactive_ir.retrieval import Retriever
+    from interactive_ir.retrieval.retriever import Retriever
 
     try:
         embedder = make_embedder("text:all-MiniLM-L6-v2")
@@ -54,8 +54,8 @@ def flickr_caption_index(tmp_path_factory):
 
 def test_two_turns_with_smollm2(flickr_caption_index, smollm2):
     from interactive_ir.engine import EngineConfig, build_engine
-    from interactive_ir.plugir.config import PlugIRConfig
-    from interactive_ir.plugir.prompts import ECHO_MARKERS
+    from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
+    from interactive_ir.modes.conversation.plugir.prompts import ECHO_MARKERS
 
     retriever, rows = flickr_caption_index
     eng = build_engine(retriever, llm=smollm2, config=EngineConfig(k=5), plugir=PlugIRConfig(questioner="llm"))

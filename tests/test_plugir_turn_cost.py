@@ -11,11 +11,11 @@ import pytest
 from iir_testutils import build_tiny
 
 from interactive_ir.backends.llms import FakeLLM
-from interactive_ir.llm_log import LoggedLLM
-from interactive_ir.plugir import pipeline, rce
-from interactive_ir.plugir import prompts as P
-from interactive_ir.plugir.config import PlugIRConfig
-from interactive_ir.plugir.pipeline import CandidateVectors, QuestionState, candidate_matrix, next_question
+from interactive_ir.core.llm_log import LoggedLLM
+from interactive_ir.modes.conversation.plugir import pipeline, rce
+from interactive_ir.modes.conversation.plugir import prompts as P
+from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
+from interactive_ir.modes.conversation.plugir.pipeline import CandidateVectors, QuestionState, candidate_matrix, next_question
 
 
 @pytest.mark.parametrize("captions", [True, False])
@@ -143,7 +143,7 @@ def test_entropies_match_the_definition_on_a_seeded_set():
 def test_llm_call_records_are_what_asdict_gives(prompt):
     from dataclasses import asdict
 
-    from interactive_ir.llm_log import LLMCall
+    from interactive_ir.core.llm_log import LLMCall
 
     call = LLMCall("question", prompt, "reply", 0.25, "fake", 0.7, None)
     got = call.to_dict()

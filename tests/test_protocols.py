@@ -178,7 +178,7 @@ def test_composed_uses_the_previous_top1_and_the_simulated_caption(bench):
 def test_composed_never_takes_the_target_as_its_reference(bench):
     """When the target came first, the simulated user compares it with the next best result instead."""
     from interactive_ir.evaluation import protocols
-    from interactive_ir.session import Session, Turn
+    from interactive_ir.core.session import Session, Turn
 
     q = bench.queries[0]
     others = [i for i in bench.retriever.index.ids if i != q.target][:3]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from interactive_ir.errors import BadInputError, IndexLoadError
-from interactive_ir.retrieval import Retriever, SearchConfig
+from interactive_ir.retrieval.retriever import Retriever, SearchConfig
 
 
 def exact(retriever, image_q, caption_q, k, exclude=()):

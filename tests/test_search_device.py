@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from interactive_ir import search_device as sd
+from interactive_ir.retrieval import search_device as sd
 
 
 @pytest.mark.parametrize("wanted,kind,torch_cuda,faiss_gpus,expect", [
@@ -30,7 +30,7 @@ def test_no_device_node_means_no_gpu_and_no_torch_import(monkeypatch):
 
 
 def test_retriever_falls_back_to_the_cpu_without_a_gpu(tiny_index, monkeypatch):
-    from interactive_ir.retrieval import Retriever
+    from interactive_ir.retrieval.retriever import Retriever
 
     monkeypatch.setattr(sd, "cuda_device_present", lambda: False)
     r, ids, caps = tiny_index

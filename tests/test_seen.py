@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from interactive_ir.engine import EngineConfig, build_engine, engine_config
-from interactive_ir.session import Session
+from interactive_ir.core.session import Session
 
 
 def _exact(r, text, k, exclude=()):

@@ -1,5 +1,5 @@
 """Gradio's per-tab record stays the size of the page when handlers update components (issue 15's leak
-per event): interactive_ir.ui.session_ids. Run with IIR_GRADIO_SESSION_FIX=0 in a fresh process to see
+per event): interactive_ir.ui.serving.session_ids. Run with IIR_GRADIO_SESSION_FIX=0 in a fresh process to see
 it fail (the record grows by one component per event)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def generator_app(monkeypatch):
     gr = pytest.importorskip("gradio")
     pytest.importorskip("httpx")
-    from interactive_ir.ui.session_ids import keep_session_ids
+    from interactive_ir.ui.serving.session_ids import keep_session_ids
 
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     keep_session_ids()
@@ -65,6 +65,6 @@ def test_a_tabs_record_does_not_grow_with_events(generator_app):
 
 
 def test_it_can_be_turned_off(monkeypatch):
-    from interactive_ir.ui.session_ids import keep_session_ids
+    from interactive_ir.ui.serving.session_ids import keep_session_ids
 
     assert keep_session_ids({"IIR_GRADIO_SESSION_FIX": "0"}) is False

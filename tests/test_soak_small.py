@@ -23,7 +23,8 @@ def app_server(tmp_path, monkeypatch):
 
     from interactive_ir.backends.llms import FakeLLM
     from interactive_ir.engine import EngineConfig, build_engine
-    from interactive_ir.ui import build_demo, launch_options, uploads
+    from interactive_ir.ui import build_demo, launch_options
+    from interactive_ir.ui.serving import uploads
 
     monkeypatch.setenv("IIR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")

@@ -261,7 +261,7 @@ def test_participants_ids_and_numbers(tiny, tmp_path):
 def test_condition_checks(tiny, tmp_path):
     r, ids, caps = tiny
     log = StudyLog(tmp_path / "t.sqlite")
-    from interactive_ir.plugir.config import PlugIRConfig
+    from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
 
     no_llm = build_engine(r, plugir=PlugIRConfig(questioner="llm"))  # LLM questions chosen, and no LLM
     with pytest.raises(StudyConfigError, match="conditions.A: the conversation mode asks questions with an LLM"):

@@ -272,7 +272,7 @@ def test_build_study_demo_builds_the_gradio_page(tiny, tmp_path, monkeypatch):
 
 
 def test_the_question_panel_keeps_the_dialogue_in_view():
-    from interactive_ir.session import Session, Turn
+    from interactive_ir.core.session import Session, Turn
     from interactive_ir.study.pages import question_html
     from interactive_ir.study.runner import Progress
 

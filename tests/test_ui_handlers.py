@@ -15,7 +15,7 @@ from PIL import Image
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.engine import EngineBase, EngineConfig, build_engine
 from interactive_ir.errors import BadInputError, SessionError
-from interactive_ir.session import Session, Turn
+from interactive_ir.core.session import Session, Turn
 from interactive_ir.types import Hit
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui import render
@@ -27,7 +27,7 @@ K = 4
 @pytest.fixture(autouse=True)
 def _own_upload_store(tmp_path, monkeypatch):
     """Kept uploads go to this test's folder (the store is one per process)."""
-    from interactive_ir.ui import uploads
+    from interactive_ir.ui.serving import uploads
 
     monkeypatch.setenv("IIR_CACHE_DIR", str(tmp_path / "cache"))
     uploads.default_store.cache_clear()
@@ -37,7 +37,7 @@ def _own_upload_store(tmp_path, monkeypatch):
 
 def _kept(path) -> bool:
     """`path` is a file the upload store keeps."""
-    from interactive_ir.ui import uploads
+    from interactive_ir.ui.serving import uploads
 
     return bool(path) and uploads.upload_token(path) != "" and Path(path).is_file()
 
@@ -51,7 +51,7 @@ def engine(tiny_index):
 @pytest.fixture
 def engine_no_llm(tiny_index):
     """No LLM and LLM questions chosen: no questions (without the choice, grounded questions are asked)."""
-    from interactive_ir.plugir.config import PlugIRConfig
+    from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
 
     r, _, _ = tiny_index
     return build_engine(r, llm=None, config=EngineConfig(k=K), plugir=PlugIRConfig(questioner="llm"))
@@ -422,7 +422,7 @@ def test_strip_dialogue_reference_and_status(tmp_path):
 
 # --- media ------------------------------------------------------------------------------------------------
 def test_large_images_are_served_as_cached_thumbnails(tmp_path, monkeypatch):
-    from interactive_ir.ui import media
+    from interactive_ir.ui.serving import media
 
     monkeypatch.setenv("IIR_CACHE_DIR", str(tmp_path / "cache"))
     small, big = tmp_path / "small.png", tmp_path / "big.png"
@@ -496,7 +496,7 @@ def test_load_app_with_and_without_llm(tiny_index, monkeypatch):
 def test_gpu_wrapper_is_a_no_op_without_spaces(monkeypatch):
     import importlib.machinery
 
-    from interactive_ir.ui import gpu
+    from interactive_ir.ui.serving import gpu
 
     def f(x):
         return x + 1
@@ -518,7 +518,7 @@ def test_spaces_available_finds_the_package(monkeypatch):
     import importlib.machinery
     import importlib.util
 
-    from interactive_ir.ui import gpu
+    from interactive_ir.ui.serving import gpu
 
     fake = types.ModuleType("spaces")
     fake.__spec__ = importlib.machinery.ModuleSpec("spaces", None)

@@ -23,7 +23,8 @@ def _serve(tmp_path, monkeypatch, **build):
 
     from interactive_ir.backends.llms import FakeLLM
     from interactive_ir.engine import EngineConfig, build_engine
-    from interactive_ir.ui import build_demo, launch_options, uploads
+    from interactive_ir.ui import build_demo, launch_options
+    from interactive_ir.ui.serving import uploads
 
     monkeypatch.setenv("IIR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
@@ -46,7 +47,7 @@ def served(tmp_path, monkeypatch):
         return demos[-1]
 
     yield make
-    from interactive_ir.ui import uploads
+    from interactive_ir.ui.serving import uploads
 
     for d in demos:
         d.close()

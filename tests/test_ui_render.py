@@ -74,7 +74,7 @@ def test_a_click_on_a_replaced_question_changes_nothing(grounded):
 
 
 def test_yes_no_options_render_as_buttons():
-    from interactive_ir.session import Session, Turn
+    from interactive_ir.core.session import Session, Turn
 
     class Eng:
         index = None

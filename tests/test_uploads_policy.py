@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from interactive_ir.errors import BadInputError
-from interactive_ir.ui.uploads import UploadGuard, UploadPolicy, UploadStore
+from interactive_ir.ui.serving.uploads import UploadGuard, UploadPolicy, UploadStore
 
 
 def _file(folder, name, size=None):

@@ -31,7 +31,7 @@ def lite(tmp_path_factory):
 
 def test_search_feedback_and_exclusions_match_the_local_index(lite):
     from interactive_ir.engine import EngineConfig, build_engine
-    from interactive_ir.retrieval import Retriever
+    from interactive_ir.retrieval.retriever import Retriever
 
     r, ids, spec = lite
     m = Retriever(load_index(r.index.path, store=spec), r.embedder)

@@ -123,14 +123,14 @@ def default_llm_spec(environ: Mapping[str, str] = os.environ, *, gpu: bool | Non
     if environ.get("HF_TOKEN", "").strip():
         return f"hf-router:{environ.get('IIR_HF_MODEL', '').strip() or DEFAULT_ROUTER_MODEL}"
     if _importable("transformers", "torch"):
-        from interactive_ir.hub import hub_reachable
+        from interactive_ir.backends.hub import hub_reachable
 
         if (gpu if gpu is not None else _gpu_available()) and hub_reachable():
             return f"transformers:{environ.get('IIR_GPU_LLM', '').strip() or DEFAULT_GPU_MODEL}"
     if smollm2_gguf_path() is not None and _importable("transformers", "gguf", "torch"):
         return "transformers:smollm2"
     if _importable("transformers", "torch"):
-        from interactive_ir.hub import hub_reachable
+        from interactive_ir.backends.hub import hub_reachable
 
         if hub_reachable():  # e.g. a Hugging Face Space: the model downloads from the hub
             return "transformers:smollm2"
@@ -306,7 +306,7 @@ def parse_local_args(args: str, kind: str) -> tuple[str, str | None]:
         if path is not None:
             return str(path.parent), path.name
         if kind == "transformers":
-            from interactive_ir.hub import hub_reachable
+            from interactive_ir.backends.hub import hub_reachable
 
             if hub_reachable():
                 return SMOLLM2_REPO, None

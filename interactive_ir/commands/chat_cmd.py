@@ -28,7 +28,7 @@ HELP = """commands:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from interactive_ir.plugir.config import METHODS, QUESTION_STYLES, QUESTIONERS
+    from interactive_ir.modes.conversation.plugir.config import METHODS, QUESTION_STYLES, QUESTIONERS
 
     p.add_argument("--index", required=True, type=Path, help="index folder")
     p.add_argument("--llm", default=None, help="LLM spec, e.g. openai:gpt-4o-mini, transformers:smollm2, fake "
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from interactive_ir.commands.search_cmd import load_retriever
     from interactive_ir.engine import build_engine, engine_config
     from interactive_ir.errors import BadInputError
-    from interactive_ir.plugir.config import plugir_config
+    from interactive_ir.modes.conversation.plugir.config import plugir_config
 
     if args.k < 1:
         raise BadInputError("-k must be at least 1")
@@ -164,7 +164,7 @@ class Chat:
         elif cmd in ("/like", "/unlike"):
             if not hasattr(self.engine, "feedback"):
                 self.say("relevance feedback (/like, /unlike) is not available in this version "
-                         "(interactive_ir.feedback is missing)")
+                         "(interactive_ir.modes.feedback.mode is missing)")
                 return False
             ids = self.pick_many(rest, cmd)
             if ids:
@@ -172,7 +172,7 @@ class Chat:
                 self.show(self.engine.feedback(self.session, rel, irr))
         elif cmd == "/ref":
             if not hasattr(self.engine, "relative"):
-                self.say("composed search (/ref) is not available in this version (interactive_ir.composed is missing)")
+                self.say("composed search (/ref) is not available in this version (interactive_ir.modes.composed.mode is missing)")
                 return False
             n, _, caption = rest.strip().partition(" ")
             image_id = self.pick(n, cmd)

@@ -109,7 +109,7 @@ def _preset_pipeline(preset) -> tuple[dict, list[str]]:
     """(PlugIRConfig overrides this build supports, the preset's pipeline choices it lacks)."""
     import dataclasses
 
-    from interactive_ir.plugir.config import PlugIRConfig
+    from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
 
     if preset is None:
         return {}, []
@@ -151,13 +151,13 @@ def run(args: argparse.Namespace) -> int:
     has_llm = args.llm is not None
     msrvtt = None
     if args.queries_format == "msrvtt":  # the sentences now; their relevant frames once the index is open
-        from interactive_ir.datasets.msrvtt import read_annotations
+        from interactive_ir.evaluation.datasets.msrvtt import read_annotations
 
         if args.dialogues:
             raise BadInputError("--dialogues does not go with --queries-format msrvtt (MSR-VTT has no dialogues)")
         msrvtt, queries = read_annotations([args.queries]), []
     elif args.queries_format != "auto":
-        from interactive_ir.datasets.triplets import load_triplets
+        from interactive_ir.evaluation.datasets.triplets import load_triplets
 
         queries = load_triplets(args.queries_format, args.queries)
     else:
@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
 
             torch.set_num_threads(args.torch_threads)
     if msrvtt is not None:
-        from interactive_ir.datasets.msrvtt import queries_from_index
+        from interactive_ir.evaluation.datasets.msrvtt import queries_from_index
 
         queries = queries_from_index(msrvtt, retriever.index.ids, args.queries, args.index, args.seed)
     queries, missing = resolve_targets(queries, retriever.index.ids)

@@ -5,7 +5,7 @@ Holds captions out for a caption-space benchmark: per image, one caption goes to
 and the rest are what the simulated user knows (QUERIES.jsonl, for `eval --queries`).
 
 `queries --captions videodatainfo.json [MORE ...] --frames FRAMES --out-image-list FRAMES.txt --out-queries Q.jsonl`
-makes MSR-VTT's text-to-frame benchmark (paper 001, `interactive_ir.datasets.msrvtt`): 10 frames picked per
+makes MSR-VTT's text-to-frame benchmark (paper 001, `interactive_ir.evaluation.datasets.msrvtt`): 10 frames picked per
 video (FRAMES.txt, for `index --images FRAMES --image-list`), one query per sentence whose relevant images
 are its video's picked frames, the video's other sentences as what the simulated user knows.
 """
@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from interactive_ir.datasets.msrvtt import looks_like_msrvtt
+    from interactive_ir.evaluation.datasets.msrvtt import looks_like_msrvtt
     from interactive_ir.errors import BadInputError
     from interactive_ir.evaluation.queries import make_queries, read_caption_rows, write_index_captions, write_queries
 
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _msrvtt(args: argparse.Namespace) -> int:
-    from interactive_ir.datasets.msrvtt import (
+    from interactive_ir.evaluation.datasets.msrvtt import (
         EXTRACT,
         make_msrvtt_queries,
         pick_frames,

@@ -255,7 +255,7 @@ def _print_cir(rows) -> None:
 def _fisd_by_type(path: Path, ranks: dict) -> tuple[list[float | None], dict[str, int]]:
     """Round-0 Recall@1 (%) per Table 1 column (None: no query of that type) and the average of the measured
     columns; with the number of queries per column ("other": types that match no column)."""
-    from interactive_ir.datasets.triplets import load_triplets
+    from interactive_ir.evaluation.datasets.triplets import load_triplets
 
     hits: dict[str, list[float]] = {}
     for q in load_triplets("fisd", path):

@@ -30,7 +30,7 @@ def load_retriever(index_dir: Path, embedder_spec: str | None = None, k: int = 1
 
     from interactive_ir.backends import make_embedder
     from interactive_ir.index import load_index
-    from interactive_ir.retrieval import Retriever, SearchConfig
+    from interactive_ir.retrieval.retriever import Retriever, SearchConfig
 
     index = load_index(index_dir)
     embedder = make_embedder(embedder_spec or index.embedder_spec)

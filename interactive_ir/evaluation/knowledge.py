@@ -76,7 +76,7 @@ def knowledge_of(query, index=None, pixels: bool = False, salt: str = _SALT) -> 
     image = None
     if pixels and index is not None:
         from interactive_ir.errors import BadInputError
-        from interactive_ir.imageio import open_image
+        from interactive_ir.index.imageio import open_image
 
         row = index.row_of.get(query.target)
         if row is not None:

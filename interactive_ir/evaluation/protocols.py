@@ -43,7 +43,7 @@ from interactive_ir.evaluation.dialogues import chatir_query, concat_query
 from interactive_ir.evaluation.knowledge import TargetKnowledge, knowledge_of
 from interactive_ir.evaluation.queries import Query
 from interactive_ir.evaluation.simulators import SimulatedUser
-from interactive_ir.session import Session, Turn
+from interactive_ir.core.session import Session, Turn
 from interactive_ir.types import NONE_OF_THESE
 
 CONVERSATION = ("plugir", "cr+rce", "cr", "zs")
@@ -86,7 +86,7 @@ class Protocol:
 
     def mode_configs(self) -> dict:
         """Keyword mode configs for `build_engine` (env `IIR_PLUGIR_*` etc. still apply underneath)."""
-        from interactive_ir.conversation import plugir_config
+        from interactive_ir.modes.conversation.mode import plugir_config
 
         # questioner="llm": these protocols are PlugIR's (the engine's "auto" would ask grounded questions with SmolLM2)
         if self.family == "conversation":

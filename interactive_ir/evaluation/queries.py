@@ -231,7 +231,7 @@ def read_caption_rows(path: Path, split: str | None = None) -> list[tuple[str, l
     if split is not None:
         raise BadInputError(f"--split needs a JSONL captions file with a \"split\" field or a Karpathy split file "
                             f"(dataset_coco.json, dataset_flickr30k.json); {path} has no splits")
-    from interactive_ir.captions_io import read_captions
+    from interactive_ir.index.captions_io import read_captions
 
     return list(read_captions(path).items())
 

@@ -387,7 +387,7 @@ def run_protocol(protocol: Protocol, queries: Sequence[Query], retriever, user: 
     modes = protocol.mode_configs()
     if plugir_overrides:
         from interactive_ir.config import apply_overrides
-        from interactive_ir.conversation import plugir_config
+        from interactive_ir.modes.conversation.mode import plugir_config
 
         modes["plugir"] = apply_overrides(modes.get("plugir") or plugir_config(), **plugir_overrides)
     engine = probed_engine(retriever, llm=llm, vlm=vlm,

@@ -313,7 +313,7 @@ def _settle(raw: str, knowledge: TargetKnowledge, question: str, cfg: SimConfig,
 
 
 def _open(index, image_id: str):
-    from interactive_ir.imageio import open_image
+    from interactive_ir.index.imageio import open_image
 
     row = index.row_of.get(image_id)
     if row is None:

@@ -15,9 +15,9 @@ from interactive_ir.study.ranks import probing_engine
 LLM_FEEDBACK_METHODS = ("summary", "keywords", "cot")
 # engine mode config sections a condition may override: section -> (module, default-config function)
 SETTINGS_FACTORIES = {
-    "plugir": ("interactive_ir.plugir.config", "plugir_config"),
-    "feedback": ("interactive_ir.feedback", "feedback_config"),
-    "composed": ("interactive_ir.composed", "composed_config"),
+    "plugir": ("interactive_ir.modes.conversation.plugir.config", "plugir_config"),
+    "feedback": ("interactive_ir.modes.feedback.mode", "feedback_config"),
+    "composed": ("interactive_ir.modes.composed.mode", "composed_config"),
 }
 MODE_METHODS = {"conversation": "start", "feedback": "feedback", "composed": "relative", "text": "search_text"}
 

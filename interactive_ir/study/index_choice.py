@@ -72,7 +72,7 @@ def index_for_app(study: StudyConfig, given: Path | None) -> IndexChoice:
 def study_index_ids(study: StudyConfig, index: Path | None = None) -> tuple[list[str], dict[str, str]]:
     """(image ids, {id: first caption}) of the index a study runs on (`index` overrides the study's), without
     loading any model."""
-    from interactive_ir.demo import DEMO_CAPTIONS, DEMO_IMAGES
+    from interactive_ir.ui.demo import DEMO_CAPTIONS, DEMO_IMAGES
 
     if index is None:
         index = study_index_path(study)
@@ -81,7 +81,7 @@ def study_index_ids(study: StudyConfig, index: Path | None = None) -> tuple[list
 
         idx = load_index(index, verify=False)
         return list(idx.ids), {r.id: r.caption for r in idx.records}
-    from interactive_ir.captions_io import read_captions
+    from interactive_ir.index.captions_io import read_captions
 
     caps = read_captions(DEMO_CAPTIONS)
     ids = sorted(p.relative_to(DEMO_IMAGES).as_posix() for p in DEMO_IMAGES.rglob("*.png"))

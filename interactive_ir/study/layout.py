@@ -58,7 +58,7 @@ def layout(page: StudyPage, password: str):
     study = page.study
     cards_js = (UI_ASSETS / "cards.js").read_text()
     timer_js = (ASSETS / "timer.js").read_text()
-    from interactive_ir.ui.uploads import delete_cache
+    from interactive_ir.ui.serving.uploads import delete_cache
 
     with gr.Blocks(title=study.title or "Image search study", delete_cache=delete_cache()) as demo:
         gr.HTML(STYLE + BUSY_CSS, padding=False, js_on_load=None)

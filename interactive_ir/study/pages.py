@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from interactive_ir.study.config import Condition, StudyConfig
 from interactive_ir.study.runner import Progress
-from interactive_ir.ui.media import image_url
+from interactive_ir.ui.serving.media import image_url
 from interactive_ir.ui.render import esc, options_html
 
 CARD_ACTIONS = {  # data-action -> (label, tooltip, needed mode or None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from interactive_ir.session import Session
+from interactive_ir.core.session import Session
 from interactive_ir.study.assign import Assignment
 
 PHASES = ("consent", "declined", "briefing", "search", "questionnaire", "done", "screened_out")

@@ -31,8 +31,8 @@ import numpy as np
 
 from interactive_ir.engine import QUERY_ROW_ATTR, Engine
 from interactive_ir.errors import IIRError
-from interactive_ir.plugir.pipeline import carry_mix
-from interactive_ir.session import Session, Turn
+from interactive_ir.modes.conversation.plugir.pipeline import carry_mix
+from interactive_ir.core.session import Session, Turn
 
 log = logging.getLogger(__name__)
 

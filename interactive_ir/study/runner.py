@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from interactive_ir.errors import BadInputError, IIRError, SessionError
-from interactive_ir.session import Session, Turn
+from interactive_ir.core.session import Session, Turn
 from interactive_ir.study.assign import Assignment, assign
 from interactive_ir.study.config import ID_RE, Condition, StudyConfig, Task, resolve_practice, resolve_tasks
 from interactive_ir.study.engines import ask_step, check_condition, choice_call, condition_engine, retrieve_step

@@ -277,7 +277,7 @@ def feedback(engine, st: UIState, method: str | None = None, *, defer_question: 
         raise BadInputError("mark at least one result as relevant or not relevant first")
     if method and method not in FEEDBACK_METHODS:
         raise BadInputError(f"unknown feedback method {method!r}; choose one of {', '.join(FEEDBACK_METHODS)}")
-    from interactive_ir.feedback_prompts import METHODS as LLM_METHODS
+    from interactive_ir.modes.feedback.prompts import METHODS as LLM_METHODS
 
     plain = later and engine.resolve_feedback_method(method or None) in LLM_METHODS
     redo = Redo("feedback", st.snapshot(), (method,)) if plain else None
@@ -303,7 +303,7 @@ def use_reference(engine, st: UIState, image_id: str) -> UIState:
 def _drop_upload(st: UIState) -> None:
     """Forget the tab's uploaded reference and delete its file (see `uploads`)."""
     if st.upload:
-        from interactive_ir.ui.uploads import default_store
+        from interactive_ir.ui.serving.uploads import default_store
 
         default_store().release(st.upload)
     st.upload = ""
@@ -313,7 +313,7 @@ def set_upload(engine, st: UIState, path: str | None, tab: str = "") -> UIState:
     """Check an uploaded file is a usable image and make it the reference (None clears it).
 
     The file is kept by the upload store (size and quotas checked first; `tab` names the browser tab)."""
-    from interactive_ir.ui.uploads import default_store
+    from interactive_ir.ui.serving.uploads import default_store
 
     if not path:
         _drop_upload(st)
@@ -341,7 +341,7 @@ def check_upload(path, name: str = "") -> None:
     """Raise BadInputError (naming the file, not its temp path) unless `path` is an image we accept."""
     from PIL import Image
 
-    from interactive_ir.imageio import max_pixels, open_image
+    from interactive_ir.index.imageio import max_pixels, open_image
 
     name = name or Path(path).name
     try:

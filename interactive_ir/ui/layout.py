@@ -16,7 +16,7 @@ from pathlib import Path
 from interactive_ir.backends.guard import status_note
 from interactive_ir.errors import IIRError
 from interactive_ir.ui import handlers, render, work
-from interactive_ir.ui.gpu import gpu
+from interactive_ir.ui.serving.gpu import gpu
 from interactive_ir.ui.handlers import modes
 from interactive_ir.ui.state import UIState
 
@@ -38,9 +38,9 @@ def launch_options(engine) -> dict:
     by token: no folder is opened to Gradio's file route) and the upload limits."""
     from starlette.middleware import Middleware
 
-    from interactive_ir.ui.files import media_routes
-    from interactive_ir.ui.tabs import MAX_TABS
-    from interactive_ir.ui.uploads import UploadGuard, default_store
+    from interactive_ir.ui.serving.files import media_routes
+    from interactive_ir.ui.serving.tabs import MAX_TABS
+    from interactive_ir.ui.serving.uploads import UploadGuard, default_store
 
     store = default_store()
     return {
@@ -107,9 +107,9 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
     # on ZeroGPU both run in a GPU worker (the embedder encodes there too) and answer with copies
     act_step, model_step = gpu(act_step), gpu(model_step)
 
-    from interactive_ir.ui.session_ids import keep_session_ids
-    from interactive_ir.ui.tabs import TAB_TTL_S, bound_queue_records, drop_tab, on_tab_closed
-    from interactive_ir.ui.uploads import delete_cache
+    from interactive_ir.ui.serving.session_ids import keep_session_ids
+    from interactive_ir.ui.serving.tabs import TAB_TTL_S, bound_queue_records, drop_tab, on_tab_closed
+    from interactive_ir.ui.serving.uploads import delete_cache
 
     bound_queue_records()  # before the caller's demo.queue()
     keep_session_ids()  # a tab's record in Gradio stays the size of the page (issue 15)

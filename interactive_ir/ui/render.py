@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from html import escape
 
-from interactive_ir.session import Session, Turn
+from interactive_ir.core.session import Session, Turn
 from interactive_ir.ui.handlers import modes
-from interactive_ir.ui.media import image_url, upload_url
+from interactive_ir.ui.serving.media import image_url, upload_url
 from interactive_ir.ui.state import UIState
 
 ACTIONS = {  # data-action -> (label, tooltip)

@@ -151,7 +151,7 @@ def load_app(cfg: AppConfig) -> AppParts:
     from interactive_ir.backends import make_captioner, make_llm, make_vlm
     from interactive_ir.backends.guard import probe
     from interactive_ir.backends.llms import default_llm_spec
-    from interactive_ir.demo import prepare
+    from interactive_ir.ui.demo import prepare
     from interactive_ir.engine import EngineConfig, build_engine
 
     t0 = time.perf_counter()

@@ -12,7 +12,7 @@ import copy
 import threading
 from dataclasses import dataclass, field
 
-from interactive_ir.session import Session
+from interactive_ir.core.session import Session
 
 
 @dataclass

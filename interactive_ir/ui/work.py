@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from interactive_ir.backends.cancel import CancellableLLM, CancelToken
 from interactive_ir.errors import Cancelled, IIRError
-from interactive_ir.session import Session
+from interactive_ir.core.session import Session
 from interactive_ir.ui.state import Redo, UIState
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ def current(st: UIState, work: Work) -> bool:
 def adopt(engine, st: UIState, work: Work, result) -> bool:
     """Apply a finished step to the tab unless a newer action superseded it. Returns whether it was applied."""
     from interactive_ir.errors import SessionError
-    from interactive_ir.steps import QuestionStep, Refinement
+    from interactive_ir.core.steps import QuestionStep, Refinement
 
     with st.lock:
         if not current(st, work):

@@ -15,7 +15,7 @@ def url(demo_retriever, app_env):
     from conftest import serve_in_process
 
     from interactive_ir.engine import EngineConfig, build_engine
-    from interactive_ir.plugir.config import PlugIRConfig
+    from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
 
     # no LLM and LLM questions chosen: the question mode is off (the default, "auto", asks grounded questions)
     engine = build_engine(demo_retriever.retriever, llm=None, config=EngineConfig(k=K),

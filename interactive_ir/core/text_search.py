@@ -1,0 +1,271 @@
+"""The parts every search mode shares: `EngineConfig`, and `TextSearch` (text checks, captions, retrieval
+with the seen/hidden policy, recording a round, plain text search, "found").
+
+`interactive_ir.engine.Engine` owns one `TextSearch` and hands it to each mode object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from interactive_ir.errors import BackendError, BadInputError, SessionError
+from interactive_ir.retrieval.retriever import Retriever, check_query_text
+from interactive_ir.core.session import Session, Turn
+from interactive_ir.types import Hit
+
+log = logging.getLogger(__name__)
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Engine settings; each field can be set by env `IIR_<FIELD>` (`engine_config`)."""
+
+    k: int = 10  # results shown per round
+    hide_seen: bool = False  # False: a round shows the top-k over the whole collection, images shown before marked
+    #                          seen (Hit.seen, Turn.seen), so a better query brings the best ones back; "More like my
+    #                          marks" (feedback) and skip still page through unseen images. True: every round shows
+    #                          only images not shown before in the session (the evaluation protocols' setting)
+    max_text_chars: int = 2000  # longest description, answer or relative caption accepted
+    caption_cache_size: int = 10_000  # captioner captions kept per engine (by image id); 0 turns the cache off
+    exclude_shown: bool | None = None  # the old name of hide_seen: when given, it sets hide_seen (then reads None)
+
+    def __post_init__(self):
+        if self.exclude_shown is not None:
+            object.__setattr__(self, "hide_seen", bool(self.exclude_shown))
+            object.__setattr__(self, "exclude_shown", None)  # dataclasses.replace(cfg, hide_seen=...) then works
+
+
+def engine_config(environ=None, **overrides) -> EngineConfig:
+    """The defaults, then `IIR_*` env vars (IIR_K, IIR_HIDE_SEEN, ...), then non-None `overrides` (CLI flags)."""
+    from interactive_ir.config import apply_env, apply_overrides
+
+    return apply_overrides(apply_env(EngineConfig(), environ=environ), **overrides)
+
+
+PAGING_KINDS = ("feedback", "skip")  # rounds that page through unseen images whatever EngineConfig.hide_seen says
+QUERY_ROW_ATTR = "query_row"  # the Turn field with the row the turn ranked with (transient: never serialised)
+
+# what to do when a text field is empty, by field
+_EMPTY_HINTS = {
+    "answer": "type an answer, or skip the question",
+    "relative caption": "say how your image differs from the reference",
+}
+
+
+class TextSearch:
+    """What every mode builds on: text checks, caption lookup, retrieval with the seen/hidden policy,
+    recording a round into the session, plain text search and "found". Shared read-only by every user."""
+
+    def __init__(self, retriever: Retriever, captioner=None, config: EngineConfig = EngineConfig()):
+        self.retriever = retriever
+        self.captioner = captioner  # a Captioner or None (stored captions only)
+        self.config = config
+        self.record_hooks: list[Callable[[Session, Turn], None]] = []  # called with each recorded round (probes)
+        self._captions: OrderedDict[str, str] = OrderedDict()  # captioner captions by image id, oldest first
+        self._captions_lock = threading.Lock()  # the engine is shared by every user's thread
+
+    @property
+    def index(self):
+        return self.retriever.index
+
+    # --- building blocks ---------------------------------------------------------------------
+    def check_text(self, text: str, what: str = "text") -> str:
+        if what in _EMPTY_HINTS and not (text or "").strip():
+            raise BadInputError(f"the {what} is empty: {_EMPTY_HINTS[what]}")
+        try:
+            return check_query_text(text, self.config.max_text_chars)
+        except BadInputError as e:
+            raise BadInputError(str(e).replace("the query", f"the {what}")) from None
+
+    def hides_seen(self, session: Session) -> bool:
+        """Whether this session's rounds show only unseen images: its own choice, `session.meta["hide_seen"]`
+        (the web page's per-tab option), else `EngineConfig.hide_seen`."""
+        own = session.meta.get("hide_seen")
+        return self.config.hide_seen if own is None else bool(own)
+
+    def exclude_for(self, session: Session, page: bool = False, before: Turn | None = None) -> list[str]:
+        """The ids a round leaves out: those shown before when it pages (`page`) or the session hides them
+        (`hides_seen`). `before`: a round already in the session (a refinement of it): only what the rounds
+        before it showed."""
+        if not (page or self.hides_seen(session)):
+            return []
+        if before is None:
+            return session.shown_ids()
+        return list(dict.fromkeys(i for t in session.turns[: session.turns.index(before)] for i in t.shown))
+
+    def caption_of(self, image_id: str) -> str:
+        """Stored caption, else one from the captioner, else ''."""
+        return self.captions_of([image_id])[0]
+
+    def captions_of(self, image_ids: Sequence[str]) -> list[str]:
+        """Each image's stored caption, else the captioner's, else ''.
+
+        The images with neither a stored nor a cached caption go to the captioner in one call; its
+        captions are kept in a per-engine LRU cache (`EngineConfig.caption_cache_size` entries). Raises
+        SessionError for an id not in the index and BackendError when the captioner fails; an image file
+        that cannot be opened gets '' (and a warning in the log).
+        """
+        rows = []
+        for image_id in image_ids:
+            row = self.index.row_of.get(image_id)
+            if row is None:
+                raise SessionError(f"no image {image_id!r} in this index")
+            rows.append(row)
+        out = [self.index.records[row].caption for row in rows]
+        if self.captioner is None:
+            return out
+        todo: dict[str, int] = {}  # id -> row, for the captions still missing
+        with self._captions_lock:
+            for i, (image_id, row) in enumerate(zip(image_ids, rows)):
+                if out[i]:
+                    continue
+                if image_id in self._captions:
+                    self._captions.move_to_end(image_id)
+                    out[i] = self._captions[image_id]
+                else:
+                    todo[image_id] = row
+        if todo:
+            made = self._caption_rows(todo)
+            out = [made.get(image_id, c) if not c else c for image_id, c in zip(image_ids, out)]
+        return out
+
+    def _caption_rows(self, todo: dict[str, int]) -> dict[str, str]:
+        """One captioner call for the images `todo` (id -> row); caches and returns {id: caption}."""
+        from interactive_ir.index.imageio import open_image
+
+        ids, images = [], []
+        for image_id, row in todo.items():
+            try:
+                images.append(open_image(self.index.image_path(row)))
+                ids.append(image_id)
+            except BadInputError as e:
+                log.warning("cannot caption %s: %s", image_id, e)
+        if not images:
+            return {}
+        caps = self.captioner.caption(images)
+        if len(caps) != len(images):
+            raise BackendError(f"the captioner returned {len(caps)} captions for {len(images)} images")
+        made = {i: " ".join((c or "").split()) for i, c in zip(ids, caps)}
+        size = max(0, int(self.config.caption_cache_size))
+        if size:
+            with self._captions_lock:
+                for image_id, cap in made.items():
+                    self._captions[image_id] = cap
+                    self._captions.move_to_end(image_id)
+                while len(self._captions) > size:
+                    self._captions.popitem(last=False)
+        return made
+
+    def hits_of(self, turn: Turn) -> list[Hit]:
+        """The hits a turn showed, rebuilt from the index (for the UI and CLI); `seen` marks those an earlier
+        round showed too."""
+        seen = set(turn.seen)
+        return [dataclasses.replace(self.retriever.hit(self.index.row_of[i], s), seen=i in seen)
+                for i, s in zip(turn.shown, turn.scores)]
+
+    def retrieve_row(self, session: Session, qrow, k: int | None = None, page: bool = False,
+                     before: Turn | None = None) -> list[Hit]:
+        return self.retriever.search_row(qrow, k or self.config.k, exclude=self.exclude_for(session, page, before))
+
+    def retrieve_rows(self, session: Session, qrow, k: int | None = None, page: bool = False,
+                      before: Turn | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, rows) of `retrieve_row`'s search, best first: no metadata read (`Retriever.hits` types them)."""
+        return self.retriever.search_rows(qrow, k or self.config.k, exclude=self.exclude_for(session, page, before))
+
+    def record(self, session: Session, turn: Turn, hits: Iterable[Hit], t_start: float) -> Turn:
+        """Attach hits and timings, append the turn to the session, and return it.
+
+        `t_start` is the `time.perf_counter()` reading when the turn began.
+        """
+        set_results(session, turn, hits)
+        turn.started_at = turn.started_at or time.time()
+        turn.finished_at = time.time()
+        for prev in session.turns:
+            prev.candidates = None  # only the newest round's candidates feed a question
+        session.set_question(None)  # a new round answers, skips or leaves the pending question
+        session.turns.append(turn)
+        for hook in self.record_hooks:
+            hook(session, turn)
+        turn.timings["total"] = round(time.perf_counter() - t_start, 6)
+        return turn
+
+    # --- plain text search (no LLM) ----------------------------------------------------------
+    def new_session(self, **meta) -> Session:
+        return Session(meta=dict(meta))
+
+    def search_text(self, session: Session, text: str, kind: str = "search") -> Turn:
+        """Retrieve for `text` as this round's query (the description on round 0)."""
+        self.check_open(session)
+        text = self.check_text(text, "description" if not session.turns else "query")
+        t_start = time.perf_counter()
+        if not session.turns:
+            session.description = text
+            kind = "describe"
+        turn = Turn(round=len(session.turns), kind=kind, query=text, user_text=text, method="text",
+                    started_at=time.time())
+        t = time.perf_counter()
+        qrow = self.retriever.text_query_row(self.retriever.encode_text(text))
+        hits = self.retrieve_row(session, qrow)
+        turn.timings["retrieve"] = round(time.perf_counter() - t, 6)
+        turn.query_row = np.asarray(qrow, np.float32)
+        # a typed query starts afresh: it replaces what feedback and relative captions built up
+        session.carry_row, session.composed_history, session.feedback_query = [], [], []
+        return self.record(session, turn, hits, t_start)
+
+    def found(self, session: Session, image_id: str) -> dict:
+        """The user found the target: record round and rank (in the round it was shown)."""
+        if session.found:
+            raise SessionError(f"this search already ended: {session.found['id']} was found in round "
+                               f"{session.found['round']}; start a new search")
+        for t in reversed(session.turns):
+            if image_id in t.shown:
+                session.found = {"id": image_id, "round": t.round, "rank": t.shown.index(image_id) + 1,
+                                 "time": time.time()}
+                return session.found
+        raise SessionError(f"image {image_id!r} was never shown in this search")
+
+    def check_open(self, session: Session) -> None:
+        if session.ended:
+            raise SessionError("this search has ended; start a new search")
+
+
+def set_results(session: Session, turn: Turn, hits: Iterable[Hit]) -> None:
+    """Write `hits` into `turn` (ids, scores, re-ranker reasons) and mark those an earlier round showed as seen."""
+    hits = list(hits)
+    earlier = {i for t in session.turns if t is not turn for i in t.shown}
+    turn.shown = [h.id for h in hits]
+    turn.scores = [round(float(h.score), 6) for h in hits]
+    turn.seen = [i for i in turn.shown if i in earlier]
+    turn.why = {h.id: list(h.why) for h in hits if h.why}
+
+
+class OnCore:
+    """A part built on a `TextSearch` core (`self.core`): its retriever, index, captioner and config, read
+    through the core so every mode sees the same ones."""
+
+    core: TextSearch
+
+    @property
+    def retriever(self) -> Retriever:
+        return self.core.retriever
+
+    @property
+    def index(self):
+        return self.core.index
+
+    @property
+    def captioner(self):
+        return self.core.captioner
+
+    @property
+    def config(self) -> EngineConfig:
+        """The engine's config (k, text limits, the seen/hidden policy)."""
+        return self.core.config
+

@@ -1,0 +1,2 @@
+"""The ways of searching, one package each: conversation (PlugIR and grounded questions), relevance
+feedback, composed search (ImageScope)."""

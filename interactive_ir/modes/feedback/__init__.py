@@ -1,0 +1,1 @@
+"""Relevance feedback: Relevant / Not it marks on shown images turned into a new query."""

@@ -1,0 +1,298 @@
+"""The retrieval engine: text->image, image->image, text->caption and fused search over an index.
+
+Fused score (ImageScope): (1 - tau) * sim(text, image) + tau * sim(text, caption). The faiss index
+stores [image | caption] rows, so any tau is one exact inner-product search with the query
+[(1 - tau) q | tau q]. On a caption index (text embedder) the image vectors are caption vectors.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from interactive_ir.errors import BadInputError, IndexLoadError
+from interactive_ir.index.store import ImageIndex, rebuild_hint
+from interactive_ir.types import Hit, Vectors
+
+log = logging.getLogger(__name__)
+
+
+MATRIX_ROWS_MAX = 200_000  # whole-collection scores keep a float32 copy up to this many rows, chunked above
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    k: int = 10  # results per page
+    tau: float = 0.15  # weight of text->caption similarity in the fused score (ImageScope)
+    max_query_chars: int = 2000  # longer text queries are refused with a clear error
+    device: str = "auto"  # "auto": the GPU when present (search_device.py), else faiss on CPU; "faiss", "faiss-gpu", "torch"
+    search_threads: int = 1  # faiss threads per query (one is fastest for single queries; bench/bench_search.py)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]+")  # control characters (tab, newline kept)
+_SURROGATE = re.compile(r"[\ud800-\udfff]+")  # lone surrogates: not encodable, they break JSON and logs
+
+
+def check_query_text(text: str, limit: int) -> str:
+    """`text` cleaned (control characters become spaces, lone surrogates are dropped) and checked: not empty,
+    at most `limit` characters. Raises BadInputError saying what to do."""
+    if text is not None and not isinstance(text, str):
+        raise BadInputError(f"the query must be text, got {type(text).__name__}")
+    text = _SURROGATE.sub("", _CONTROL.sub(" ", text or "")).strip()
+    if not text:
+        raise BadInputError("the query is empty: describe the image you are looking for")
+    if len(text) > limit:
+        raise BadInputError(f"the query is {len(text):,} characters; the limit is {limit:,}: shorten it")
+    return text
+
+
+class Retriever:
+    """Searches one loaded index with the embedder it was built with. Thread-safe."""
+
+    def __init__(self, index: ImageIndex, embedder, config: SearchConfig = SearchConfig()):
+        if index.embedder_spec != embedder.spec:
+            raise IndexLoadError(
+                f"index {index.path} was built with {index.embedder_spec} ({index.dim}-d) but the embedder is "
+                f"{embedder.spec} ({embedder.dim}-d): use --embedder {index.embedder_spec} or rebuild the index "
+                f"with --embedder {embedder.spec} --rebuild")
+        if index.dim != embedder.dim:
+            raise IndexLoadError(f"index {index.path} holds {index.dim}-d vectors but {embedder.spec} gives "
+                                 f"{embedder.dim}-d: rebuild it with "
+                                 f"{rebuild_hint(index.path, {**index.manifest, 'embedder': embedder.spec})}")
+        self.index = index
+        self.embedder = embedder
+        self.config = config
+        self._local = threading.local()
+
+    # --- encoding ----------------------------------------------------------------------------
+    @property
+    def default_tau(self) -> float:
+        return 1.0 if self.index.caption_only else (self.config.tau if self.index.has_captions else 0.0)
+
+    def encode_text(self, text: str) -> np.ndarray:
+        text = check_query_text(text, self.config.max_query_chars)
+        return self.embedder.embed_texts([text])[0]
+
+    def encode_texts(self, texts: Sequence[str]) -> Vectors:
+        return self.embedder.embed_texts([check_query_text(t, self.config.max_query_chars) for t in texts])
+
+    def encode_image(self, image) -> np.ndarray:
+        """A PIL image, or a path/bytes opened safely."""
+        from interactive_ir.index.imageio import open_image
+
+        if not hasattr(image, "convert"):
+            image = open_image(image)
+        if not self.embedder.has_vision:
+            raise BadInputError(f"this is a caption index ({self.embedder.spec}): image queries need a vision "
+                                "embedder; describe the image in words instead")
+        return self.embedder.embed_images([image])[0]
+
+    def row_vector(self, row: int, kind: str = "image") -> np.ndarray:
+        return self.index.vectors([row], kind)[0]
+
+    # --- query composition -------------------------------------------------------------------
+    def query_row(self, image_q: np.ndarray | None, caption_q: np.ndarray | None) -> np.ndarray:
+        """The faiss query whose inner product is image_q . I + caption_q . C."""
+        d = self.index.dim
+        z = np.zeros(d, np.float32)
+        iq = z if image_q is None else np.asarray(image_q, np.float32)
+        if self.index.has_captions:
+            cq = z if caption_q is None else np.asarray(caption_q, np.float32)
+            return np.concatenate([iq, cq])
+        if self.index.caption_only and image_q is None and caption_q is not None:
+            return np.asarray(caption_q, np.float32)
+        return iq
+
+    def text_query_row(self, qvec: np.ndarray, tau: float | None = None) -> np.ndarray:
+        """Fused text query: (1 - tau) text->image + tau text->caption."""
+        tau = self.default_tau if tau is None else float(tau)
+        if not 0.0 <= tau <= 1.0:
+            raise BadInputError(f"tau must be between 0 and 1, got {tau}")
+        if self.index.caption_only or not self.index.has_captions:
+            return self.query_row(qvec, None)
+        return self.query_row((1.0 - tau) * qvec, tau * qvec)
+
+    # --- search ------------------------------------------------------------------------------
+    def exclude_rows(self, exclude: Iterable[str]) -> np.ndarray:
+        """Sorted rows of the excluded ids that are in the index."""
+        exclude = list(exclude)
+        if not exclude:
+            return np.zeros(0, dtype=np.int64)
+        found = self.index.row_of.many(exclude)  # one lookup for all (SQLite: one query, remembered ids free)
+        return np.array(sorted(set(found.values())), dtype=np.int64)
+
+    def search_rows(self, qrow: np.ndarray, k: int | None = None, exclude: Iterable[str] = (),
+                    exclude_rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, rows) of the top-k rows by inner product with a composed query row, best first.
+
+        Candidates stay arrays (no Hit or path per candidate). On an approximate index the candidates
+        are re-ranked with exact scores from the memory-mapped fp16 vectors.
+        """
+        k = self.config.k if k is None else int(k)
+        if k < 1:
+            raise BadInputError(f"k must be at least 1, got {k}")
+        ex = self.exclude_rows(exclude)
+        if exclude_rows is not None and len(exclude_rows):
+            ex = np.union1d(ex, np.asarray(exclude_rows, dtype=np.int64))
+        k_eff = min(k, len(self.index) - len(ex))
+        if k_eff <= 0:
+            return np.zeros(0, np.float32), np.zeros(0, np.int64)
+        q = np.ascontiguousarray(np.asarray(qrow, np.float32)[None, :])
+        if self.index.store is not None:
+            return self.index.store.search(q[0], k_eff, ex)  # exact scores from the store (FLAT / its own index)
+        if self.device == "torch":
+            scores, rows = self._torch_search(q[0], k_eff, ex)
+        else:
+            scores, rows = self._faiss_search(q, k_eff, ex)
+        keep = rows >= 0
+        scores, rows = np.asarray(scores[keep], np.float32), np.asarray(rows[keep], np.int64)
+        if self.index.params.approximate and len(rows):
+            exact = self.index.row_vectors(rows) @ q[0]
+            order = np.argsort(-exact, kind="stable")[:k_eff]
+            scores, rows = exact[order], rows[order]
+        return scores, rows
+
+    def hits(self, scores: np.ndarray, rows: np.ndarray) -> list[Hit]:
+        """Typed results for rows about to be shown (their metadata read in one query)."""
+        recs = self.index.meta.records_many(rows)
+        path = self.index.image_file
+        return [Hit(rec.id, int(r), path(r, rec.id, full_check=False), float(s), rec.caption)
+                for s, r, rec in zip(scores, rows, recs)]
+
+    def records_of(self, rows):
+        """The index records (id, captions) of `rows`, in order, in one metadata read; no paths built."""
+        return self.index.meta.records_many(rows)
+
+    def search_row(self, qrow: np.ndarray, k: int | None = None, exclude: Iterable[str] = ()) -> list[Hit]:
+        """Top-k rows by inner product with a composed query row, skipping excluded image ids."""
+        return self.hits(*self.search_rows(qrow, k, exclude))
+
+    def search_text(self, text: str, k: int | None = None, exclude: Iterable[str] = (), tau: float | None = None) -> list[Hit]:
+        return self.search_row(self.text_query_row(self.encode_text(text), tau), k, exclude)
+
+    def search_image(self, image, k: int | None = None, exclude: Iterable[str] = ()) -> list[Hit]:
+        """Image->image search by a PIL image, a path, or an indexed image id."""
+        row = self.index.row_of.get(image) if isinstance(image, str) else None
+        vec = self.row_vector(row) if row is not None else self.encode_image(image)
+        return self.search_row(self.query_row(vec, None), k, exclude)
+
+    def search_caption(self, text: str, k: int | None = None, exclude: Iterable[str] = ()) -> list[Hit]:
+        """Text->caption search only."""
+        return self.search_row(self.text_query_row(self.encode_text(text), 1.0), k, exclude)
+
+    def hit(self, row: int, score: float) -> Hit:
+        rec = self.index.records[row]
+        return Hit(rec.id, row, self.index.image_file(row, rec.id, full_check=False), score, rec.caption)
+
+    # --- whole-collection scores (evaluation, ranks) -----------------------------------------
+    @cached_property
+    def _matrix(self) -> np.ndarray | None:
+        """A float32 copy of every row, kept only for small indices (fast repeated ranks in evaluation)."""
+        if len(self.index) > MATRIX_ROWS_MAX:
+            return None
+        return self.index.row_vectors(np.arange(len(self.index)))
+
+    def all_scores(self, qrow: np.ndarray) -> np.ndarray:
+        """Scores of every row for a composed query row (float32, length N), from the search's own matrix."""
+        q = np.asarray(qrow, np.float32)
+        if self._use_torch:
+            import torch
+
+            m = self._torch_matrix
+            with torch.no_grad():
+                return (m @ torch.from_numpy(q).to(m.device, m.dtype)).float().cpu().numpy()
+        if self._matrix is not None:
+            return self._matrix @ q
+        out = np.empty(len(self.index), np.float32)  # chunk by chunk from the memory-mapped vectors
+        for a in range(0, len(out), 65_536):
+            out[a : a + 65_536] = self.index.row_vectors(np.arange(a, min(len(out), a + 65_536))) @ q
+        return out
+
+    def rank_of(self, qrow: np.ndarray, image_id: str, exclude: Iterable[str] = ()) -> int:
+        """1-based rank of `image_id` among the non-excluded rows (ties count in its favour)."""
+        scores = self.all_scores(qrow)
+        row = self.index.row_of[image_id]
+        mask = np.ones(len(scores), bool)
+        for i in exclude:
+            r = self.index.row_of.get(i)
+            if r is not None and r != row:
+                mask[r] = False
+        return int(np.sum(scores[mask] > scores[row])) + 1
+
+    # --- backends of the search ---------------------------------------------------------------
+    @cached_property
+    def device(self) -> str:
+        """Where searches run: "torch" (GPU fp16 matmul, exact only), "faiss-gpu", "faiss" (CPU) or "milvus"."""
+        if self.index.store is not None:
+            return "milvus"
+        from interactive_ir.retrieval.search_device import available_gpus, select_device
+
+        wanted = os.environ.get("IIR_SEARCH_DEVICE", self.config.device)
+        torch_cuda, faiss_gpus = available_gpus() if wanted in ("auto", "faiss-gpu", "torch") else (False, 0)
+        return select_device(wanted, self.index.kind, torch_cuda, faiss_gpus)
+
+    @property
+    def _use_torch(self) -> bool:
+        return self.device == "torch"
+
+    @cached_property
+    def _faiss(self):
+        """The faiss index searched: the memory-mapped one, or a copy on the GPU when device is faiss-gpu."""
+        if self.device == "faiss-gpu":
+            from interactive_ir.retrieval.search_device import to_gpu
+
+            return to_gpu(self.index.faiss_index)
+        return self.index.faiss_index
+
+    @cached_property
+    def _torch_matrix(self):
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        dtype = torch.float16 if device == "cuda" else torch.float32  # CPU half matmul is slow
+        # built from the fp16 vectors part by part: no float32 copy of the collection stays on the host
+        parts = [self.index.image_vectors] + ([self.index.caption_vectors] if self.index.has_captions else [])
+        return torch.cat([torch.tensor(np.asarray(p), device=device, dtype=dtype) for p in parts], dim=1)
+
+    def _torch_search(self, q: np.ndarray, k: int, ex: np.ndarray):
+        import torch
+
+        m = self._torch_matrix
+        with torch.no_grad():
+            s = (m @ torch.from_numpy(q).to(m.device, m.dtype)).float()
+            if len(ex):
+                s[torch.from_numpy(ex).to(m.device)] = float("-inf")
+            top = torch.topk(s, k)
+        return top.values.cpu().numpy(), top.indices.cpu().numpy()
+
+    def _faiss_search(self, q: np.ndarray, k: int, ex: np.ndarray):
+        import faiss
+
+        from interactive_ir.index import kinds
+
+        if getattr(self._local, "threads", None) != self.config.search_threads:
+            faiss.omp_set_num_threads(self.config.search_threads)  # per calling thread (OpenMP ICV)
+            self._local.threads = self.config.search_threads
+        p = self.index.params
+        k_fetch = min(kinds.candidates(p, k), len(self.index) - len(ex))
+        keep = sel = None
+        if len(ex):
+            keep = faiss.IDSelectorBatch(ex)  # must outlive the search: IDSelectorNot holds a raw pointer
+            sel = faiss.IDSelectorNot(keep)
+        params = kinds.search_parameters(p, k_fetch, sel)
+        if self.device == "faiss-gpu" and len(ex):
+            # GPU indices take no ID selector: fetch extra candidates and drop the excluded ones here
+            d, i = self._faiss.search(q, min(len(self.index), k_fetch + len(ex)))
+            d, i = d[0], i[0]
+            ok = ~np.isin(i, ex)
+            return d[ok][:k_fetch], i[ok][:k_fetch]
+        d, i = self._faiss.search(q, k_fetch, params=params if self.device != "faiss-gpu" else None)
+        del keep, sel
+        return d[0], i[0]

@@ -1,0 +1,56 @@
+"""The life of a browser tab's state on the server: bounded, and dropped when the tab closes or idles.
+
+Gradio's queue also keeps a record of its last 10,000 events and rebuilds a pandas summary of all of
+them after every event (for its /monitoring page): that is most of the memory that grows with use
+(issue 15: 41-62 MB per 1,000 events). `bound_queue_records()` caps it at `QUEUE_RECORDS` events and
+rebuilds the summary rarely; call it before `demo.queue()`. See bench/soak.py for the figures.
+
+Gradio keeps a closed tab's state for an hour and every tab's session record (a copy of the page's
+config) until 10,000 newer ones push it out. Here a tab's `gr.State` expires after `TAB_TTL_S` without
+use, closing a tab drops its whole session record at once (`on_tab_closed`, wired to `demo.unload`),
+and `MAX_TABS` bounds how many records are kept at all. Dropping a state deletes its uploaded file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+log = logging.getLogger(__name__)
+
+TAB_TTL_S = float(os.environ.get("IIR_TAB_TTL_S", 3600))  # an idle tab's state is dropped after this (s)
+MAX_TABS = int(os.environ.get("IIR_MAX_TABS", 2000))  # most tabs whose records are kept (oldest go first)
+QUEUE_RECORDS = 200  # events Gradio's queue keeps records of (its default: 10,000)
+
+
+def bound_queue_records() -> None:
+    """Cap Gradio's per-event records (read by `Blocks.queue()`); an operator's own settings win."""
+    os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", str(QUEUE_RECORDS))
+    os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000000")  # the summary: rebuilt rarely, not per event
+
+
+def drop_tab(value) -> None:
+    """`gr.State(delete_callback=...)`: a tab's `UIState` is being dropped; delete what it holds on disk."""
+    upload = getattr(value, "upload", "")
+    if upload:
+        from interactive_ir.ui.serving.uploads import default_store
+
+        default_store().release(upload)
+        value.upload = ""
+
+
+def on_tab_closed(request) -> None:
+    """`demo.unload(...)`: the tab closed; drop its state (calling `drop_tab`) and Gradio's record of it now,
+    not an hour later."""
+    session = getattr(request, "session_hash", None)
+    app = getattr(getattr(request, "request", None), "app", None)
+    holder = getattr(app, "state_holder", None)
+    if not session or holder is None:
+        return
+    try:
+        holder.delete_state(session)
+        with holder.lock:
+            holder.session_data.pop(session, None)
+            holder.time_last_used.pop(session, None)
+    except (AttributeError, KeyError, RuntimeError) as e:  # another Gradio version: it keeps the state an hour
+        log.warning("cannot drop a closed tab's state (%s: %s)", type(e).__name__, e)
