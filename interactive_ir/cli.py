@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "models": ("interactive_ir.commands.models_cmd", "list the model backends and their spec strings"),
     "queries": ("interactive_ir.commands.queries_cmd", "make a queries file from a captions file"),
     "reproduce": ("interactive_ir.commands.reproduce_cmd", "run a paper's evaluation on its data, beside its figures"),
+    "config": ("interactive_ir.commands.config_cmd", "print every setting: environment variable, default, value"),
 }
 
 

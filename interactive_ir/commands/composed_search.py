@@ -12,6 +12,7 @@ import logging
 import os
 from pathlib import Path
 
+from interactive_ir.config import DEFAULT_K
 from interactive_ir.types import Hit
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ def reference_id(index, image: str) -> str | None:
 
 
 def run_composed(retriever, image_path: str, text: str, method: str | None = None, llm_spec: str | None = None,
-                 k: int = 10, *, vlm_spec: str | None = None, captioner_spec: str | None = None) -> list[Hit]:
+                 k: int = DEFAULT_K, *, vlm_spec: str | None = None, captioner_spec: str | None = None) -> list[Hit]:
     """One composed-search round; hits carry the re-ranker's reasons in `why` when a VLM ran."""
     from dataclasses import replace
 

@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     from interactive_ir.backends import make_llm, make_vlm
     from interactive_ir.commands.metrics_cmd import parse_ks
     from interactive_ir.commands.search_cmd import load_retriever
-    from interactive_ir.config import apply_env, apply_overrides
+    from interactive_ir.config import DEFAULT_K, apply_env, apply_overrides
     from interactive_ir.errors import BadInputError
     from interactive_ir.evaluation.dialogues import attach_dialogues, read_dialogues, resolve_targets, write_chatir
     from interactive_ir.evaluation.presets import apply_preset, get_preset
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
              "exclude_shown": args.exclude_shown, "rank_from": args.rank_from, "metrics_k": args.metrics_k,
              "protocol": args.protocol, "tau": args.tau}
     settings, conflicts = apply_preset(preset, given)
-    defaults = {"rounds": 5, "k": 10, "stop_on_found": True, "exclude_shown": True, "rank_from": "index",
+    defaults = {"rounds": 5, "k": DEFAULT_K, "stop_on_found": True, "exclude_shown": True, "rank_from": "index",
                 "metrics_k": "1,5,10", "protocol": "plugir"}
     settings = {k: (defaults.get(k) if v is None else v) for k, v in settings.items()}
     ks = parse_ks(settings["metrics_k"])

@@ -49,7 +49,7 @@ class Reproduction:
     runs: tuple[tuple[str, str, str, float | tuple[float, ...]], ...]  # (label, data file in DIR, protocol,
     #   the paper's figure: its BRI, or with metric "hits" its Hits@k in percent at rounds 0..rounds)
     rounds: int = 10
-    k: int = 10
+    k: int = 10  # the paper's k (its protocol): fixed here, not config.DEFAULT_K
     metric: str = "bri"  # "bri": one figure per run; "hits": Hits@k (best so far) by round; "cir": CIR_COLUMNS
     queries_format: str = "auto"  # eval --queries-format of the data files
     stop_on_found: bool = False  # the simulated user stops once the target is shown

@@ -6,12 +6,14 @@ import argparse
 import json
 from pathlib import Path
 
+from interactive_ir.config import DEFAULT_K
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", required=True, type=Path, help="index folder")
     p.add_argument("--text", help="text query (with --image: the relative caption)")
     p.add_argument("--image", help="query image path (alone: image->image; with --text: composed search)")
-    p.add_argument("-k", type=int, default=10, help="number of results (default 10)")
+    p.add_argument("-k", type=int, default=DEFAULT_K, help=f"number of results (default {DEFAULT_K})")
     p.add_argument("--tau", type=float, default=None, help="weight of text->caption similarity (default 0.15; 1 on a caption index)")
     p.add_argument("--method", choices=["imagescope", "compose"], default=None,
                    help="composed search method with --image and --text (default: imagescope with --llm, else compose)")
@@ -24,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON list of hits (id, path, score, caption)")
 
 
-def load_retriever(index_dir: Path, embedder_spec: str | None = None, k: int = 10, tau: float | None = None):
+def load_retriever(index_dir: Path, embedder_spec: str | None = None, k: int = DEFAULT_K, tau: float | None = None):
     """Load an index and its embedder (the manifest's by default)."""
     import dataclasses
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from interactive_ir.config import DEFAULT_K, MAX_TEXT_CHARS
 from interactive_ir.errors import BackendError, BadInputError, SessionError
 from interactive_ir.retrieval.retriever import Retriever, check_query_text
 from interactive_ir.core.session import Session, Turn
@@ -27,12 +28,13 @@ log = logging.getLogger(__name__)
 class EngineConfig:
     """Engine settings; each field can be set by env `IIR_<FIELD>` (`engine_config`)."""
 
-    k: int = 10  # results shown per round
+    k: int = DEFAULT_K  # results shown per round
     hide_seen: bool = False  # False: a round shows the top-k over the whole collection, images shown before marked
     #                          seen (Hit.seen, Turn.seen), so a better query brings the best ones back; "More like my
     #                          marks" (feedback) and skip still page through unseen images. True: every round shows
     #                          only images not shown before in the session (the evaluation protocols' setting)
-    max_text_chars: int = 2000  # longest description, answer or relative caption accepted
+    max_text_chars: int = MAX_TEXT_CHARS  # longest description, answer or relative caption accepted (the
+    #                                       retriever reads the same variable, IIR_MAX_TEXT_CHARS)
     caption_cache_size: int = 10_000  # captioner captions kept per engine (by image id); 0 turns the cache off
     exclude_shown: bool | None = None  # the old name of hide_seen: when given, it sets hide_seen (then reads None)
 

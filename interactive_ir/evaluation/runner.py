@@ -49,6 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
+from interactive_ir.config import DEFAULT_K
 from interactive_ir.engine import Engine, EngineConfig
 from interactive_ir.errors import BadInputError, IIRError
 from interactive_ir.evaluation.knowledge import knowledge_of
@@ -68,7 +69,7 @@ class RunConfig:
 
     rounds: int = 5  # interaction rounds after the description (round 0), so rounds + 1 ranks per query
     seed: int = 0  # seeds the relevance actor and torch's sampling, per query
-    k: int = 10  # results shown per round
+    k: int = DEFAULT_K  # results shown per round
     exclude_shown: bool = True  # each round shows only images not shown before (the papers' protocols; passed to
     #                             EngineConfig.hide_seen, whose own default is off)
     stop_on_found: bool = True  # the user stops once the target is shown (known-item search; paper 004); False:

@@ -17,6 +17,7 @@ from functools import cached_property
 
 import numpy as np
 
+from interactive_ir.config import DEFAULT_K, TEXT_LIMIT_ENV, text_limit
 from interactive_ir.errors import BadInputError, IndexLoadError
 from interactive_ir.index.store import ImageIndex, rebuild_hint
 from interactive_ir.types import Hit, Vectors
@@ -29,9 +30,10 @@ MATRIX_ROWS_MAX = 200_000  # whole-collection scores keep a float32 copy up to t
 
 @dataclass(frozen=True)
 class SearchConfig:
-    k: int = 10  # results per page
+    k: int = DEFAULT_K  # results per page
     tau: float = 0.15  # weight of text->caption similarity in the fused score (ImageScope)
-    max_query_chars: int = 2000  # longer text queries are refused with a clear error
+    max_text_chars: int | None = None  # longer text queries are refused; None: IIR_MAX_TEXT_CHARS, else
+    #                                    config.MAX_TEXT_CHARS, read when the Retriever is built (the engine's limit)
     device: str = "auto"  # "auto": the GPU when present (search_device.py), else faiss on CPU; "faiss", "faiss-gpu", "torch"
     search_threads: int = 1  # faiss threads per query (one is fastest for single queries; bench/bench_search.py)
 
@@ -49,7 +51,8 @@ def check_query_text(text: str, limit: int) -> str:
     if not text:
         raise BadInputError("the query is empty: describe the image you are looking for")
     if len(text) > limit:
-        raise BadInputError(f"the query is {len(text):,} characters; the limit is {limit:,}: shorten it")
+        raise BadInputError(f"the query is {len(text):,} characters; the limit is {limit:,}: shorten it, or raise "
+                            f"the limit with {TEXT_LIMIT_ENV}")
     return text
 
 
@@ -69,6 +72,7 @@ class Retriever:
         self.index = index
         self.embedder = embedder
         self.config = config
+        self.max_text_chars = config.max_text_chars if config.max_text_chars is not None else text_limit()
         self._local = threading.local()
 
     # --- encoding ----------------------------------------------------------------------------
@@ -77,11 +81,11 @@ class Retriever:
         return 1.0 if self.index.caption_only else (self.config.tau if self.index.has_captions else 0.0)
 
     def encode_text(self, text: str) -> np.ndarray:
-        text = check_query_text(text, self.config.max_query_chars)
+        text = check_query_text(text, self.max_text_chars)
         return self.embedder.embed_texts([text])[0]
 
     def encode_texts(self, texts: Sequence[str]) -> Vectors:
-        return self.embedder.embed_texts([check_query_text(t, self.config.max_query_chars) for t in texts])
+        return self.embedder.embed_texts([check_query_text(t, self.max_text_chars) for t in texts])
 
     def encode_image(self, image) -> np.ndarray:
         """A PIL image, or a path/bytes opened safely."""

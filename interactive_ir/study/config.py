@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from interactive_ir.config import DEFAULT_K
 from interactive_ir.errors import BadInputError
 
 MODES = ("conversation", "feedback", "composed", "text")  # interaction modes a search page can offer
@@ -170,7 +171,7 @@ class StudyConfig:
     index: str = "demo"  # "demo" (the demo gallery) or an index folder; the app serves it
     index_named: bool = False  # True when the file gives `index:` (else `python app.py --index` may choose)
     rounds: int = 5  # round budget per task: search rounds after the first description (PlugIR: 10)
-    k: int = 10  # results shown per round (a condition may override)
+    k: int = DEFAULT_K  # results shown per round (a condition may override)
     show_target: bool = True  # show the target image on the briefing and beside the search page
     counterbalance: str = "latin"  # "latin" (balanced Latin square by participant number), "random"
     #                                (seeded shuffle per participant id) or "none" (file order)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from interactive_ir.config import apply_env, apply_overrides
+from interactive_ir.config import DEFAULT_K, apply_env, apply_overrides
 from interactive_ir.errors import IIRError
 
 log = logging.getLogger(__name__)
@@ -30,7 +30,7 @@ class AppConfig:
     llm: str = ""  # LLM spec for questions and query rewriting; "" = default_llm_spec(); "none" = no LLM
     captioner: str = ""  # captioner spec for uncaptioned references; "" = none
     vlm: str = ""  # VLM spec re-ranking composed results; "" = none
-    k: int = 10  # results per round
+    k: int = DEFAULT_K  # results per round
     host: str = "0.0.0.0"  # interface to listen on
     port: int = 7860  # port (also from PORT or GRADIO_SERVER_PORT)
     concurrency: int = 2  # model steps running at once across all users (queue concurrency limit)

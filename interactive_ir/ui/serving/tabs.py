@@ -15,12 +15,35 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
+
+from interactive_ir.config import apply_env
 
 log = logging.getLogger(__name__)
 
-TAB_TTL_S = float(os.environ.get("IIR_TAB_TTL_S", 3600))  # an idle tab's state is dropped after this (s)
-MAX_TABS = int(os.environ.get("IIR_MAX_TABS", 2000))  # most tabs whose records are kept (oldest go first)
 QUEUE_RECORDS = 200  # events Gradio's queue keeps records of (its default: 10,000)
+
+
+@dataclass(frozen=True)
+class TabConfig:
+    """How long and how many tabs' states are kept; each field can be set by env `IIR_<FIELD>`."""
+
+    tab_ttl_s: float = 3600.0  # an idle tab's state is dropped after this (s)
+    max_tabs: int = 2000  # most tabs whose records are kept (oldest go first)
+
+
+def tab_config(environ=None) -> TabConfig:
+    """The defaults, then `IIR_TAB_TTL_S` / `IIR_MAX_TABS`, read when called."""
+    return apply_env(TabConfig(), "IIR_", environ)
+
+
+def __getattr__(name: str):
+    """`TAB_TTL_S` and `MAX_TABS`: read from the environment when asked for, not at import."""
+    if name == "TAB_TTL_S":
+        return tab_config().tab_ttl_s
+    if name == "MAX_TABS":
+        return tab_config().max_tabs
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def bound_queue_records() -> None:

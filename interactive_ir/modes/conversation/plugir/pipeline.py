@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from interactive_ir.config import MAX_TEXT_CHARS
 from interactive_ir.errors import BackendError
 from interactive_ir.modes.conversation.plugir import filtering, rce
 from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
@@ -109,7 +110,7 @@ def question_kls(retriever, rows: Sequence[int], query: str, questions: Sequence
 
 
 def next_question(llm, retriever, captions_of: Callable[[Sequence[str]], list[str]], cfg: PlugIRConfig,
-                  state: QuestionState, text_limit: int = 2000) -> QuestionResult:
+                  state: QuestionState, text_limit: int = MAX_TEXT_CHARS) -> QuestionResult:
     """The next question for `state`. `llm` is a `LoggedLLM` (its log records every call); `captions_of`
     gives the captions of a list of image ids (one captioner call at most)."""
     res = QuestionResult()

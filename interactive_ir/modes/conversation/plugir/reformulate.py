@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from interactive_ir.config import MAX_TEXT_CHARS
 from interactive_ir.modes.conversation.plugir.parsers import parse_caption
 from interactive_ir.modes.conversation.plugir.prompts import Dialogue, concat_dialogue, reformulate_prompt
 
@@ -37,7 +38,7 @@ def parse(reply: str | None, description: str, dialogue: Dialogue, limit: int) -
 
 
 def reformulate(llm, description: str, dialogue: Dialogue, *, temperature: float = 0.0, max_tokens: int = 77,
-                limit: int = 2000) -> Reformulation:
+                limit: int = MAX_TEXT_CHARS) -> Reformulation:
     """Call `llm` (a `LoggedLLM`; errors propagate as BackendError) and parse its reply."""
     if not needs_llm(dialogue):
         return Reformulation(description[:limit].strip(), False)
