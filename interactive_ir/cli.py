@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "metrics": ("interactive_ir.commands.metrics_cmd", "compute retrieval metrics from a ranks file"),
     "study": ("interactive_ir.commands.study_cmd", "export and analyse user-study logs"),
     "models": ("interactive_ir.commands.models_cmd", "list the model backends and their spec strings"),
+    "modes": ("interactive_ir.commands.modes_cmd", "list the ways of searching and their methods (the mode table)"),
     "queries": ("interactive_ir.commands.queries_cmd", "make a queries file from a captions file"),
     "reproduce": ("interactive_ir.commands.reproduce_cmd", "run a paper's evaluation on its data, beside its figures"),
     "config": ("interactive_ir.commands.config_cmd", "print every setting: environment variable, default, value"),

@@ -24,6 +24,7 @@ from interactive_ir.modes.conversation.mode import Conversation
 from interactive_ir.core.text_search import PAGING_KINDS, QUERY_ROW_ATTR, EngineConfig, OnCore, TextSearch, engine_config
 from interactive_ir.modes.feedback.mode import Feedback, FeedbackConfig, feedback_config
 from interactive_ir.modes.conversation.plugir.config import PlugIRConfig, plugir_config
+from interactive_ir.modes import registry
 from interactive_ir.retrieval.retriever import Retriever
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.steps import QuestionStep, Refinement
@@ -37,6 +38,8 @@ EngineBase = TextSearch  # the old name of the mode-less engine (plain text sear
 
 class Engine(OnCore):
     """Every mode over one index, with the given backends (None where a backend is absent)."""
+
+    mode_names: tuple[str, ...] = registry.mode_names()  # every mode of the mode table (`registry.offered`)
 
     def __init__(self, retriever: Retriever, llm=None, captioner=None, vlm=None, config: EngineConfig = EngineConfig(),
                  *, plugir: PlugIRConfig | None = None, feedback: FeedbackConfig | None = None,
@@ -194,7 +197,8 @@ class Engine(OnCore):
 def build_engine(retriever: Retriever, llm=None, captioner=None, vlm=None, config: EngineConfig = EngineConfig(),
                  **mode_configs) -> Engine:
     """An `Engine` with every mode; `mode_configs` by name: plugir=, feedback=, composed=."""
-    unknown = set(mode_configs) - {"plugir", "feedback", "composed"}
+    unknown = set(mode_configs) - set(registry.sections())
     if unknown:
-        raise TypeError(f"unknown mode config {sorted(unknown)[0]!r}: use plugir=, feedback= or composed=")
+        raise TypeError(f"unknown mode config {sorted(unknown)[0]!r}: use "
+                        f"{', '.join(f'{s}=' for s in registry.sections())}")
     return Engine(retriever, llm=llm, captioner=captioner, vlm=vlm, config=config, **mode_configs)

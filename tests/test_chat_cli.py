@@ -145,6 +145,8 @@ def test_like_and_ref_without_those_modes_say_so(tiny_index):
     class ConversationOnly:
         """An engine without the feedback and composed modes (a front-end may get one)."""
 
+        mode_names = ("conversation", "text")  # what it declares (registry.offered)
+
         def __init__(self, engine):
             self._engine = engine
 

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from interactive_ir.modes import registry
+
 HELP = """commands:
   <text>          answer the question
   N               choose option N of a question with options
@@ -28,19 +30,19 @@ HELP = """commands:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from interactive_ir.modes.conversation.plugir.config import METHODS, QUESTION_STYLES, QUESTIONERS
+    from interactive_ir.modes.conversation.plugir.config import QUESTION_STYLES
 
     p.add_argument("--index", required=True, type=Path, help="index folder")
     p.add_argument("--llm", default=None, help="LLM spec, e.g. openai:gpt-4o-mini, transformers:smollm2, fake "
                    "(default: IIR_LLM, else an OpenAI endpoint when configured, else smollm2 offline; none: no questions)")
     p.add_argument("-k", type=int, default=5, help="results shown per turn (default 5)")
-    p.add_argument("--method", choices=METHODS, default=None, help="conversation method (default plugir = CR+RCE+F)")
+    p.add_argument("--method", choices=registry.method_names("conversation"), default=None, help="conversation method (default plugir = CR+RCE+F)")
     p.add_argument("--description", default=None, help="the first description (else read from stdin)")
     p.add_argument("--embedder", default=None, help="embedder spec (default: the one in the index manifest)")
     p.add_argument("--n-candidates", type=int, default=None, help="retrieval candidates n (default max(20, 1%% of the index))")
     p.add_argument("--clusters", type=int, default=None, help="KMeans clusters m (default 10)")
     p.add_argument("--questions", type=int, default=None, help="candidate questions q_n per turn (default 5)")
-    p.add_argument("--questioner", choices=QUESTIONERS, default=None,
+    p.add_argument("--questioner", choices=registry.questioner_values(), default=None,
                    help="who asks: llm (PlugIR), grounded (no LLM: options from the result clusters, answered by "
                    "number), auto (default: grounded without an LLM or with SmolLM2, llm otherwise)")
     p.add_argument("--hide-seen", action="store_true", default=None,
@@ -162,17 +164,16 @@ class Chat:
                 self.say(f"found {image_id} in round {f['round']} at rank {f['rank']}")
                 return True
         elif cmd in ("/like", "/unlike"):
-            if not hasattr(self.engine, "feedback"):
-                self.say("relevance feedback (/like, /unlike) is not available in this version "
-                         "(interactive_ir.modes.feedback.mode is missing)")
+            if "feedback" not in registry.offered(self.engine):
+                self.say("relevance feedback (/like, /unlike) is not available with this engine")
                 return False
             ids = self.pick_many(rest, cmd)
             if ids:
                 rel, irr = (ids, []) if cmd == "/like" else ([], ids)
                 self.show(self.engine.feedback(self.session, rel, irr))
         elif cmd == "/ref":
-            if not hasattr(self.engine, "relative"):
-                self.say("composed search (/ref) is not available in this version (interactive_ir.modes.composed.mode is missing)")
+            if "composed" not in registry.offered(self.engine):
+                self.say("composed search (/ref) is not available with this engine")
                 return False
             n, _, caption = rest.strip().partition(" ")
             image_id = self.pick(n, cmd)

@@ -42,10 +42,12 @@ def run_composed(retriever, image_path: str, text: str, method: str | None = Non
 
     from interactive_ir.backends import make_captioner, make_vlm
     from interactive_ir.engine import EngineConfig, build_engine
+    from interactive_ir.modes import registry
 
-    method = method or ("imagescope" if llm_spec else "compose")
+    composed = registry.mode("composed")
+    method = method or composed.auto(bool(llm_spec))
     llm = None
-    if method == "imagescope":
+    if composed.method(method).needs_llm:
         from interactive_ir.backends.llms import build_llm
 
         llm = build_llm(llm_spec)  # the default LLM (IIR_LLM, OpenAI key, offline SmolLM2) when none is given

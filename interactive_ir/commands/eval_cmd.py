@@ -29,11 +29,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default=None,
                    help="a paper's settings: plugir, chatir, zhu, imagescope, fisd (rounds, k, stopping, rank "
                         "bookkeeping, pipeline); an explicit flag that conflicts wins, and the run says so")
+    from interactive_ir.evaluation.protocols import ALL
+
     p.add_argument("--protocol", default=None,
-                   help="comma-separated protocols: plugir, cr+rce, cr, zs, feedback:{expand,summary,keywords,cot}, "
-                        "rocchio, composed:{compose,imagescope}, mixed, grounded (no LLM), none, oracle, "
-                        "random-questions, attribute, fixed-dialogue[:concat|:split|:cr]; aliases conversation, "
-                        "feedback, composed, reference, all (default plugir, or the preset's)")
+                   help=f"comma-separated protocols: {', '.join(ALL)}; aliases conversation, feedback, composed, "
+                        "reference, fixed-dialogue, all (default plugir, or the preset's)")
     p.add_argument("--rounds", type=int, default=None, help="rounds after the description (default 5)")
     p.add_argument("--llm", default=None, help="the engine's LLM spec, e.g. transformers:smollm2, openai:gpt-4o-mini, fake")
     p.add_argument("--answerer", default=None,

@@ -10,12 +10,14 @@ from interactive_ir.config import DEFAULT_K
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from interactive_ir.modes import registry
+
     p.add_argument("--index", required=True, type=Path, help="index folder")
     p.add_argument("--text", help="text query (with --image: the relative caption)")
     p.add_argument("--image", help="query image path (alone: image->image; with --text: composed search)")
     p.add_argument("-k", type=int, default=DEFAULT_K, help=f"number of results (default {DEFAULT_K})")
     p.add_argument("--tau", type=float, default=None, help="weight of text->caption similarity (default 0.15; 1 on a caption index)")
-    p.add_argument("--method", choices=["imagescope", "compose"], default=None,
+    p.add_argument("--method", choices=registry.method_names("composed"), default=None,
                    help="composed search method with --image and --text (default: imagescope with --llm, else compose)")
     p.add_argument("--llm", default=None, help="LLM spec for the imagescope method")
     p.add_argument("--vlm", default=None, help="VLM spec re-ranking composed results, ImageScope stages 2-3 "

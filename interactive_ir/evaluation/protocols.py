@@ -43,15 +43,24 @@ from interactive_ir.evaluation.dialogues import chatir_query, concat_query
 from interactive_ir.evaluation.knowledge import TargetKnowledge, knowledge_of
 from interactive_ir.evaluation.queries import Query
 from interactive_ir.evaluation.simulators import SimulatedUser
+from interactive_ir.modes import registry
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.types import NONE_OF_THESE
 
-CONVERSATION = ("plugir", "cr+rce", "cr", "zs")
-FEEDBACK = ("feedback:expand", "feedback:summary", "feedback:keywords", "feedback:cot", "rocchio")
-COMPOSED = ("composed:compose", "composed:imagescope")
+
+def _protocols(entries, plain: str = "") -> tuple[str, ...]:
+    """The `--protocol` names of mode-table entries, the mode's plain method (the baseline) first."""
+    ordered = sorted(entries, key=lambda m: m.name != plain)  # stable: the table's order otherwise
+    return tuple(m.protocol for m in ordered if m.protocol)
+
+
+CONVERSATION = _protocols(registry.methods("conversation"))
+FEEDBACK = _protocols(registry.methods("feedback"), registry.mode("feedback").plain)
+COMPOSED = _protocols(registry.methods("composed"), registry.mode("composed").plain)
 FIXED = ("fixed-dialogue:concat", "fixed-dialogue:split", "fixed-dialogue:cr")
 REFERENCE = ("none", "oracle", "random-questions", "attribute")
-GROUNDED = ("grounded",)
+GROUNDED = _protocols(registry.questioners())  # the engine's questioner without an LLM
+_METHOD_OF = {m.protocol: m for name in ("conversation", "feedback", "composed") for m in registry.methods(name)}
 ALL = (*CONVERSATION, *FEEDBACK, *COMPOSED, "mixed", *REFERENCE, *GROUNDED, *FIXED)
 ATTRIBUTE_CANDIDATES = 20  # the attribute questioner splits the captions of this many top images
 ALIASES = {
@@ -111,14 +120,9 @@ class Protocol:
 def get_protocol(name: str) -> Protocol:
     n = name.strip().lower()
     n = ALIASES.get(n, (n,))[0]
-    if n in CONVERSATION:
-        return Protocol(n, "conversation", n, True)
-    if n in FEEDBACK:
-        m = n.split(":", 1)[1] if ":" in n else n
-        return Protocol(n, "feedback", m, m in ("summary", "keywords", "cot"))
-    if n in COMPOSED:
-        m = n.split(":", 1)[1]
-        return Protocol(n, "composed", m, m == "imagescope")
+    method = _METHOD_OF.get(n)  # a conversation, feedback or composed method of the mode table
+    if method is not None:
+        return Protocol(n, method.mode, method.name, method.needs_llm)
     if n == "mixed":  # answers LLM questions when an LLM runs, grounded ones otherwise (the engine's "auto")
         return Protocol(n, "mixed", "alternate", False)
     if n in REFERENCE:
@@ -286,9 +290,8 @@ def _grounded(engine, session: Session, k: TargetKnowledge, user: SimulatedUser)
     """The engine's grounded question (issue 13), answered from `k`: a choice among the candidate clusters
     (the option whose representative looks most like the held-out captions, or "none of these"), or
     yes/no on a word (by word presence)."""
-    if not hasattr(engine, "answer_choice"):
-        raise BadInputError("this engine has no grounded questions (engine.ask / engine.answer_choice): "
-                            "merge the loop-engine branch")
+    if "conversation" not in registry.offered(engine):
+        raise BadInputError("this engine has no conversation mode, so no grounded questions")
     question = getattr(session, "question", None) or engine.ask(session)
     if question is None:
         return engine.skip(session), {"action": "skip", "why": "no question pending"}

@@ -35,8 +35,9 @@ from typing import Any
 
 from interactive_ir.config import DEFAULT_K
 from interactive_ir.errors import BadInputError
+from interactive_ir.modes import registry
 
-MODES = ("conversation", "feedback", "composed", "text")  # interaction modes a search page can offer
+MODES = registry.mode_names()  # interaction modes a search page can offer
 PRESETS: dict[str, tuple[tuple[str, ...], str | None]] = {
     # condition `mode:` -> (interaction modes, conversation method)
     "plugir": (("conversation",), "plugir"),  # PlugIR questions, context reformulation, filtering
@@ -46,13 +47,10 @@ PRESETS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "mixed": (("conversation", "feedback", "composed"), "plugir"),  # all of the above, the user chooses
     "text": (("text",), None),  # plain text search: rewrite the query each round
 }
-CONVERSATION_METHODS = ("plugir", "cr+rce", "cr", "zs")
-FEEDBACK_METHODS = ("summary", "keywords", "cot", "expand", "rocchio")
-COMPOSED_METHODS = ("imagescope", "compose")
 COUNTERBALANCE = ("latin", "random", "none")
 QUESTION_TYPES = ("likert", "text", "choice", "number", "slider")
 PLATFORMS = ("none", "prolific", "mturk")
-SETTINGS_SECTIONS = ("plugir", "feedback", "composed")  # engine mode configs a condition may override
+SETTINGS_SECTIONS = registry.sections()  # engine mode configs a condition may override
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 CODE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -81,9 +79,9 @@ class Condition:
     modes: tuple[str, ...]  # interaction modes offered, a subset of MODES
     label: str = ""  # what participants see, e.g. "System A" ("" shows nothing)
     k: int | None = None  # results per round (None: the study's k)
-    conversation_method: str | None = None  # PlugIR method for the conversation mode (CONVERSATION_METHODS)
-    feedback_method: str | None = None  # relevance-feedback method (FEEDBACK_METHODS; None: the engine default)
-    composed_method: str | None = None  # composed-search method (COMPOSED_METHODS; None: the engine default)
+    conversation_method: str | None = None  # PlugIR method for the conversation mode (registry.method_names)
+    feedback_method: str | None = None  # relevance-feedback method (None: the engine default)
+    composed_method: str | None = None  # composed-search method (None: the engine default)
     settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # engine mode config overrides,
     #                                                     by section ("plugir", "feedback", "composed")
 
@@ -348,17 +346,18 @@ def _condition(name: str, spec: Any) -> Condition:
     if "conversation_method" in spec:
         if "conversation" not in modes:
             raise StudyConfigError(f"{where}.conversation_method: this condition has no conversation mode")
-        conv = _choice(spec["conversation_method"], f"{where}.conversation_method", CONVERSATION_METHODS)
+        conv = _choice(spec["conversation_method"], f"{where}.conversation_method",
+                       registry.method_names("conversation"))
     fb = spec.get("feedback_method")
     if fb is not None:
         if "feedback" not in modes:
             raise StudyConfigError(f"{where}.feedback_method: this condition has no feedback mode")
-        fb = _choice(fb, f"{where}.feedback_method", FEEDBACK_METHODS)
+        fb = _choice(fb, f"{where}.feedback_method", registry.method_names("feedback"))
     cm = spec.get("composed_method")
     if cm is not None:
         if "composed" not in modes:
             raise StudyConfigError(f"{where}.composed_method: this condition has no composed mode")
-        cm = _choice(cm, f"{where}.composed_method", COMPOSED_METHODS)
+        cm = _choice(cm, f"{where}.composed_method", registry.method_names("composed"))
     settings = spec.get("settings", {}) or {}
     if not isinstance(settings, Mapping):
         raise StudyConfigError(f"{where}.settings: give a mapping of section -> overrides, e.g. "

@@ -7,19 +7,10 @@ rank is computed with exactly the row the engine searched with.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 
+from interactive_ir.modes import registry
 from interactive_ir.study.config import Condition, StudyConfig, StudyConfigError
 from interactive_ir.study.ranks import probing_engine
-
-LLM_FEEDBACK_METHODS = ("summary", "keywords", "cot")
-# engine mode config sections a condition may override: section -> (module, default-config function)
-SETTINGS_FACTORIES = {
-    "plugir": ("interactive_ir.modes.conversation.plugir.config", "plugir_config"),
-    "feedback": ("interactive_ir.modes.feedback.mode", "feedback_config"),
-    "composed": ("interactive_ir.modes.composed.mode", "composed_config"),
-}
-MODE_METHODS = {"conversation": "start", "feedback": "feedback", "composed": "relative", "text": "search_text"}
 
 
 def condition_engine(base, study: StudyConfig, condition: Condition):
@@ -29,11 +20,7 @@ def condition_engine(base, study: StudyConfig, condition: Condition):
         where = f"conditions.{condition.name}.settings.{section}"
         current = configs.get(section)
         if current is None:
-            module, fn = SETTINGS_FACTORIES[section]
-            try:
-                current = getattr(importlib.import_module(module), fn)()
-            except ModuleNotFoundError as e:
-                raise StudyConfigError(f"{where}: this build has no {section} mode") from e
+            raise StudyConfigError(f"{where}: the engine has no {section} settings")
         names = {f.name for f in dataclasses.fields(current)}
         unknown = [n for n in overrides if n not in names]
         if unknown:
@@ -49,16 +36,17 @@ def condition_engine(base, study: StudyConfig, condition: Condition):
 def check_condition(engine, c: Condition) -> None:
     """Raise StudyConfigError when `engine` cannot run condition `c` (a missing mode or LLM)."""
     where = f"conditions.{c.name}"
+    offered = registry.offered(engine)
     for mode in c.modes:
-        if not hasattr(engine, MODE_METHODS[mode]):
+        if mode not in offered:
             raise StudyConfigError(f"{where}: the {mode} mode is not available in this build")
     if "conversation" in c.modes and not getattr(engine, "questions_enabled", False):
         raise StudyConfigError(f"{where}: the conversation mode asks questions with an LLM, and none is "
                                "configured: start the app with an LLM (--llm SPEC), or use mode: text/feedback")
-    if c.feedback_method in LLM_FEEDBACK_METHODS and engine.llm is None:
-        raise StudyConfigError(f"{where}.feedback_method: {c.feedback_method} needs an LLM; use expand or rocchio")
-    if c.composed_method == "imagescope" and engine.llm is None:
-        raise StudyConfigError(f"{where}.composed_method: imagescope needs an LLM; use compose")
+    for mode, name in (("feedback", c.feedback_method), ("composed", c.composed_method)):
+        if name and registry.method(mode, name).needs_llm and engine.llm is None:
+            raise StudyConfigError(f"{where}.{mode}_method: {name} needs an LLM; use "
+                                   f"{' or '.join(registry.mode(mode).without_llm())}")
 
 
 # ---------------------------------------------------------------- the two steps of a round
@@ -91,8 +79,5 @@ def ask_step(engine, session):
     turn = session.last
     if turn is None:
         return None
-    if hasattr(engine, "ask"):  # the refactored engine's own step
-        engine.ask(session)
-    else:
-        engine.after_turn(session, turn)
+    engine.ask(session)
     return turn

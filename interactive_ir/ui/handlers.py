@@ -13,33 +13,30 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from interactive_ir.errors import BadInputError, SessionError
+from interactive_ir.modes import registry
 from interactive_ir.ui.state import Redo, UIState
 
 log = logging.getLogger(__name__)
 
-FEEDBACK_METHODS = ("summary", "keywords", "cot", "expand", "rocchio")
-COMPOSED_METHODS = ("imagescope", "compose")
-QUESTIONERS = ("grounded", "llm")
+FEEDBACK = registry.mode("feedback")
+COMPOSED = registry.mode("composed")
+FEEDBACK_METHODS = FEEDBACK.method_names
+COMPOSED_METHODS = COMPOSED.method_names
+# the kinds of question a person chooses from: "Automatic" ("", the app's setting) or a questioner of the table
+# (the config's "auto" is what "Automatic" means by default, so the page does not offer it twice)
+QUESTIONERS = registry.questioner_names()
 
-# the Options panel: (plain name: one-line explanation, value); "llm" marks the choices that need an LLM
-FEEDBACK_CHOICES = (
-    ("Automatic: the best method available here", "", False),
-    ("LLM summary: the LLM merges the captions of your relevant images into one description", "summary", True),
-    ("LLM keywords: the LLM lists the keywords your relevant images share", "keywords", True),
-    ("LLM reasoning: the LLM reasons about what your marks share, then describes it (slower)", "cot", True),
-    ("Add captions: the captions of your relevant images are added to your description (no LLM)", "expand", False),
-    ("Move the query: towards the images you marked relevant, away from the others (no LLM)", "rocchio", False),
-)
-COMPOSED_CHOICES = (
-    ("Automatic: the best method available here", "", False),
-    ("LLM rewrite: the LLM describes the reference as changed by your caption (ImageScope)", "imagescope", True),
-    ("Add the caption to the picture: the reference's vector plus your caption's (no LLM)", "compose", False),
-)
-QUESTIONER_CHOICES = (
-    ("Automatic: written questions with a good LLM, picture questions otherwise", "", False),
-    ("Picture questions: pick the closest image or answer yes/no (no LLM, instant)", "grounded", False),
-    ("Written questions: the LLM asks about the results, you type the answer", "llm", True),
-)
+
+def _options(automatic: str, entries) -> tuple[tuple[str, str, bool], ...]:
+    """An Options table: (plain name: one-line explanation, value, needs an LLM), "Automatic" first."""
+    return (("Automatic: " + automatic, "", False), *((m.choice_label, m.name, m.needs_llm) for m in entries))
+
+
+# the Options panel, from the mode table
+FEEDBACK_CHOICES = _options("the best method available here", FEEDBACK.methods)
+COMPOSED_CHOICES = _options("the best method available here", COMPOSED.methods)
+QUESTIONER_CHOICES = _options("written questions with a good LLM, picture questions otherwise",
+                              registry.questioners())
 
 
 def choices(table, has_llm: bool) -> list[tuple[str, str]]:
@@ -49,9 +46,9 @@ def choices(table, has_llm: bool) -> list[tuple[str, str]]:
 
 @dataclass(frozen=True)
 class Modes:
-    """Which interaction modes this engine offers (a mode module may be absent)."""
+    """Which interaction modes this engine offers (`registry.offered`), and what its backends allow."""
 
-    conversation: bool  # start/answer/skip exist
+    conversation: bool  # describe, answer, skip, clicked answers
     questions: bool  # ... and an LLM is there to ask questions
     feedback: bool  # relevance feedback
     composed: bool  # reference image + relative caption
@@ -59,12 +56,12 @@ class Modes:
 
 
 def modes(engine) -> Modes:
-    conv = all(hasattr(engine, m) for m in ("start", "answer", "skip"))
-    composed = hasattr(engine, "relative")
+    offered = registry.offered(engine)
+    conv, composed = "conversation" in offered, "composed" in offered
     index = getattr(engine, "index", None)
     upload = composed and (not getattr(index, "caption_only", False) or getattr(engine, "captioner", None) is not None)
-    return Modes(conv, conv and bool(getattr(engine, "questions_enabled", False)),
-                 hasattr(engine, "feedback"), composed, upload)
+    return Modes(conv, conv and bool(getattr(engine, "questions_enabled", False)), "feedback" in offered, composed,
+                 upload)
 
 
 def _session(st: UIState):
@@ -134,7 +131,7 @@ def set_questioner(engine, st: UIState, questioner: str) -> UIState:
     questioner = (questioner or "").strip().lower()
     if questioner and questioner not in QUESTIONERS:
         raise BadInputError(f"unknown kind of question {questioner!r}; choose one of {', '.join(QUESTIONERS)}")
-    if questioner == "llm" and getattr(engine, "llm", None) is None:
+    if questioner and registry.questioner(questioner).needs_llm and getattr(engine, "llm", None) is None:
         raise BadInputError("written questions need an LLM, and none is loaded: picture questions are used")
     st.questioner = questioner
     if st.session is not None:
@@ -238,7 +235,7 @@ def choose(engine, st: UIState, index, question: str = "", *, defer_question: bo
     """A click on option `index` (0-based) of the pending question; `question` is the text of the question
     the click was made on (a question a newer action replaced is refused, nothing changes)."""
     s = _open(st)
-    if not hasattr(engine, "answer_choice"):
+    if not modes(engine).conversation:
         raise BadInputError("questions with options are not available in this app")
     try:
         index = int(index)
@@ -275,14 +272,12 @@ def feedback(engine, st: UIState, method: str | None = None, *, defer_question: 
     rel, irr = st.marked()
     if not rel and not irr:
         raise BadInputError("mark at least one result as relevant or not relevant first")
-    if method and method not in FEEDBACK_METHODS:
-        raise BadInputError(f"unknown feedback method {method!r}; choose one of {', '.join(FEEDBACK_METHODS)}")
-    from interactive_ir.modes.feedback.prompts import METHODS as LLM_METHODS
-
-    plain = later and engine.resolve_feedback_method(method or None) in LLM_METHODS
+    if method:
+        FEEDBACK.method(method)  # UnknownMethodError naming the methods
+    plain = later and FEEDBACK.method(engine.resolve_feedback_method(method or None)).needs_llm
     redo = Redo("feedback", st.snapshot(), (method,)) if plain else None
     with _question_later(engine, st, s, defer_question or later):
-        engine.feedback(s, rel, irr, method="expand" if plain else method or None)
+        engine.feedback(s, rel, irr, method=FEEDBACK.plain if plain else method or None)
     _moved(st, redo)
     st.new_page()
     st.notice = ""
@@ -369,8 +364,8 @@ def relative(engine, st: UIState, caption: str, method: str | None = None, *,
     the composed vector is searched at once and imagescope (LLM) follows in the "refine" step."""
     if not modes(engine).composed:
         raise BadInputError("reference + caption search is not available in this app")
-    if method and method not in COMPOSED_METHODS:
-        raise BadInputError(f"unknown composed method {method!r}; choose one of {', '.join(COMPOSED_METHODS)}")
+    if method:
+        COMPOSED.method(method)  # UnknownMethodError naming the methods
     caption = engine.check_text(caption, "relative caption")
     if st.started:
         session, fresh = _open(st), False
@@ -379,11 +374,11 @@ def relative(engine, st: UIState, caption: str, method: str | None = None, *,
     else:
         raise SessionError("choose a reference first: upload an image, or start with a description")
     image = st.upload or None  # the engine opens (and checks) it
-    plain = later and engine.resolve_method(method or None) == "imagescope"
+    plain = later and COMPOSED.method(engine.resolve_method(method or None)).needs_llm
     redo = Redo("relative", st.snapshot(), (caption, method)) if plain else None
     with _question_later(engine, st, session, defer_question or later):
         engine.relative(session, caption, reference=st.reference or None, image=image,
-                        method="compose" if plain else method or None)
+                        method=COMPOSED.plain if plain else method or None)
     if fresh:
         st.session = session
     _moved(st, redo)

@@ -22,38 +22,16 @@ from pathlib import Path
 
 import numpy as np
 
-from interactive_ir.config import apply_env
 from interactive_ir.core.text_search import OnCore, TextSearch
 from interactive_ir.errors import BackendError, BadInputError, SessionError
+from interactive_ir.modes.composed.config import ENV_PREFIX, MODE, ComposedConfig, composed_config
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.types import Hit
 
 log = logging.getLogger(__name__)
 
-METHODS = ("imagescope", "compose")
-ENV_PREFIX = "IIR_COMPOSED_"
-
-
-@dataclass(frozen=True)
-class ComposedConfig:
-    """Composed-search settings; each field can be set by env `IIR_COMPOSED_<FIELD>`."""
-
-    method: str = "auto"  # "imagescope" (needs an LLM), "compose", or "auto": imagescope with an LLM, else compose
-    tau: float | None = None  # weight of text->caption similarity; None: the retriever's (0.15 with captions, 1 on a caption index)
-    text_weight: float = 1.0  # compose: weight of the relative caption's embedding added to the reference's
-    use_history_mean: bool = True  # rank by the mean query row of all relative rounds (paper 004); False: this round only
-    rerank: bool = True  # run ImageScope stages 2 and 3 when a VLM is configured
-    rerank_k: int = 20  # stage 2: how many top candidates the verifier checks (paper: 20)
-    alpha: int = 3  # stage 3: how many top candidates the evaluator compares with the reference (paper: 3)
-    max_propositions: int = 6  # stage 2: most propositions checked per candidate
-    reason_max_tokens: int = 512  # reply length of the stage 1 and stage 2 reasoner
-    temperature: float = 0.0  # reasoner sampling temperature (the paper uses 0)
-    verify_max_tokens: int = 8  # verifier reply length (a yes or a no)
-    evaluate_max_tokens: int = 128  # evaluator reply length (ANSWER line and a short reason)
-
-
-def composed_config(cfg: ComposedConfig | None = None) -> ComposedConfig:
-    return cfg if cfg is not None else apply_env(ComposedConfig(), ENV_PREFIX)
+__all__ = ["ENV_PREFIX", "Composed", "ComposedConfig", "Reference", "composed_config", "compose_vector",
+           "history_mean", "load_upload"]
 
 
 # --- the math --------------------------------------------------------------------------------------------
@@ -130,11 +108,10 @@ class Composed(OnCore):
     def resolve_method(self, method: str | None) -> str:
         m = (method or self.composed_config.method or "auto").strip().lower()
         if m == "auto":
-            m = "imagescope" if self.llm is not None else "compose"
-        if m not in METHODS:
-            raise BadInputError(f"unknown composed-search method {m!r}: use imagescope or compose")
-        if m == "imagescope" and self.llm is None:
-            raise BadInputError("the imagescope method needs an LLM (give --llm SPEC); without one use compose")
+            m = MODE.auto(self.llm is not None)
+        if MODE.method(m).needs_llm and self.llm is None:  # UnknownMethodError for a name not in the table
+            raise BadInputError(f"the {m} method needs an LLM (give --llm SPEC); without one use "
+                                f"{' or '.join(MODE.without_llm())}")
         return m
 
     def resolve_reference(self, session: Session, reference: str | None, image=None) -> Reference:

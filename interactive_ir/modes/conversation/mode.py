@@ -21,13 +21,13 @@ from interactive_ir.core.text_search import TextSearch, set_results
 from interactive_ir.errors import BackendError, BadInputError, SessionError
 from interactive_ir.modes.conversation.plugir import grounded
 from interactive_ir.modes.conversation.plugir import reformulate as cr
-from interactive_ir.modes.conversation.plugir.config import METHODS, PlugIRConfig, plugir_config
+from interactive_ir.modes.conversation.plugir.config import PlugIRConfig, plugir_config
 from interactive_ir.modes.conversation.plugir.prompts import concat_dialogue
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.steps import MeteredLLM, Refinement, add_llm_calls, add_timings
 from interactive_ir.types import Question
 
-__all__ = ["Conversation", "PlugIRConfig", "plugir_config", "METHODS", "Question", "Refinement"]
+__all__ = ["Conversation", "PlugIRConfig", "plugir_config", "Question", "Refinement"]
 
 
 class Conversation:

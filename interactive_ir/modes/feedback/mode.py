@@ -17,42 +17,15 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
-from interactive_ir.config import apply_env
 from interactive_ir.core.text_search import OnCore, TextSearch
 from interactive_ir.errors import BackendError, BadInputError
-from interactive_ir.modes.feedback.prompts import METHODS as LLM_METHODS
+from interactive_ir.modes.feedback.config import ENV_PREFIX, MODE, FeedbackConfig, feedback_config
 from interactive_ir.core.session import Session, Turn
 
 log = logging.getLogger(__name__)
-
-METHODS = ("summary", "keywords", "cot", "expand", "rocchio")
-ENV_PREFIX = "IIR_FEEDBACK_"
-
-
-@dataclass(frozen=True)
-class FeedbackConfig:
-    """Relevance-feedback settings; each field can be set by env `IIR_FEEDBACK_<FIELD>`."""
-
-    method: str = "auto"  # summary | keywords | cot | expand | rocchio; "auto": cot with an LLM, expand without
-    max_relevant_captions: int = 2  # captions of at most this many relevant images expand the query (paper: 2)
-    rocchio_alpha: float = 1.0  # Rocchio weight of the current query vector
-    rocchio_beta: float = 0.75  # Rocchio weight of the mean relevant image vector
-    rocchio_gamma: float = 0.15  # Rocchio weight of the mean not-relevant image vector (subtracted)
-    tau: float | None = None  # weight of text->caption similarity; None: the retriever's default
-    keywords_prefix: str = "image of"  # prefix of the keywords query (the paper: "video or image of")
-    max_tokens: int = 160  # longest LLM rewrite (tokens)
-    rewrite_from: int = 1  # the LLM rewrites from this feedback round of a session on; earlier ones only expand
-    #                        with captions. 1: every round; 2: paper 001's procedure (turn 1 expands, LLM editing
-    #                        "only after turn 1")
-    temperature: float = 0.0  # LLM sampling temperature
-
-
-def feedback_config(cfg: FeedbackConfig | None = None) -> FeedbackConfig:
-    return cfg if cfg is not None else apply_env(FeedbackConfig(), ENV_PREFIX)
 
 
 def rocchio(query: np.ndarray, relevant: np.ndarray | None, irrelevant: np.ndarray | None,
@@ -90,11 +63,10 @@ class Feedback(OnCore):
     def resolve_feedback_method(self, method: str | None) -> str:
         m = (method or self.feedback_config.method or "auto").strip().lower()
         if m == "auto":
-            m = "cot" if self.llm is not None else "expand"
-        if m not in METHODS:
-            raise BadInputError(f"unknown feedback method {m!r}: use one of {', '.join(METHODS)}")
-        if m in LLM_METHODS and self.llm is None:
-            raise BadInputError(f"the {m} method needs an LLM (give --llm SPEC); without one use expand or rocchio")
+            m = MODE.auto(self.llm is not None)
+        if MODE.method(m).needs_llm and self.llm is None:  # UnknownMethodError for a name not in the table
+            raise BadInputError(f"the {m} method needs an LLM (give --llm SPEC); without one use "
+                                f"{' or '.join(MODE.without_llm())}")
         return m
 
     def feedback(self, session: Session, relevant: list[str], irrelevant: list[str] = (),
@@ -193,10 +165,11 @@ class Feedback(OnCore):
         turn.extra["captions_added"] = new
         query = plain_expansion(expanded)
         n_feedback = 1 + sum(1 for t in session.turns if t.kind == "feedback")
-        if method in LLM_METHODS and n_feedback < cfg.rewrite_from:
+        rewrites = MODE.method(method).needs_llm
+        if rewrites and n_feedback < cfg.rewrite_from:
             turn.extra["rewrite"] = f"feedback round {n_feedback}: caption expansion only (the LLM rewrites from " \
                                     f"feedback round {cfg.rewrite_from}, as paper 001)"
-        elif method in LLM_METHODS:
+        elif rewrites:
             try:
                 reply = generate(self.llm, [build_prompt(method, expanded)], turn=turn, stage="rewrite",
                                  temperature=cfg.temperature, max_tokens=cfg.max_tokens)[0]
@@ -215,4 +188,4 @@ class Feedback(OnCore):
         return vec
 
 
-__all__ = ["FeedbackConfig", "Feedback", "METHODS", "feedback_config", "plain_expansion", "rocchio"]
+__all__ = ["ENV_PREFIX", "FeedbackConfig", "Feedback", "feedback_config", "plain_expansion", "rocchio"]

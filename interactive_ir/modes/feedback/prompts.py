@@ -15,8 +15,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-METHODS = ("summary", "keywords", "cot")
-
 # Table 1 of paper 001, verbatim.
 PAPER_SUBTASKS = {
     "summary": "Given the video descriptions, generate the topic of this video.",
@@ -53,8 +51,8 @@ def _descriptions(texts) -> str:
 
 def build_prompt(method: str, expanded: list[str]) -> str:
     """The query-editing prompt for `method` over C^t = [original query, caption, caption, ...]."""
-    if method not in METHODS:
-        raise ValueError(f"unknown query-editing method {method!r}; choose one of {', '.join(METHODS)}")
+    if method not in _SUBTASKS:  # one prompt per LLM method of the feedback mode's table entry
+        raise ValueError(f"unknown query-editing method {method!r}; choose one of {', '.join(_SUBTASKS)}")
     example = [PAPER_EXAMPLE_QUERY, *PAPER_EXAMPLE_CAPTIONS]
     return (f"{_SUBTASKS[method]}\n\n"
             f"Example.\nDescriptions:\n{_descriptions(example)}\n{_EXAMPLE_ANSWERS[method]}\n\n"

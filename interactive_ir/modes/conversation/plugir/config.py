@@ -1,4 +1,5 @@
-"""`PlugIRConfig`: every knob of the conversation mode (re-exported by `interactive_ir.modes.conversation.mode`)."""
+"""`PlugIRConfig`: every knob of the conversation mode (re-exported by `interactive_ir.modes.conversation.mode`),
+and the mode's row of the mode table (`MODE`: its methods and questioners, see `modes.registry`)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,12 @@ from dataclasses import dataclass
 
 from interactive_ir.config import apply_env, apply_overrides
 from interactive_ir.errors import BadInputError
+from interactive_ir.modes.entries import Method, Mode
 
 PLUGIR_ENV_PREFIX = "IIR_PLUGIR_"
-METHODS = ("plugir", "cr+rce", "cr", "zs")  # the paper's ablation ladder, strongest first
 QUESTION_STYLES = ("sample", "list")
 ALL_ANSWERED = ("kl", "fallback")
-QUESTIONERS = ("auto", "llm", "grounded")
+AUTO_QUESTIONER = "auto"  # the config's choice of questioner by the LLM (see resolve_questioner)
 GROUNDED_STYLES = ("choice", "yesno", "alternate")
 SMALL_LLMS = ("smollm2",)  # LLM specs containing one of these count as the offline fallback (questioner auto)
 
@@ -64,12 +65,11 @@ class PlugIRConfig:
     #                            later answers and skips (0: they search the dialogue alone; see conversation.py)
 
     def __post_init__(self):
-        if self.method not in METHODS:
-            raise BadInputError(f"unknown conversation method {self.method!r}; choose one of {', '.join(METHODS)}")
+        MODE.method(self.method)  # UnknownMethodError naming the methods
         if self.all_answered not in ALL_ANSWERED:
             raise BadInputError(f"all_answered must be one of {', '.join(ALL_ANSWERED)}, got {self.all_answered!r}")
-        if self.questioner not in QUESTIONERS:
-            raise BadInputError(f"questioner must be one of {', '.join(QUESTIONERS)}, got {self.questioner!r}")
+        if self.questioner not in questioner_values():
+            raise BadInputError(f"questioner must be one of {', '.join(questioner_values())}, got {self.questioner!r}")
         if self.grounded_style not in GROUNDED_STYLES:
             raise BadInputError(f"grounded_style must be one of {', '.join(GROUNDED_STYLES)}, got {self.grounded_style!r}")
         if self.grounded_options < 2:
@@ -117,12 +117,39 @@ class PlugIRConfig:
         return apply_overrides(self, method=method) if method else self
 
 
+MODE = Mode(
+    "conversation", "Questions", "describe the image, answer the system's questions about the results",
+    config=PlugIRConfig, section="plugir",
+    methods=(  # PlugIR's ablation ladder (paper 000), strongest first
+        Method("plugir", "conversation", "PlugIR", "context reformulation, questions from the retrieval "
+               "context, filtered by KL (CR+RCE+F)", needs_llm=True, protocol="plugir"),
+        Method("cr+rce", "conversation", "PlugIR without filtering", "context reformulation and questions "
+               "from the retrieval context (CR+RCE)", needs_llm=True, protocol="cr+rce"),
+        Method("cr", "conversation", "Reformulation only", "the dialogue rewritten into one caption, "
+               "questions without the candidates (CR)", needs_llm=True, protocol="cr"),
+        Method("zs", "conversation", "Concatenated dialogue", "the dialogue joined as the query, no rewriting "
+               "(ChatIR's zero-shot baseline)", needs_llm=True, protocol="zs"),
+    ),
+    questioners=(  # in the order the page offers them
+        Method("grounded", "conversation", "Picture questions",
+               "pick the closest image or answer yes/no (no LLM, instant)", protocol="grounded"),
+        Method("llm", "conversation", "Written questions",
+               "the LLM asks about the results, you type the answer", needs_llm=True),
+    ),
+)
+
+
+def questioner_values() -> tuple[str, ...]:
+    """What `PlugIRConfig.questioner` (and `session.meta["questioner"]`) accepts: "auto" and the questioners."""
+    return (AUTO_QUESTIONER, *MODE.questioner_names)
+
+
 def resolve_questioner(choice: str | None, llm) -> str:
     """"llm", "grounded", or "" (no questions: "llm" chosen and no LLM) for a questioner choice and an LLM."""
-    q = (choice or "auto").strip().lower()
-    if q not in QUESTIONERS:
-        raise BadInputError(f"unknown questioner {choice!r}; choose one of {', '.join(QUESTIONERS)}")
-    if q == "auto":
+    q = (choice or AUTO_QUESTIONER).strip().lower()
+    if q not in questioner_values():
+        raise BadInputError(f"unknown questioner {choice!r}; choose one of {', '.join(questioner_values())}")
+    if q == AUTO_QUESTIONER:
         spec = str(getattr(llm, "spec", "") or "").lower()
         return "grounded" if llm is None or any(s in spec for s in SMALL_LLMS) else "llm"
     if q == "llm" and llm is None:
