@@ -91,8 +91,5 @@ def ask_step(engine, session):
     turn = session.last
     if turn is None:
         return None
-    if hasattr(engine, "ask"):  # the refactored engine's own step
-        engine.ask(session)
-    else:
-        engine.after_turn(session, turn)
+    engine.ask(session)
     return turn
