@@ -20,7 +20,8 @@ from interactive_ir.modes.conversation.plugir.config import PlugIRConfig, resolv
 from interactive_ir.modes.conversation.plugir.pipeline import QuestionState, carry_mix, next_question
 from interactive_ir.modes.conversation.plugir.rce import default_n_candidates, extract
 from interactive_ir.core.session import Session, Turn
-from interactive_ir.core.steps import MeteredLLM, QuestionStep, add_llm_calls, add_timings
+from interactive_ir.core.model_calls import MeteredLLM, add_llm_calls
+from interactive_ir.core.steps import QuestionStep, add_timings
 from interactive_ir.types import Candidates, Hit, Question
 
 log = logging.getLogger(__name__)

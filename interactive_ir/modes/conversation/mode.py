@@ -24,7 +24,8 @@ from interactive_ir.modes.conversation.plugir import reformulate as cr
 from interactive_ir.modes.conversation.plugir.config import METHODS, PlugIRConfig, plugir_config
 from interactive_ir.modes.conversation.plugir.prompts import concat_dialogue
 from interactive_ir.core.session import Session, Turn
-from interactive_ir.core.steps import MeteredLLM, Refinement, add_llm_calls, add_timings
+from interactive_ir.core.model_calls import MeteredLLM, add_llm_calls
+from interactive_ir.core.steps import Refinement, add_timings
 from interactive_ir.types import Question
 
 __all__ = ["Conversation", "PlugIRConfig", "plugir_config", "METHODS", "Question", "Refinement"]

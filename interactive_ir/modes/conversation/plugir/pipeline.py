@@ -110,7 +110,7 @@ def question_kls(retriever, rows: Sequence[int], query: str, questions: Sequence
 
 def next_question(llm, retriever, captions_of: Callable[[Sequence[str]], list[str]], cfg: PlugIRConfig,
                   state: QuestionState, text_limit: int = 2000) -> QuestionResult:
-    """The next question for `state`. `llm` is a `LoggedLLM` (its log records every call); `captions_of`
+    """The next question for `state`. `llm` is a `core.model_calls.MeteredLLM` (its log records every call); `captions_of`
     gives the captions of a list of image ids (one captioner call at most)."""
     res = QuestionResult()
     cands = Candidates.of(state.candidates)  # rows and scores: metadata is read only for what is used

@@ -38,7 +38,7 @@ def parse(reply: str | None, description: str, dialogue: Dialogue, limit: int) -
 
 def reformulate(llm, description: str, dialogue: Dialogue, *, temperature: float = 0.0, max_tokens: int = 77,
                 limit: int = 2000) -> Reformulation:
-    """Call `llm` (a `LoggedLLM`; errors propagate as BackendError) and parse its reply."""
+    """Call `llm` (a `core.model_calls.MeteredLLM`; errors propagate as BackendError) and parse its reply."""
     if not needs_llm(dialogue):
         return Reformulation(description[:limit].strip(), False)
     reply = llm.generate(build(description, dialogue), stage="reformulate", temperature=temperature,
