@@ -18,15 +18,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from interactive_ir.modes.conversation.asking import Asker
-from interactive_ir.modes.composed.mode import Composed, ComposedConfig, composed_config
-from interactive_ir.modes.conversation.mode import Conversation
-from interactive_ir.core.text_search import PAGING_KINDS, QUERY_ROW_ATTR, EngineConfig, OnCore, TextSearch, engine_config
-from interactive_ir.modes.feedback.mode import Feedback, FeedbackConfig, feedback_config
-from interactive_ir.modes.conversation.plugir.config import PlugIRConfig, plugir_config
-from interactive_ir.retrieval.retriever import Retriever
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.steps import QuestionStep, Refinement
+from interactive_ir.core.text_search import (
+    PAGING_KINDS,
+    QUERY_ROW_ATTR,
+    EngineConfig,
+    OnCore,
+    TextSearch,
+    engine_config,
+)
+from interactive_ir.modes.composed.mode import Composed, ComposedConfig, composed_config
+from interactive_ir.modes.conversation.asking import Asker
+from interactive_ir.modes.conversation.mode import Conversation
+from interactive_ir.modes.conversation.plugir.config import PlugIRConfig, plugir_config
+from interactive_ir.modes.feedback.mode import Feedback, FeedbackConfig, feedback_config
+from interactive_ir.retrieval.retriever import Retriever
 from interactive_ir.types import Question
 
 __all__ = ["Engine", "EngineConfig", "PAGING_KINDS", "QUERY_ROW_ATTR", "build_engine", "engine_config"]

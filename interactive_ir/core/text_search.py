@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from interactive_ir.core.session import Session, Turn
 from interactive_ir.errors import BackendError, BadInputError, SessionError
 from interactive_ir.retrieval.retriever import Retriever, check_query_text
-from interactive_ir.core.session import Session, Turn
 from interactive_ir.types import Hit
 
 log = logging.getLogger(__name__)

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from interactive_ir.index.captions_io import match_captions, read_captions
 from interactive_ir.errors import BadInputError, IndexBuildError, IndexLoadError
-from interactive_ir.index.imageio import image_size, list_images, open_image
 from interactive_ir.index import kinds
+from interactive_ir.index.captions_io import match_captions, read_captions
+from interactive_ir.index.imageio import image_size, list_images, open_image
 from interactive_ir.index.metadata import IndexRecord
 from interactive_ir.index.store import load_index
 from interactive_ir.index.writer import IndexWriter

@@ -160,9 +160,9 @@ def _iter_ids(path: Path, start: int) -> Iterator[tuple[int, str]]:
 # --- the build -------------------------------------------------------------------------------------
 def build_from_vectors(cfg: VectorsConfig, embedder, progress=None) -> VectorsReport:
     """Index precomputed embeddings in chunks; see the module doc. Raises BadInputError on bad input."""
-    from interactive_ir.index.captions_io import read_captions
     from interactive_ir.index import kinds
     from interactive_ir.index.builder import check_out
+    from interactive_ir.index.captions_io import read_captions
 
     check_out(Path(cfg.out))
     if cfg.chunk_rows < 1:

@@ -23,9 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from interactive_ir.config import apply_env
+from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.text_search import OnCore, TextSearch
 from interactive_ir.errors import BackendError, BadInputError, SessionError
-from interactive_ir.core.session import Session, Turn
+from interactive_ir.retrieval.query_updates import compose_vector, history_mean
 from interactive_ir.types import Hit
 
 log = logging.getLogger(__name__)
@@ -57,20 +58,6 @@ def composed_config(cfg: ComposedConfig | None = None) -> ComposedConfig:
 
 
 # --- the math --------------------------------------------------------------------------------------------
-
-
-def compose_vector(reference: np.ndarray, text: np.ndarray, text_weight: float = 1.0) -> np.ndarray:
-    """normalise(reference + text_weight * text), float32."""
-    v = np.asarray(reference, np.float32) + np.float32(text_weight) * np.asarray(text, np.float32)
-    n = float(np.linalg.norm(v))
-    if n == 0.0:
-        raise BadInputError("the relative caption cancels the reference exactly: rephrase it")
-    return (v / n).astype(np.float32)
-
-
-def history_mean(rows) -> np.ndarray:
-    """The mean of the composed query rows of all rounds (paper 004's ranker)."""
-    return np.mean(np.asarray(rows, np.float32), axis=0).astype(np.float32)
 
 
 # --- the reference ---------------------------------------------------------------------------------------

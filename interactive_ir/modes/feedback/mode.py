@@ -22,10 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from interactive_ir.config import apply_env
+from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.text_search import OnCore, TextSearch
 from interactive_ir.errors import BackendError, BadInputError
 from interactive_ir.modes.feedback.prompts import METHODS as LLM_METHODS
-from interactive_ir.core.session import Session, Turn
+from interactive_ir.retrieval.query_updates import rocchio
 
 log = logging.getLogger(__name__)
 
@@ -53,17 +54,6 @@ class FeedbackConfig:
 
 def feedback_config(cfg: FeedbackConfig | None = None) -> FeedbackConfig:
     return cfg if cfg is not None else apply_env(FeedbackConfig(), ENV_PREFIX)
-
-
-def rocchio(query: np.ndarray, relevant: np.ndarray | None, irrelevant: np.ndarray | None,
-            alpha: float = 1.0, beta: float = 0.75, gamma: float = 0.15) -> np.ndarray:
-    """alpha q + beta mean(relevant rows) - gamma mean(irrelevant rows); empty sets contribute nothing."""
-    q = alpha * np.asarray(query, np.float64)
-    if relevant is not None and len(relevant):
-        q = q + beta * np.asarray(relevant, np.float64).mean(axis=0)
-    if irrelevant is not None and len(irrelevant):
-        q = q - gamma * np.asarray(irrelevant, np.float64).mean(axis=0)
-    return q.astype(np.float32)
 
 
 def plain_expansion(expanded: list[str]) -> str:
@@ -176,8 +166,8 @@ class Feedback(OnCore):
 
     def _text_feedback(self, session: Session, rel: list[str], turn: Turn, method: str) -> np.ndarray | None:
         """Expand (and rewrite) the query; None when there is no caption to add."""
-        from interactive_ir.modes.feedback.prompts import build_prompt, parse_rewrite
         from interactive_ir.core.model_calls import generate
+        from interactive_ir.modes.feedback.prompts import build_prompt, parse_rewrite
 
         cfg = self.feedback_config
         t = time.perf_counter()

@@ -20,6 +20,7 @@ from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
 from interactive_ir.modes.conversation.plugir.parsers import EMPTY
 from interactive_ir.modes.conversation.plugir.prompts import Dialogue, render_context
 from interactive_ir.modes.conversation.plugir.questioner import collect_questions, fallback_question, question_prompts
+from interactive_ir.retrieval.query_updates import carry_mix
 from interactive_ir.types import Candidates, Hit
 
 FALLBACK_CAPTIONS = 50  # stored captions of this many top candidates feed the fallback question
@@ -76,21 +77,6 @@ class CandidateVectors:
     def matrix(self, start: int = 0) -> np.ndarray:
         """`candidate_matrix` of the candidates from rank `start + 1` on, without reading the index again."""
         return self.rows[start:]
-
-
-def carry_mix(rows: np.ndarray, carry: np.ndarray | None, weight: float) -> np.ndarray:
-    """Each text query row r (1-D, or the rows of a 2-D array) becomes (1 - w) r + w |r| c / |c|: the
-    weighted mean of r and the carried row c rescaled to r's length. No carry (or w = 0) returns r."""
-    rows = np.asarray(rows, np.float32)
-    if carry is None or not len(carry) or weight <= 0.0:
-        return rows
-    c = np.asarray(carry, np.float32)
-    c_norm = float(np.linalg.norm(c))
-    if c_norm == 0.0 or c.shape[-1] != rows.shape[-1]:
-        return rows
-    lengths = np.linalg.norm(rows, axis=-1, keepdims=True)
-    w = np.float32(min(1.0, float(weight)))
-    return ((1 - w) * rows + w * lengths * (c / np.float32(c_norm))).astype(np.float32)
 
 
 def question_kls(retriever, rows: Sequence[int], query: str, questions: Sequence[str], scale: float,
