@@ -1,13 +1,13 @@
 """Composed search: a reference image (a result, any indexed image, or an upload) plus a relative caption.
 
 Two ways to build the round's query row:
-- "imagescope" (needs an LLM; paper 002 stage 1): the reasoner (Figure 10) classifies the instruction and
+- "imagescope" (needs an LLM; ImageScope's stage 1): the reasoner (Figure 10) classifies the instruction and
   writes three target descriptions; the score is the mean over them of (1 - tau) text->image + tau
   text->caption, i.e. the mean of their fused query rows. The reference's description is its stored
   caption, else the captioner's, else (uploads only) the caption of the most similar indexed image.
 - "compose" (no LLM): normalise(reference vector + text_weight * text vector), fused with the same tau.
   On a caption index the reference's caption vector stands for the image.
-Multi-round (paper 004): the ranker keeps the query rows of all relative rounds in
+Multi-round (as in "A Sanity Check on Composed Image Retrieval"): the ranker keeps the query rows of all relative rounds in
 `session.composed_history` and ranks by their mean; with no reference given, the previous round's top-1
 is the reference. With a VLM, stages 2 and 3 of ImageScope re-rank the top (`imagescope.stages`).
 """
@@ -42,7 +42,8 @@ class ComposedConfig:
     method: str = "auto"  # "imagescope" (needs an LLM), "compose", or "auto": imagescope with an LLM, else compose
     tau: float | None = None  # weight of text->caption similarity; None: the retriever's (0.15 with captions, 1 on a caption index)
     text_weight: float = 1.0  # compose: weight of the relative caption's embedding added to the reference's
-    use_history_mean: bool = True  # rank by the mean query row of all relative rounds (paper 004); False: this round only
+    use_history_mean: bool = True  # rank by the mean query row of all relative rounds (the multi-round ranker of
+    #                                 "A Sanity Check on Composed Image Retrieval"); False: this round only
     rerank: bool = True  # run ImageScope stages 2 and 3 when a VLM is configured
     rerank_k: int = 20  # stage 2: how many top candidates the verifier checks (paper: 20)
     alpha: int = 3  # stage 3: how many top candidates the evaluator compares with the reference (paper: 3)

@@ -1,7 +1,8 @@
 """Relevance feedback: the user marks shown results relevant (or not), and the next page shows only
 images not shown before.
 
-Methods (Zhu et al., paper 001):
+Methods (Zhu et al., "Enhancing Interactive Image Retrieval With Query Rewriting Using Large Language Models
+and Vision Language Models"):
 - "expand": the expanded query C^t = the query followed by the captions of up to 2 relevant images
   (stored, else from the captioner); C^t grows over consecutive feedback rounds. No LLM.
 - "summary", "keywords", "cot": an LLM rewrites C^t (topic summary, "image of <tags>", or keywords then
@@ -47,7 +48,7 @@ class FeedbackConfig:
     keywords_prefix: str = "image of"  # prefix of the keywords query (the paper: "video or image of")
     max_tokens: int = 160  # longest LLM rewrite (tokens)
     rewrite_from: int = 1  # the LLM rewrites from this feedback round of a session on; earlier ones only expand
-    #                        with captions. 1: every round; 2: paper 001's procedure (turn 1 expands, LLM editing
+    #                        with captions. 1: every round; 2: Zhu et al.'s procedure (turn 1 expands, LLM editing
     #                        "only after turn 1")
     temperature: float = 0.0  # LLM sampling temperature
 
@@ -185,7 +186,7 @@ class Feedback(OnCore):
         n_feedback = 1 + sum(1 for t in session.turns if t.kind == "feedback")
         if method in LLM_METHODS and n_feedback < cfg.rewrite_from:
             turn.extra["rewrite"] = f"feedback round {n_feedback}: caption expansion only (the LLM rewrites from " \
-                                    f"feedback round {cfg.rewrite_from}, as paper 001)"
+                                    f"feedback round {cfg.rewrite_from}, as Zhu et al.)"
         elif method in LLM_METHODS:
             try:
                 reply = generate(self.llm, [build_prompt(method, expanded)], turn=turn, stage="rewrite",
