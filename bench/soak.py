@@ -459,6 +459,56 @@ def main(argv=None) -> int:
     return 0 if all(r is not None and not r["errors"] and not r["crosstalk"] for _, r in results) else 1
 
 
+def _wait_ready(client, base: str, child, work: Path) -> bool:
+    """Wait (up to 150 s) for the server to answer; False when it exited."""
+    import httpx
+
+    for _ in range(300):
+        try:
+            if client.get(f"{base}config", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if child.poll() is not None:
+            print(f"soak.py: error: the server exited (see {work / 'server.log'})", file=sys.stderr)
+            return False
+        time.sleep(0.5)
+    return True
+
+
+def _run_tabs(a, tabs: list, script, pid: int, warm: int, every: int, t0: float, errors: list[str],
+              readings: list[tuple[int, float, float]], maps: dict[str, dict[str, float]]) -> None:
+    """Every tab runs its `a.events` events on its own thread; a reading of the server's RSS every `every`
+    events (and the memory map after `warm`)."""
+    done = [0]
+    lock = threading.Lock()
+
+    def run(tab: Tab, seed: int):
+        rng = random.Random(seed)
+        for step in range(a.events):
+            try:
+                script(tab, step, rng)
+            except Exception as e:  # noqa: BLE001 - counted and shown
+                with lock:
+                    errors.append(str(e)[:200])
+            with lock:
+                done[0] += 1
+                n = done[0]
+            if n % every == 0 or n == warm:
+                r = (n, time.monotonic() - t0, rss_mb(pid))
+                if n == warm:
+                    maps["warm"] = memory_map(pid)
+                with lock:
+                    readings.append(r)
+                print(f"{r[0]:>8} {r[1]:>8.1f} {r[2]:>8.1f}", flush=True)
+
+    threads = [threading.Thread(target=run, args=(tab, i)) for i, tab in enumerate(tabs)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+
+
 def drive(a, extra_env: dict[str, str] | None = None) -> dict | None:
     """One server, one soak: prints its figures and returns them (None when the server did not start)."""
     import tempfile
@@ -475,23 +525,13 @@ def drive(a, extra_env: dict[str, str] | None = None) -> dict | None:
     limits = httpx.Limits(max_connections=4 * a.sessions + 8, max_keepalive_connections=2 * a.sessions + 4)
     client = httpx.Client(limits=limits, trust_env=False, headers={"Accept-Encoding": a.encoding})
     try:
-        for _ in range(300):
-            try:
-                if client.get(f"{base}config", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if child.poll() is not None:
-                print(f"soak.py: error: the server exited (see {work / 'server.log'})", file=sys.stderr)
-                return None
-            time.sleep(0.5)
+        if not _wait_ready(client, base, child, work):
+            return None
         fns = endpoints(client, base)
         script = app_script if a.target == "app" else repro_script
         total = a.sessions * a.events
         warm = max(1, int(total * a.warmup))
         every = max(1, total // a.samples)
-        done = [0]
-        lock = threading.Lock()
         errors: list[str] = []
         readings: list[tuple[int, float, float]] = []  # (events done, seconds, RSS MB)
         maps: dict[str, dict[str, float]] = {}  # "warm" / "end" -> memory_map()
@@ -503,31 +543,7 @@ def drive(a, extra_env: dict[str, str] | None = None) -> dict | None:
         print(f"{'events':>8} {'seconds':>8} {'RSS MB':>8}")
         timings: dict[str, list] = {}
         tabs = [Tab(client, base, fns, timings) for _ in range(a.sessions)]
-
-        def run(tab: Tab, seed: int):
-            rng = random.Random(seed)
-            for step in range(a.events):
-                try:
-                    script(tab, step, rng)
-                except Exception as e:  # noqa: BLE001 - counted and shown
-                    with lock:
-                        errors.append(str(e)[:200])
-                with lock:
-                    done[0] += 1
-                    n = done[0]
-                if n % every == 0 or n == warm:
-                    r = (n, time.monotonic() - t0, rss_mb(child.pid))
-                    if n == warm:
-                        maps["warm"] = memory_map(child.pid)
-                    with lock:
-                        readings.append(r)
-                    print(f"{r[0]:>8} {r[1]:>8.1f} {r[2]:>8.1f}", flush=True)
-
-        threads = [threading.Thread(target=run, args=(tab, i)) for i, tab in enumerate(tabs)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
+        _run_tabs(a, tabs, script, child.pid, warm, every, t0, errors, readings, maps)
         end_rss = rss_mb(child.pid)
         maps["end"] = memory_map(child.pid)
         for tab in tabs:

@@ -18,22 +18,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from interactive_ir.modes.conversation.asking import Asker
-from interactive_ir.modes.composed.mode import Composed, ComposedConfig, composed_config
-from interactive_ir.modes.conversation.mode import Conversation
-from interactive_ir.core.text_search import PAGING_KINDS, QUERY_ROW_ATTR, EngineConfig, OnCore, TextSearch, engine_config
-from interactive_ir.modes.feedback.mode import Feedback, FeedbackConfig, feedback_config
-from interactive_ir.modes.conversation.plugir.config import PlugIRConfig, plugir_config
-from interactive_ir.modes import registry
-from interactive_ir.retrieval.retriever import Retriever
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.steps import QuestionStep, Refinement
+from interactive_ir.core.text_search import (
+    PAGING_KINDS,
+    QUERY_ROW_ATTR,
+    EngineConfig,
+    OnCore,
+    TextSearch,
+    engine_config,
+)
+from interactive_ir.modes.composed.mode import Composed, ComposedConfig, composed_config
+from interactive_ir.modes.conversation.asking import Asker
+from interactive_ir.modes.conversation.mode import Conversation
+from interactive_ir.modes.conversation.plugir.config import PlugIRConfig, plugir_config
+from interactive_ir.modes import registry
+from interactive_ir.modes.feedback.mode import Feedback, FeedbackConfig, feedback_config
+from interactive_ir.retrieval.retriever import Retriever
 from interactive_ir.types import Question
 
-__all__ = ["Engine", "EngineBase", "EngineConfig", "PAGING_KINDS", "QUERY_ROW_ATTR", "build_engine",
-           "engine_config"]
-
-EngineBase = TextSearch  # the old name of the mode-less engine (plain text search, found, captions)
+__all__ = ["Engine", "EngineConfig", "PAGING_KINDS", "QUERY_ROW_ATTR", "build_engine", "engine_config"]
 
 
 class Engine(OnCore):
@@ -185,13 +189,6 @@ class Engine(OnCore):
     def apply_question(self, session: Session, step: QuestionStep) -> Question | None:
         """Apply a prepared question; SessionError when the session moved past its round."""
         return self.asker.apply(session, step)
-
-    def after_turn(self, session: Session, turn: Turn) -> None:
-        """The old name of the ASK step for `turn` (the last round): asks when this session asks."""
-        if session.last is turn and self.asker.asks(session):
-            self.asker.apply(session, self.asker.prepare(session))  # the caller times it
-        else:
-            session.set_question(None)
 
 
 def build_engine(retriever: Retriever, llm=None, captioner=None, vlm=None, config: EngineConfig = EngineConfig(),

@@ -16,7 +16,7 @@ from interactive_ir.backends.cancel import CancellableLLM, CancelToken, check, h
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BackendError, Cancelled, IIRError
-from interactive_ir.core.llm_log import LoggedLLM
+from interactive_ir.core.model_calls import MeteredLLM
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui import work
 from interactive_ir.ui.state import UIState
@@ -103,7 +103,7 @@ def test_a_slow_generation_stops_within_a_step_and_frees_its_lock():
     llm, token = StepLLM(), CancelToken()
     cancellable = CancellableLLM(llm, token)
     assert isinstance(cancellable, LLM) and cancellable.spec == "steps" and cancellable.batch_capable
-    t, box = in_thread(LoggedLLM(cancellable).generate, ["write five questions"], stage="question",
+    t, box = in_thread(MeteredLLM(cancellable).generate, ["write five questions"], stage="question",
                        max_tokens=100_000)
     assert llm.started.wait(JOIN_S)
     token.cancel()

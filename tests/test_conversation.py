@@ -329,7 +329,7 @@ def test_other_modes_turns_get_a_question_too(tiny_index):
     r, ids, caps = tiny_index
     eng = engine_for(r, FakeLLM(responder=Responder()))
     s = eng.new_session()
-    t0 = eng.search_text(s, "a red dog on the beach")  # EngineBase turn: candidates searched in after_turn
+    t0 = eng.search_text(s, "a red dog on the beach")  # a plain search turn: candidates searched in the ASK step
     assert t0.question and s.pending_question == t0.question and "candidates" in t0.timings
     assert t0.extra["plugir"]["rce"]["n_candidates"] == 20
     t1 = eng.answer(s, "it is")
@@ -349,7 +349,7 @@ def test_candidates_exclude_earlier_pages_and_n_is_configurable(tiny_index):
 
 
 def test_deferred_question_equals_the_immediate_one(tiny_index):
-    """The web app shows results first (ask_questions off for the call), then calls after_turn itself."""
+    """The web app shows results first (ask_questions off for the call), then runs the ASK step itself."""
     r, ids, caps = tiny_index
     now = engine_for(r, FakeLLM(responder=Responder()))
     later = engine_for(r, FakeLLM(responder=Responder()))
@@ -361,7 +361,7 @@ def test_deferred_question_equals_the_immediate_one(tiny_index):
         t2 = step(later, s2)
         assert t2.question == "" and s2.pending_question == ""
         s2.meta.pop("ask_questions")
-        later.after_turn(s2, t2)
+        later.ask(s2)
         assert t2.shown == t1.shown and t2.query == t1.query
         assert t2.extra["plugir"]["rce"] == t1.extra["plugir"]["rce"]
         assert t2.question == t1.question and s2.pending_question == s1.pending_question

@@ -190,7 +190,7 @@ def test_expand_adds_the_captions_of_at_most_two_relevant_images(tiny_index):
 
 def test_next_page_shows_only_unseen_images_even_when_the_engine_repeats_results(tiny_index):
     r, ids, caps = tiny_index
-    eng = build_engine(r, config=EngineConfig(k=5, exclude_shown=False))
+    eng = build_engine(r, config=EngineConfig(k=5, hide_seen=False))
     s = eng.new_session()
     t0 = eng.search_text(s, "a green car on the street")
     seen = set(t0.shown)

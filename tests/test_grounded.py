@@ -9,6 +9,7 @@ from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BadInputError, SessionError
 from interactive_ir.modes.conversation.plugir import grounded
+from interactive_ir.retrieval import query_updates
 from interactive_ir.modes.conversation.plugir.config import PlugIRConfig, resolve_questioner
 from interactive_ir.core.session import Session
 from interactive_ir.types import NONE_OF_THESE, Option, Question
@@ -30,7 +31,7 @@ def _clusters(seed=0, dim=16):
 @pytest.mark.parametrize("chosen", [0, 1, 2])
 def test_the_chosen_option_pulls_and_the_others_push(chosen):
     q, rows = _clusters()
-    out = grounded.reshape(q, [*rows, None], chosen, pull=0.6, push=0.2)
+    out = query_updates.reshape(q, [*rows, None], chosen, pull=0.6, push=0.2)
     mine = rows[chosen].mean(axis=0)
     assert _cos(out, mine) > _cos(q, mine) + 0.05
     for i, r in enumerate(rows):
@@ -41,28 +42,28 @@ def test_the_chosen_option_pulls_and_the_others_push(chosen):
 
 def test_none_of_these_pushes_away_from_every_option():
     q, rows = _clusters(seed=1)
-    out = grounded.reshape(q, [*rows, None], 3)
+    out = query_updates.reshape(q, [*rows, None], 3)
     everything = np.concatenate(rows).mean(axis=0)
     assert _cos(out, everything) < _cos(q, everything)
-    assert np.allclose(grounded.reshape(q, [*rows, None], 3, push=0.0), q, atol=1e-6)  # no push: unchanged
+    assert np.allclose(query_updates.reshape(q, [*rows, None], 3, push=0.0), q, atol=1e-6)  # no push: unchanged
 
 
 def test_the_pull_favours_the_chosen_members_the_query_already_ranks_high():
     q = np.array([1.0, 0.0, 0.0], np.float32)
     rows = np.array([[0.9, 0.1, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], np.float32)
-    assert np.allclose(grounded.pull_target(q, rows, 0.0), rows.mean(axis=0))
-    sharp = grounded.pull_target(q, rows, 0.05)
+    assert np.allclose(query_updates.pull_target(q, rows, 0.0), rows.mean(axis=0))
+    sharp = query_updates.pull_target(q, rows, 0.05)
     assert np.allclose(sharp, rows[0], atol=1e-4)  # almost all weight on the member nearest the query
-    soft = grounded.pull_target(q, rows, 0.5)
+    soft = query_updates.pull_target(q, rows, 0.5)
     assert _cos(soft, rows[0]) > _cos(rows.mean(axis=0), rows[0])
-    out = grounded.reshape(q, [rows, None], 0, pull=0.6, push=0.0, temperature=0.05)
-    assert _cos(out, rows[0]) > _cos(grounded.reshape(q, [rows, None], 0, pull=0.6, push=0.0), rows[0])
+    out = query_updates.reshape(q, [rows, None], 0, pull=0.6, push=0.0, temperature=0.05)
+    assert _cos(out, rows[0]) > _cos(query_updates.reshape(q, [rows, None], 0, pull=0.6, push=0.0), rows[0])
 
 
 def test_reshape_survives_empty_options_and_a_zero_query():
     q, rows = _clusters()
-    assert np.allclose(grounded.reshape(q, [None, np.zeros((0, 16))], 0), q, atol=1e-6)
-    assert not np.any(grounded.reshape(np.zeros(16, np.float32), rows, 0))
+    assert np.allclose(query_updates.reshape(q, [None, np.zeros((0, 16))], 0), q, atol=1e-6)
+    assert not np.any(query_updates.reshape(np.zeros(16, np.float32), rows, 0))
 
 
 def test_choice_question_has_one_option_per_cluster_in_rank_order_then_none():

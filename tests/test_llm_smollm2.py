@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from interactive_ir.core.llm_log import LoggedLLM
+from interactive_ir.core.model_calls import MeteredLLM
 
 pytestmark = pytest.mark.integration
 
 
 def test_smollm2_answers_two_batched_prompts_differently(smollm2):
-    llm = LoggedLLM(smollm2)
+    llm = MeteredLLM(smollm2)
     replies = llm.generate(
         ["What is the capital of France? Answer in one word.",
          [{"role": "user", "content": "Write a short caption for a photo of a dog running on a beach."}]],

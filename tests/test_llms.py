@@ -1,4 +1,4 @@
-"""LLM backends: spec parsing, the fake, LoggedLLM, the openai backend against a local fake server,
+"""LLM backends: spec parsing, the fake, MeteredLLM, the openai backend against a local fake server,
 the transformers backend on a tiny random model, and default selection."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from interactive_ir.backends.llms import (
     smollm2_gguf_path,
 )
 from interactive_ir.errors import BackendError, BackendUnavailable, BadInputError, UnknownSpecError
-from interactive_ir.core.llm_log import LLMCall, LoggedLLM
+from interactive_ir.core.model_calls import LLMCall, MeteredLLM
 
 # --- spec parsing ----------------------------------------------------------------------------------
 
@@ -155,7 +155,7 @@ def test_fake_llm_script_and_responder():
         FakeLLM(script=["x"], responder=str.upper)
 
 
-# --- LoggedLLM -------------------------------------------------------------------------------------
+# --- MeteredLLM -------------------------------------------------------------------------------------
 
 
 class _OneByOne(FakeLLM):
@@ -164,7 +164,7 @@ class _OneByOne(FakeLLM):
 
 def test_logged_llm_records_each_prompt_and_counts_round_trips():
     log: list[LLMCall] = []
-    llm = LoggedLLM(FakeLLM(script=["r1", "r2", "r3"], spec="fake:s"), log)
+    llm = MeteredLLM(FakeLLM(script=["r1", "r2", "r3"], spec="fake:s"), log)
     assert llm.generate(["p1", "p2"], stage="question", temperature=0.3) == ["r1", "r2"]
     assert llm.generate(["p3"], stage="answer") == ["r3"]
     assert llm.generate([], stage="answer") == []
@@ -174,19 +174,19 @@ def test_logged_llm_records_each_prompt_and_counts_round_trips():
         ("answer", "p3", "r3", "fake:s", None)]
     assert log[0].temperature == 0.3 and log[0].latency_s >= 0
     assert log[0].to_dict()["reply"] == "r1"
-    sequential = LoggedLLM(_OneByOne())
+    sequential = MeteredLLM(_OneByOne())
     sequential.generate(["a", "b", "c"], stage="s")
     assert sequential.round_trips == 3 and len(sequential.log) == 3
 
 
 def test_logged_llm_records_errors_and_raises_backend_error():
-    llm = LoggedLLM(FakeLLM(script=[ValueError("bad json")]))
+    llm = MeteredLLM(FakeLLM(script=[ValueError("bad json")]))
     with pytest.raises(BackendError, match="stage 'filter'.*bad json") as info:
         llm.generate(["p1", "p2"], stage="filter")
     assert isinstance(info.value.__cause__, ValueError)
     assert [(c.prompt, c.reply, c.error) for c in llm.log] == [("p1", None, "bad json"), ("p2", None, "bad json")]
     original = BackendError("server down")
-    llm = LoggedLLM(FakeLLM(script=[original]))
+    llm = MeteredLLM(FakeLLM(script=[original]))
     with pytest.raises(BackendError) as info:
         llm.generate(["p"], stage="q")
     assert info.value is original and llm.log[0].error == "server down"
@@ -197,7 +197,7 @@ def test_logged_llm_rejects_wrong_reply_count():
         def generate(self, prompts, **kw):
             return ["only one"]
 
-    llm = LoggedLLM(Short())
+    llm = MeteredLLM(Short())
     with pytest.raises(BackendError, match="1 replies for 2 prompts"):
         llm.generate(["a", "b"], stage="q")
     assert len(llm.log) == 2 and llm.log[0].reply is None

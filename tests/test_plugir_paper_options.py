@@ -9,7 +9,7 @@ from iir_testutils import build_tiny
 
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.errors import BadInputError
-from interactive_ir.core.llm_log import LoggedLLM
+from interactive_ir.core.model_calls import MeteredLLM
 from interactive_ir.modes.conversation.plugir import prompts as P
 from interactive_ir.modes.conversation.plugir import rce
 from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
@@ -59,7 +59,7 @@ def test_filter_retries_write_new_questions_when_every_one_is_answered(tmp_path,
     retriever, _, _ = build_tiny(tmp_path)
     cands = retriever.search_text("a red dog", 12)
     cfg = PlugIRConfig(n_questions=1, filter_retries=retries, all_answered="kl")
-    llm = LoggedLLM(FakeLLM(responder=Replies(answered_batches=1)))
+    llm = MeteredLLM(FakeLLM(responder=Replies(answered_batches=1)))
     res = next_question(llm, retriever, lambda ids: ["a caption"] * len(ids), cfg,
                         QuestionState("a red dog", [], "a red dog", candidates=cands))
     stages = [c.stage for c in llm.log]
@@ -91,6 +91,6 @@ def test_kl_skips_the_top_candidates(tmp_path, monkeypatch):
             return "Uncertain"
 
     cfg = PlugIRConfig(n_questions=2, kl_skip_top=10)
-    next_question(LoggedLLM(FakeLLM(responder=Two())), retriever, lambda ids: ["c"] * len(ids), cfg,
+    next_question(MeteredLLM(FakeLLM(responder=Two())), retriever, lambda ids: ["c"] * len(ids), cfg,
                   QuestionState("a red dog", [], "a red dog", candidates=cands))
     assert seen["rows"] == [h.row for h in cands[10:]]

@@ -11,7 +11,7 @@ import pytest
 from iir_testutils import build_tiny
 
 from interactive_ir.backends.llms import FakeLLM
-from interactive_ir.core.llm_log import LoggedLLM
+from interactive_ir.core.model_calls import MeteredLLM
 from interactive_ir.modes.conversation.plugir import pipeline, rce
 from interactive_ir.modes.conversation.plugir import prompts as P
 from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
@@ -69,7 +69,7 @@ def test_a_question_step_reads_the_candidates_once_and_its_kl_is_the_plain_one(t
     monkeypatch.setattr(cls, "vectors", vectors)
     monkeypatch.setattr(cls, "row_vectors", row_vectors)
     cfg = PlugIRConfig(n_questions=3, kl_skip_top=skip)
-    res = next_question(LoggedLLM(FakeLLM(responder=Questions())), retriever, lambda ids: ["c"] * len(ids), cfg,
+    res = next_question(MeteredLLM(FakeLLM(responder=Questions())), retriever, lambda ids: ["c"] * len(ids), cfg,
                         QuestionState("a red dog", [], "a red dog", candidates=cands))
     assert reads == ["rows"]  # one read of the [image | caption] rows, shared by RCE and KL
     assert len(res.extra["questions"]) == 3 and len(res.extra["kl"]) == 3
@@ -143,7 +143,7 @@ def test_entropies_match_the_definition_on_a_seeded_set():
 def test_llm_call_records_are_what_asdict_gives(prompt):
     from dataclasses import asdict
 
-    from interactive_ir.core.llm_log import LLMCall
+    from interactive_ir.core.model_calls import LLMCall
 
     call = LLMCall("question", prompt, "reply", 0.25, "fake", 0.7, None)
     got = call.to_dict()

@@ -50,9 +50,12 @@ def test_hide_seen_from_env_and_the_old_name(monkeypatch):
     monkeypatch.setenv("IIR_HIDE_SEEN", "1")
     assert engine_config().hide_seen and not engine_config(hide_seen=False).hide_seen
     assert engine_config(environ={}).hide_seen is False
-    old = EngineConfig(k=3, exclude_shown=True)  # the evaluation runner's name for it
-    assert old.hide_seen and old.exclude_shown is None
-    assert dataclasses.replace(old, hide_seen=False).hide_seen is False
+    monkeypatch.delenv("IIR_HIDE_SEEN")
+    monkeypatch.setenv("IIR_EXCLUDE_SHOWN", "1")  # the old name, in an environment set up before the rename
+    assert engine_config().hide_seen and engine_config(environ={"IIR_EXCLUDE_SHOWN": "yes"}).hide_seen
+    assert engine_config(environ={"IIR_EXCLUDE_SHOWN": "1", "IIR_HIDE_SEEN": "0"}).hide_seen is False  # new name wins
+    assert not hasattr(EngineConfig(), "exclude_shown")
+    assert dataclasses.replace(engine_config(), hide_seen=False).hide_seen is False
 
 
 def test_a_session_can_hide_seen_images_while_others_keep_the_engine_default(tiny_index):

@@ -13,7 +13,8 @@ import pytest
 from PIL import Image
 
 from interactive_ir.backends.llms import FakeLLM
-from interactive_ir.engine import EngineBase, EngineConfig, build_engine
+from interactive_ir.core.text_search import TextSearch
+from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BadInputError, SessionError
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.types import Hit
@@ -68,7 +69,7 @@ def test_modes_follow_the_engine(tiny_index, engine, engine_no_llm):
     assert h.modes(engine) == h.Modes(conversation=True, questions=True, feedback=True, composed=True, upload=True)
     assert h.modes(engine_no_llm) == h.Modes(conversation=True, questions=False, feedback=True, composed=True,
                                              upload=True)
-    base = EngineBase(tiny_index[0])  # an engine without any mode module
+    base = TextSearch(tiny_index[0])  # an engine without any mode module
     assert h.modes(base) == h.Modes(False, False, False, False, False)
 
 
@@ -101,7 +102,7 @@ def test_uploads_on_a_caption_index_need_a_captioner(tmp_path):
 
 
 def test_start_without_conversation_mode_is_a_text_search(tiny_index):
-    base = EngineBase(tiny_index[0], config=EngineConfig(k=K))
+    base = TextSearch(tiny_index[0], config=EngineConfig(k=K))
     st = h.start(base, UIState(), "a blue car")
     assert st.session.last.kind == "describe" and len(st.current_ids) == K
     with pytest.raises(BadInputError, match="not available"):

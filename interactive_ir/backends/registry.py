@@ -72,7 +72,7 @@ def _offline_unless_reachable(name: str, spec: str) -> None:
     Hugging Face loaders otherwise retry an unreachable hub for a minute and print dozens of warnings
     before they fail (or fall back to their cache).
     """
-    from interactive_ir.backends import hub
+    import interactive_ir.backends.hub as hub
 
     if name in _NO_HUB or not hub.needs_hub(spec) or hub.hub_reachable():
         return

@@ -1,4 +1,4 @@
-"""Typed results of a round's later steps, and the LLM meter they share.
+"""Typed results of a round's later steps (REFINE, ASK), and how a step's timings add up on its round.
 
 A round is RETRIEVE (fast, no LLM: the turn and its results, at once), then optionally REFINE (an LLM
 rewrite of an answer's dialogue into one query, and its results) and ASK (the next question). REFINE and
@@ -9,44 +9,16 @@ newer action superseded and the session stays as that action left it.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from interactive_ir.core.llm_log import LoggedLLM
 from interactive_ir.core.session import Turn
 from interactive_ir.types import Candidates, Hit, Question
 
 
-class MeteredLLM(LoggedLLM):
-    """`LoggedLLM` that also sums the wall time spent in the backend."""
-
-    def __init__(self, llm, log_list=None):
-        super().__init__(llm, [] if log_list is None else log_list)
-        self.seconds = 0.0
-
-    def generate(self, prompts, **kw):
-        t = time.perf_counter()
-        try:
-            return super().generate(prompts, **kw)
-        finally:
-            self.seconds += time.perf_counter() - t
-
-    def calls(self) -> tuple[dict, ...]:
-        return tuple(c.to_dict() for c in self.log)
-
-
-def add_llm_calls(turn: Turn, calls, seconds: float, round_trips: int) -> None:
-    """Append a step's LLM calls to `turn.llm_calls` and add up its LLM time and round trips."""
-    if not calls:
-        return
-    turn.llm_calls.extend(calls)
-    turn.timings["llm"] = round(turn.timings.get("llm", 0.0) + seconds, 6)
-    turn.extra["llm_round_trips"] = turn.extra.get("llm_round_trips", 0) + round_trips
-
-
 def add_timings(turn: Turn, timings: dict) -> None:
+    """Add a step's seconds per stage to the round's."""
     for k, v in timings.items():
         turn.timings[k] = round(turn.timings.get(k, 0.0) + float(v), 6)
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from interactive_ir.config import DEFAULT_K, MAX_TEXT_CHARS
+from interactive_ir.core.session import Session, Turn
 from interactive_ir.errors import BackendError, BadInputError, SessionError
 from interactive_ir.retrieval.retriever import Retriever, check_query_text
-from interactive_ir.core.session import Session, Turn
 from interactive_ir.types import Hit
 
 log = logging.getLogger(__name__)
@@ -36,19 +36,21 @@ class EngineConfig:
     max_text_chars: int = MAX_TEXT_CHARS  # longest description, answer or relative caption accepted (the
     #                                       retriever reads the same variable, IIR_MAX_TEXT_CHARS)
     caption_cache_size: int = 10_000  # captioner captions kept per engine (by image id); 0 turns the cache off
-    exclude_shown: bool | None = None  # the old name of hide_seen: when given, it sets hide_seen (then reads None)
-
-    def __post_init__(self):
-        if self.exclude_shown is not None:
-            object.__setattr__(self, "hide_seen", bool(self.exclude_shown))
-            object.__setattr__(self, "exclude_shown", None)  # dataclasses.replace(cfg, hide_seen=...) then works
 
 
 def engine_config(environ=None, **overrides) -> EngineConfig:
     """The defaults, then `IIR_*` env vars (IIR_K, IIR_HIDE_SEEN, ...), then non-None `overrides` (CLI flags)."""
+    import os
+
     from interactive_ir.config import apply_env, apply_overrides
 
-    return apply_overrides(apply_env(EngineConfig(), environ=environ), **overrides)
+    env = os.environ if environ is None else environ
+    if env.get(_OLD_HIDE_SEEN_ENV, "") != "" and env.get("IIR_HIDE_SEEN", "") == "":  # a deployment set up before
+        env = {**env, "IIR_HIDE_SEEN": env[_OLD_HIDE_SEEN_ENV]}
+    return apply_overrides(apply_env(EngineConfig(), environ=env), **overrides)
+
+
+_OLD_HIDE_SEEN_ENV = "IIR_EXCLUDE_SHOWN"  # hide_seen's env variable when the field was called exclude_shown
 
 
 PAGING_KINDS = ("feedback", "skip")  # rounds that page through unseen images whatever EngineConfig.hide_seen says

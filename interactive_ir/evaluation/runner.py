@@ -392,7 +392,7 @@ def run_protocol(protocol: Protocol, queries: Sequence[Query], retriever, user: 
 
         modes["plugir"] = apply_overrides(modes.get("plugir") or plugir_config(), **plugir_overrides)
     engine = probed_engine(retriever, llm=llm, vlm=vlm,
-                           config=EngineConfig(k=cfg.k, exclude_shown=cfg.exclude_shown), **modes)
+                           config=EngineConfig(k=cfg.k, hide_seen=cfg.exclude_shown), **modes)
     todo = [q for q in queries if q.qid not in done or (retry_failed and _failed(done[q.qid]))]
     t0 = time.perf_counter()
     from tqdm import tqdm

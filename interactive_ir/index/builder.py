@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from interactive_ir.index.captions_io import match_captions, read_captions
 from interactive_ir.errors import BadInputError, IndexBuildError, IndexLoadError
-from interactive_ir.index.imageio import image_size, list_images, open_image
 from interactive_ir.index import kinds
+from interactive_ir.index.captions_io import match_captions, read_captions
+from interactive_ir.index.imageio import image_size, list_images, open_image
 from interactive_ir.index.metadata import IndexRecord
 from interactive_ir.index.store import load_index
 from interactive_ir.index.writer import IndexWriter
@@ -133,8 +133,47 @@ def read_image_list(path: Path, root: Path) -> list[Path]:
 
 
 def build_index(cfg: BuildConfig, embedder, captioner=None, progress: ProgressFn | None = None) -> BuildReport:
-    """Build or update the index at `cfg.out`, streaming rows to disk in id order. Returns what was done."""
+    """Build or update the index at `cfg.out`, streaming rows to disk in id order. Returns what was done.
+
+    The stages: the image files in id order, their given captions, the checks, then batches read by a
+    thread pool (`_BatchReader`) and embedded and written here in order (`_write_batch`), then the manifest."""
     check_out(Path(cfg.out))
+    root, files, rels = _image_files(cfg)
+    captions = _given_captions(cfg, rels, root)
+    text_only = not embedder.has_vision
+    if text_only and not captions and captioner is None:
+        raise BadInputError(f"{embedder.spec} is a caption-only embedder: give --captions FILE or --captioner SPEC")
+    kinds.choose_params(cfg.kind, max(len(files), kinds.MIN_APPROX_ROWS), embedder.dim)  # an unknown kind fails now
+    if cfg.kind in ("ivf-pq", "hnsw") and len(files) < kinds.MIN_APPROX_ROWS:
+        kinds.choose_params(cfg.kind, len(files), embedder.dim)  # the one-line "use --kind exact" error, before any work
+
+    previous = _load_previous(Path(cfg.out), embedder.spec, cfg.rebuild)
+    with_caps = not text_only and bool(captions or captioner is not None or (previous and previous.has_captions))
+    reader = _BatchReader(cfg, root, embedder, captioner, captions, previous)
+    pairs = list(zip(files, rels))
+    # caption-only rows: many images' captions per encode() call, which sorts them by length before its own
+    # forward batches of --batch-size (less padding than a call per 32 images); images: a forward pass per batch
+    group = max(cfg.batch_size, TEXT_GROUP) if not reader.decode else cfg.batch_size
+    batches = [pairs[i : i + group] for i in range(0, len(pairs), group)]
+    writer = IndexWriter(Path(cfg.out), embedder.dim, caption_vectors=with_caps)
+    t0 = time.perf_counter()
+    try:
+        embedded, reused = _embed_batches(cfg, batches, reader, writer, f"indexing {root.name}", progress)
+        seconds = time.perf_counter() - t0
+        skipped = reader.skipped
+        if writer.rows == 0:
+            raise IndexBuildError(f"none of the {len(files)} images under {root} could be indexed "
+                                  f"(first problem: {skipped[0][1] if skipped else 'no readable image'})")
+        _finish(writer, cfg, root, embedder, skipped, reader.link_roots)
+    except BaseException:
+        writer.abort(keep_partial=False)
+        raise
+    return BuildReport(Path(cfg.out), writer.rows, embedded, reused, reader.skipped, seconds,
+                       embedded / seconds if seconds > 0 else 0.0)
+
+
+def _image_files(cfg: BuildConfig) -> tuple[Path, list[Path], list[str]]:
+    """(the image folder, its image files, their ids), in id order."""
     root = Path(cfg.images).resolve()
     if root == Path(root.anchor):
         raise BadInputError(f"--images {root} is the whole file system: point it at the folder of images")
@@ -143,7 +182,11 @@ def build_index(cfg: BuildConfig, embedder, captioner=None, progress: ProgressFn
         raise BadInputError(f"no images (jpg, jpeg, png, webp, gif, bmp) found under {root}")
     rels = [_rel(p, root) for p in files]
     order = sorted(range(len(rels)), key=lambda i: rels[i])
-    files, rels = [files[i] for i in order], [rels[i] for i in order]
+    return root, [files[i] for i in order], [rels[i] for i in order]
+
+
+def _given_captions(cfg: BuildConfig, rels: list[str], root: Path) -> dict[str, list[str]]:
+    """The captions file's captions by image id ({} without one); refused when it names the wrong images."""
     captions: dict[str, list[str]] = {}
     if cfg.captions:
         raw = read_captions(Path(cfg.captions))
@@ -156,114 +199,110 @@ def build_index(cfg: BuildConfig, embedder, captioner=None, progress: ProgressFn
                                 f"(e.g. {missing[0]!r}); pass --skip-missing-captions to index the others")
         if missing:
             log.warning("%d captioned images are not in the folder; ignored", len(missing))
-    text_only = not embedder.has_vision
-    if text_only and not captions and captioner is None:
-        raise BadInputError(f"{embedder.spec} is a caption-only embedder: give --captions FILE or --captioner SPEC")
-    kinds.choose_params(cfg.kind, max(len(files), kinds.MIN_APPROX_ROWS), embedder.dim)  # an unknown kind fails now
-    if cfg.kind in ("ivf-pq", "hnsw") and len(files) < kinds.MIN_APPROX_ROWS:
-        kinds.choose_params(cfg.kind, len(files), embedder.dim)  # the one-line "use --kind exact" error, before any work
+    return captions
 
-    previous = _load_previous(Path(cfg.out), embedder.spec, cfg.rebuild)
-    with_caps = not text_only and bool(captions or captioner is not None or (previous and previous.has_captions))
-    skipped: list[tuple[str, str]] = []
-    link_roots: set[str] = set()
-    # caption-only rows need no pixels: only the image header is read (its size), never a decode
-    decode = not text_only or captioner is not None
-    encode = getattr(embedder, "encode_preprocessed", None) if not text_only else None
-    prep = getattr(embedder, "preprocess_images", None) if not text_only else None
 
-    def reusable(p: Path, rel: str):
-        if previous is None:
+class _BatchReader:
+    """Reads one batch of files (called from the build's thread pool): the rows an earlier build can give
+    again, the new files' images (or only their sizes, for caption-only rows) and their preprocessed pixels.
+    Collects what it skipped and the folders that indexed links point into."""
+
+    def __init__(self, cfg: BuildConfig, root: Path, embedder, captioner, captions: dict, previous):
+        self.cfg, self.root, self.captions, self.previous = cfg, root, captions, previous
+        self.embedder, self.captioner = embedder, captioner
+        self.text_only = not embedder.has_vision
+        self.skipped: list[tuple[str, str]] = []
+        self.link_roots: set[str] = set()
+        # caption-only rows need no pixels: only the image header is read (its size), never a decode
+        self.decode = not self.text_only or captioner is not None
+        self.encode = getattr(embedder, "encode_preprocessed", None) if not self.text_only else None
+        self.prep = getattr(embedder, "preprocess_images", None) if not self.text_only else None
+
+    def reusable(self, p: Path, rel: str):
+        """(row, record) of the earlier build when the file and its captions did not change, else None."""
+        if self.previous is None:
             return None
-        row = previous.row_of.get(rel)
+        row = self.previous.row_of.get(rel)
         if row is None:
             return None
-        old = previous.records[row]
+        old = self.previous.records[row]
         st = p.stat()
-        caps = captions.get(rel) if cfg.captions else None
+        caps = self.captions.get(rel) if self.cfg.captions else None
         if old.bytes == st.st_size and old.mtime == st.st_mtime and (caps is None or caps == old.captions):
             return row, old
         return None
 
-    def load_batch(batch):
+    def __call__(self, batch):
         """(p, rel, reused (row, record) or None, image or None, (w, h)) per readable file; pixels."""
         items, imgs = [], []
         for p, rel in batch:
-            lr = _link_root(p, root)
+            lr = _link_root(p, self.root)
             if lr is not None:
-                if lr == "/" or (lr not in link_roots and len(link_roots) >= MAX_LINK_ROOTS):
-                    skipped.append((rel, f"a link into {lr}: copy the file into the image folder"))
+                if lr == "/" or (lr not in self.link_roots and len(self.link_roots) >= MAX_LINK_ROOTS):
+                    self.skipped.append((rel, f"a link into {lr}: copy the file into the image folder"))
                     continue
-                link_roots.add(lr)  # served only because the build saw it: recorded in the manifest
-            old = reusable(p, rel)
+                self.link_roots.add(lr)  # served only because the build saw it: recorded in the manifest
+            old = self.reusable(p, rel)
             if old is not None:
                 items.append((p, rel, old, None, (old[1].width, old[1].height)))
                 continue
             try:
-                if decode:
+                if self.decode:
                     im = open_image(p)
                     size = im.info.get("original_size", im.size)
                 else:
                     im, size = None, image_size(p)
             except (BadInputError, OSError, SyntaxError) as e:
                 why = str(e) if isinstance(e, BadInputError) else f"not a readable image ({e})"
-                skipped.append((rel, why))
+                self.skipped.append((rel, why))
                 log.warning("skipped %s: %s", rel, why)
                 continue
             items.append((p, rel, None, im, size))
-            if im is not None and not text_only:
+            if im is not None and not self.text_only:
                 imgs.append(im)
-        pixels = prep(imgs) if (prep and imgs) else None
+        pixels = self.prep(imgs) if (self.prep and imgs) else None
         return items, imgs, pixels, len(batch)
 
-    pairs = list(zip(files, rels))
-    # caption-only rows: many images' captions per encode() call, which sorts them by length before its own
-    # forward batches of --batch-size (less padding than a call per 32 images); images: a forward pass per batch
-    group = max(cfg.batch_size, TEXT_GROUP) if not decode else cfg.batch_size
-    batches = [pairs[i : i + group] for i in range(0, len(pairs), group)]
-    writer = IndexWriter(Path(cfg.out), embedder.dim, caption_vectors=with_caps)
-    embedded = reused = 0
-    t0 = time.perf_counter()
-    bar = _bar(len(pairs), f"indexing {root.name}")
-    done = 0
+
+def _embed_batches(cfg: BuildConfig, batches: list, reader: _BatchReader, writer, desc: str,
+                   progress: ProgressFn | None) -> tuple[int, int]:
+    """Read batches ahead on `cfg.workers` threads, embed and write them in order. (embedded, reused)."""
+    total = sum(len(b) for b in batches)
+    embedded = reused = done = 0
+    bar = _bar(total, desc)
+    with ThreadPoolExecutor(max_workers=max(1, cfg.workers)) as pool:
+        pending = [pool.submit(reader, b) for b in batches[: cfg.workers + 1]]
+        next_i = len(pending)
+        while pending:
+            items, imgs, pixels, n_in_batch = pending.pop(0).result()
+            if next_i < len(batches):
+                pending.append(pool.submit(reader, batches[next_i]))
+                next_i += 1
+            done += n_in_batch
+            e, r = _write_batch(writer, items, imgs, pixels, reader.embedder, reader.captioner, reader.captions,
+                                reader.text_only, reader.encode, reader.previous, reader.skipped)
+            embedded, reused = embedded + e, reused + r
+            bar.update(n_in_batch)
+            if progress:
+                progress(done, total, f"embedded {done}/{total} images")
+    bar.close()
+    return embedded, reused
+
+
+def _finish(writer, cfg: BuildConfig, root: Path, embedder, skipped: list, link_roots: set[str]) -> None:
+    """Write the manifest: what built the index and from where."""
     try:
-        with ThreadPoolExecutor(max_workers=max(1, cfg.workers)) as pool:
-            pending = [pool.submit(load_batch, b) for b in batches[: cfg.workers + 1]]
-            next_i = len(pending)
-            while pending:
-                items, imgs, pixels, n_in_batch = pending.pop(0).result()
-                if next_i < len(batches):
-                    pending.append(pool.submit(load_batch, batches[next_i]))
-                    next_i += 1
-                done += n_in_batch
-                e, r = _write_batch(writer, items, imgs, pixels, embedder, captioner, captions, text_only, encode,
-                                    previous, skipped)
-                embedded, reused = embedded + e, reused + r
-                bar.update(n_in_batch)
-                if progress:
-                    progress(done, len(pairs), f"embedded {done}/{len(pairs)} images")
-        bar.close()
-        seconds = time.perf_counter() - t0
-        if writer.rows == 0:
-            raise IndexBuildError(f"none of the {len(files)} images under {root} could be indexed "
-                                  f"(first problem: {skipped[0][1] if skipped else 'no readable image'})")
-        try:
-            image_root = os.path.relpath(root, Path(cfg.out).resolve())
-        except ValueError:  # another drive on Windows
-            image_root = str(root)
-        writer.finish(cfg.kind, {
-            "embedder": embedder.spec,
-            "has_vision": bool(embedder.has_vision),
-            "skipped": len(skipped),
-            "image_root": image_root,
-            "captions_file": str(Path(cfg.captions).resolve()) if cfg.captions else None,  # for the rebuild command
-            "link_roots": sorted(link_roots),  # folders indexed links point into (the loader refuses others)
-        })
-    except BaseException:
-        writer.abort(keep_partial=False)
-        raise
-    return BuildReport(Path(cfg.out), writer.rows, embedded, reused, skipped, seconds,
-                       embedded / seconds if seconds > 0 else 0.0)
+        image_root = os.path.relpath(root, Path(cfg.out).resolve())
+    except ValueError:  # another drive on Windows
+        image_root = str(root)
+    writer.finish(cfg.kind, {
+        "embedder": embedder.spec,
+        "has_vision": bool(embedder.has_vision),
+        "skipped": len(skipped),
+        "image_root": image_root,
+        "captions_file": str(Path(cfg.captions).resolve()) if cfg.captions else None,  # for the rebuild command
+        "link_roots": sorted(link_roots),  # folders indexed links point into (the loader refuses others)
+    })
 
 
 def _write_batch(writer, items, imgs, pixels, embedder, captioner, captions, text_only, encode, previous,

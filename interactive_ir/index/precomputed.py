@@ -160,28 +160,11 @@ def _iter_ids(path: Path, start: int) -> Iterator[tuple[int, str]]:
 # --- the build -------------------------------------------------------------------------------------
 def build_from_vectors(cfg: VectorsConfig, embedder, progress=None) -> VectorsReport:
     """Index precomputed embeddings in chunks; see the module doc. Raises BadInputError on bad input."""
-    from interactive_ir.index.captions_io import read_captions
-    from interactive_ir.index import kinds
     from interactive_ir.index.builder import check_out
+    from interactive_ir.index.captions_io import read_captions
 
     check_out(Path(cfg.out))
-    if cfg.chunk_rows < 1:
-        raise BadInputError("--chunk-rows must be at least 1")
-    src = open_vectors(cfg.vectors)
-    if src.dim != embedder.dim:
-        raise BadInputError(f"--vectors {cfg.vectors} holds {src.dim}-d vectors but {embedder.spec} gives "
-                            f"{embedder.dim}-d: pass the --embedder that made them")
-    if not Path(cfg.ids).is_file():
-        raise BadInputError(f"--ids {cfg.ids} does not exist: give a text file with one image id per line")
-    try:
-        n_ids = _count_lines(Path(cfg.ids))
-    except OSError as e:
-        raise BadInputError(f"cannot read --ids {cfg.ids} ({e.strerror})") from e
-    if n_ids != src.rows:
-        fewer = "fewer" if n_ids < src.rows else "more"
-        raise BadInputError(f"--ids {cfg.ids} has {n_ids:,} ids, {fewer} than the {src.rows:,} vectors in "
-                            f"{cfg.vectors}: give one id per vector, in the same order")
-    kinds.choose_params(cfg.kind, src.rows, src.dim)  # unknown kind, or an approximate kind for too few rows
+    src = _checked_source(cfg, embedder)
     root = Path(cfg.images).resolve() if cfg.images else Path(cfg.ids).resolve().parent
     if root == Path(root.anchor):
         raise BadInputError(f"the image root {root} is the whole file system: pass --images FOLDER")
@@ -211,16 +194,8 @@ def build_from_vectors(cfg: VectorsConfig, embedder, progress=None) -> VectorsRe
                     raise BadInputError(f"--ids {cfg.ids} line {lineno}: id {image_id!r} {why}: ids must be paths "
                                         "relative to the image root")
                 recs.append(IndexRecord(image_id, list(captions.get(image_id, []))))
-            bad = ~np.isfinite(chunk).all(axis=1)
-            if bad.any():
-                raise BadInputError(f"--vectors {cfg.vectors} row {row + int(np.argmax(bad))} holds NaN or infinite "
-                                    "values: recompute or drop that embedding (and its id)")
-            norms = np.linalg.norm(chunk, axis=1, keepdims=True)
-            if (norms == 0).any():
-                raise BadInputError(f"--vectors {cfg.vectors} row {row + int(np.argmax(norms[:, 0] == 0))} is all "
-                                    "zeros: recompute or drop that embedding (and its id)")
             try:
-                writer.add(recs, (chunk / norms).astype(np.float16))
+                writer.add(recs, _normalised(cfg, chunk, row))
             except DuplicateIdError as e:
                 raise BadInputError(f"--ids {cfg.ids} names {e.args[0]!r} twice: ids must be unique") from e
             writer.checkpoint()
@@ -246,6 +221,43 @@ def build_from_vectors(cfg: VectorsConfig, embedder, progress=None) -> VectorsRe
         writer.abort(keep_partial=True)  # interrupted or crashed: the same command resumes
         raise
     return VectorsReport(out, manifest["count"], start, manifest["kind"])
+
+
+def _checked_source(cfg: VectorsConfig, embedder):
+    """The vectors file, opened, once it matches the embedder and the ids file (BadInputError if not)."""
+    from interactive_ir.index import kinds
+
+    if cfg.chunk_rows < 1:
+        raise BadInputError("--chunk-rows must be at least 1")
+    src = open_vectors(cfg.vectors)
+    if src.dim != embedder.dim:
+        raise BadInputError(f"--vectors {cfg.vectors} holds {src.dim}-d vectors but {embedder.spec} gives "
+                            f"{embedder.dim}-d: pass the --embedder that made them")
+    if not Path(cfg.ids).is_file():
+        raise BadInputError(f"--ids {cfg.ids} does not exist: give a text file with one image id per line")
+    try:
+        n_ids = _count_lines(Path(cfg.ids))
+    except OSError as e:
+        raise BadInputError(f"cannot read --ids {cfg.ids} ({e.strerror})") from e
+    if n_ids != src.rows:
+        fewer = "fewer" if n_ids < src.rows else "more"
+        raise BadInputError(f"--ids {cfg.ids} has {n_ids:,} ids, {fewer} than the {src.rows:,} vectors in "
+                            f"{cfg.vectors}: give one id per vector, in the same order")
+    kinds.choose_params(cfg.kind, src.rows, src.dim)  # unknown kind, or an approximate kind for too few rows
+    return src
+
+
+def _normalised(cfg: VectorsConfig, chunk: np.ndarray, row: int) -> np.ndarray:
+    """A chunk of vectors (the first is row `row`) L2-normalised as float16; NaN, infinite or zero rows refused."""
+    bad = ~np.isfinite(chunk).all(axis=1)
+    if bad.any():
+        raise BadInputError(f"--vectors {cfg.vectors} row {row + int(np.argmax(bad))} holds NaN or infinite "
+                            "values: recompute or drop that embedding (and its id)")
+    norms = np.linalg.norm(chunk, axis=1, keepdims=True)
+    if (norms == 0).any():
+        raise BadInputError(f"--vectors {cfg.vectors} row {row + int(np.argmax(norms[:, 0] == 0))} is all "
+                            "zeros: recompute or drop that embedding (and its id)")
+    return (chunk / norms).astype(np.float16)
 
 
 def _stamp(p: Path) -> list:

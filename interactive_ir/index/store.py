@@ -309,7 +309,7 @@ def load_index(path: Path, *, expect_embedder: str | None = None, expect_dim: in
     """
     import faiss
 
-    from interactive_ir.index import kinds as K
+    import interactive_ir.index.kinds as K
     from interactive_ir.index.metadata import SQLITE_NAME, SqliteMetadata, read_jsonl
 
     path = Path(path)

@@ -1,13 +1,13 @@
 """Composed search: a reference image (a result, any indexed image, or an upload) plus a relative caption.
 
 Two ways to build the round's query row:
-- "imagescope" (needs an LLM; paper 002 stage 1): the reasoner (Figure 10) classifies the instruction and
+- "imagescope" (needs an LLM; ImageScope's stage 1): the reasoner (Figure 10) classifies the instruction and
   writes three target descriptions; the score is the mean over them of (1 - tau) text->image + tau
   text->caption, i.e. the mean of their fused query rows. The reference's description is its stored
   caption, else the captioner's, else (uploads only) the caption of the most similar indexed image.
 - "compose" (no LLM): normalise(reference vector + text_weight * text vector), fused with the same tau.
   On a caption index the reference's caption vector stands for the image.
-Multi-round (paper 004): the ranker keeps the query rows of all relative rounds in
+Multi-round (as in "A Sanity Check on Composed Image Retrieval"): the ranker keeps the query rows of all relative rounds in
 `session.composed_history` and ranks by their mean; with no reference given, the previous round's top-1
 is the reference. With a VLM, stages 2 and 3 of ImageScope re-rank the top (`imagescope.stages`).
 """
@@ -22,10 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
+from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.text_search import OnCore, TextSearch
 from interactive_ir.errors import BackendError, BadInputError, SessionError
 from interactive_ir.modes.composed.config import ENV_PREFIX, MODE, ComposedConfig, composed_config
-from interactive_ir.core.session import Session, Turn
+from interactive_ir.retrieval.query_updates import compose_vector, history_mean
 from interactive_ir.types import Hit
 
 log = logging.getLogger(__name__)
@@ -35,20 +36,6 @@ __all__ = ["ENV_PREFIX", "Composed", "ComposedConfig", "Reference", "composed_co
 
 
 # --- the math --------------------------------------------------------------------------------------------
-
-
-def compose_vector(reference: np.ndarray, text: np.ndarray, text_weight: float = 1.0) -> np.ndarray:
-    """normalise(reference + text_weight * text), float32."""
-    v = np.asarray(reference, np.float32) + np.float32(text_weight) * np.asarray(text, np.float32)
-    n = float(np.linalg.norm(v))
-    if n == 0.0:
-        raise BadInputError("the relative caption cancels the reference exactly: rephrase it")
-    return (v / n).astype(np.float32)
-
-
-def history_mean(rows) -> np.ndarray:
-    """The mean of the composed query rows of all rounds (paper 004's ranker)."""
-    return np.mean(np.asarray(rows, np.float32), axis=0).astype(np.float32)
 
 
 # --- the reference ---------------------------------------------------------------------------------------

@@ -13,14 +13,16 @@ import time
 
 import numpy as np
 
+from interactive_ir.core.model_calls import MeteredLLM, add_llm_calls
+from interactive_ir.core.session import Session, Turn
+from interactive_ir.core.steps import QuestionStep, add_timings
 from interactive_ir.core.text_search import PAGING_KINDS, TextSearch
 from interactive_ir.errors import BackendError, Cancelled, IIRError, SessionError
 from interactive_ir.modes.conversation.plugir import grounded
 from interactive_ir.modes.conversation.plugir.config import PlugIRConfig, resolve_questioner
-from interactive_ir.modes.conversation.plugir.pipeline import QuestionState, carry_mix, next_question
+from interactive_ir.modes.conversation.plugir.pipeline import QuestionState, next_question
 from interactive_ir.modes.conversation.plugir.rce import default_n_candidates, extract
-from interactive_ir.core.session import Session, Turn
-from interactive_ir.core.steps import MeteredLLM, QuestionStep, add_llm_calls, add_timings
+from interactive_ir.retrieval.query_updates import carry_mix
 from interactive_ir.types import Candidates, Hit, Question
 
 log = logging.getLogger(__name__)

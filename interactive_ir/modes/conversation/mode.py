@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import time
 
-from interactive_ir.modes.conversation.asking import Asker
+from interactive_ir.core.model_calls import MeteredLLM, add_llm_calls
+from interactive_ir.core.session import Session, Turn
+from interactive_ir.core.steps import Refinement, add_timings
 from interactive_ir.core.text_search import TextSearch, set_results
 from interactive_ir.errors import BackendError, BadInputError, SessionError
+from interactive_ir.modes.conversation.asking import Asker
 from interactive_ir.modes.conversation.plugir import grounded
 from interactive_ir.modes.conversation.plugir import reformulate as cr
 from interactive_ir.modes.conversation.plugir.config import PlugIRConfig, plugir_config
 from interactive_ir.modes.conversation.plugir.prompts import concat_dialogue
-from interactive_ir.core.session import Session, Turn
-from interactive_ir.core.steps import MeteredLLM, Refinement, add_llm_calls, add_timings
+from interactive_ir.retrieval import query_updates
 from interactive_ir.types import Question
 
 __all__ = ["Conversation", "PlugIRConfig", "plugir_config", "Question", "Refinement"]
@@ -108,7 +110,7 @@ class Conversation:
         """The user clicked option `option` (0-based) of the pending question with options.
 
         The chosen option's candidates pull the query row and the other options' push it
-        (`grounded.reshape`); the dialogue records the click as text. `question` (the question the click
+        (`query_updates.reshape`); the dialogue records the click as text. `question` (the question the click
         was made on, as the page showed it) is checked against the pending one: a click on a question that
         a newer action replaced raises SessionError and changes nothing.
         """
@@ -144,7 +146,7 @@ class Conversation:
         row_of = self.core.index.row_of
         option_rows = [grounded.search_rows(self.core.retriever, [row_of[i] for i in o.members if i in row_of])
                        if o.members else None for o in q.options]
-        qrow = grounded.reshape(base, option_rows, index, cfg.grounded_pull, cfg.grounded_push,
+        qrow = query_updates.reshape(base, option_rows, index, cfg.grounded_pull, cfg.grounded_push,
                                 cfg.grounded_temperature)
         turn.timings["reshape"] = round(time.perf_counter() - t, 6)
         turn = self._retrieve_and_record(session, turn, cfg, t_start, qrow=qrow)

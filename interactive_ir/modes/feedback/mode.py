@@ -1,7 +1,8 @@
 """Relevance feedback: the user marks shown results relevant (or not), and the next page shows only
 images not shown before.
 
-Methods (Zhu et al., paper 001):
+Methods (Zhu et al., "Enhancing Interactive Image Retrieval With Query Rewriting Using Large Language Models
+and Vision Language Models"):
 - "expand": the expanded query C^t = the query followed by the captions of up to 2 relevant images
   (stored, else from the captioner); C^t grows over consecutive feedback rounds. No LLM.
 - "summary", "keywords", "cot": an LLM rewrites C^t (topic summary, "image of <tags>", or keywords then
@@ -20,23 +21,13 @@ import time
 
 import numpy as np
 
+from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.text_search import OnCore, TextSearch
 from interactive_ir.errors import BackendError, BadInputError
 from interactive_ir.modes.feedback.config import ENV_PREFIX, MODE, FeedbackConfig, feedback_config
-from interactive_ir.core.session import Session, Turn
+from interactive_ir.retrieval.query_updates import rocchio
 
 log = logging.getLogger(__name__)
-
-
-def rocchio(query: np.ndarray, relevant: np.ndarray | None, irrelevant: np.ndarray | None,
-            alpha: float = 1.0, beta: float = 0.75, gamma: float = 0.15) -> np.ndarray:
-    """alpha q + beta mean(relevant rows) - gamma mean(irrelevant rows); empty sets contribute nothing."""
-    q = alpha * np.asarray(query, np.float64)
-    if relevant is not None and len(relevant):
-        q = q + beta * np.asarray(relevant, np.float64).mean(axis=0)
-    if irrelevant is not None and len(irrelevant):
-        q = q - gamma * np.asarray(irrelevant, np.float64).mean(axis=0)
-    return q.astype(np.float32)
 
 
 def plain_expansion(expanded: list[str]) -> str:
@@ -148,8 +139,8 @@ class Feedback(OnCore):
 
     def _text_feedback(self, session: Session, rel: list[str], turn: Turn, method: str) -> np.ndarray | None:
         """Expand (and rewrite) the query; None when there is no caption to add."""
-        from interactive_ir.modes.feedback.prompts import build_prompt, parse_rewrite
         from interactive_ir.core.model_calls import generate
+        from interactive_ir.modes.feedback.prompts import build_prompt, parse_rewrite
 
         cfg = self.feedback_config
         t = time.perf_counter()
@@ -168,7 +159,7 @@ class Feedback(OnCore):
         rewrites = MODE.method(method).needs_llm
         if rewrites and n_feedback < cfg.rewrite_from:
             turn.extra["rewrite"] = f"feedback round {n_feedback}: caption expansion only (the LLM rewrites from " \
-                                    f"feedback round {cfg.rewrite_from}, as paper 001)"
+                                    f"feedback round {cfg.rewrite_from}, as Zhu et al.)"
         elif rewrites:
             try:
                 reply = generate(self.llm, [build_prompt(method, expanded)], turn=turn, stage="rewrite",

@@ -1,4 +1,4 @@
-"""Prompts and parsers of LLM query editing from relevance feedback (Zhu et al., paper 001, Table 1).
+"""Prompts and parsers of LLM query editing from relevance feedback (Zhu et al., Table 1).
 
 The expanded query C^t (the original query followed by the captions of relevant images) is rewritten
 by one of three subtasks. The paper's prompt is "Given the video descriptions, generate {subtask},
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# Table 1 of paper 001, verbatim.
+# Table 1 of Zhu et al. ("Enhancing Interactive Image Retrieval With Query Rewriting ..."), verbatim.
 PAPER_SUBTASKS = {
     "summary": "Given the video descriptions, generate the topic of this video.",
     "keywords": "Given the video descriptions, generate a list of video taggings",

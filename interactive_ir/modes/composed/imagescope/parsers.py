@@ -21,6 +21,41 @@ _FENCE = re.compile(r"```(?:json|JSON)?\s*([\s\S]*?)(?:```|$)")
 _LITERALS = {"True": "true", "False": "false", "None": "null"}
 
 
+def _read_string(s: str, i: int) -> tuple[str, int]:
+    """The string that opens at s[i] (a double or single quote) as a JSON string, and the index after it.
+
+    A quote that is not followed by a delimiter is part of the text (it's, "quoted" words); newlines are
+    escaped, an unclosed string ends at the end of `s`."""
+    n = len(s)
+    quote, j, buf = s[i], i + 1, ['"']
+    while j < n:
+        d = s[j]
+        if d == "\\" and j + 1 < n:
+            buf.append(s[j:j + 2] if s[j + 1] != "'" else "'")
+            j += 2
+            continue
+        if d == quote:
+            k = j + 1
+            while k < n and s[k] in " \t":
+                k += 1
+            if k >= n or s[k] in ",:]}\n\r" or (s[k] == quote and k > j + 1):
+                break
+            buf.append('\\"' if d == '"' else d)
+            j += 1
+            continue
+        if d == '"':
+            buf.append('\\"')
+        elif d == "\n":
+            buf.append("\\n")
+        elif d in "\r\t":
+            buf.append(" ")
+        else:
+            buf.append(d)
+        j += 1
+    buf.append('"')
+    return "".join(buf), j + 1
+
+
 def _scan_repair(s: str) -> str | None:
     """Repair the JSON value that starts at s[0] ('{' or '['); None when nothing usable."""
     out: list[str] = []
@@ -36,36 +71,9 @@ def _scan_repair(s: str) -> str | None:
         c = s[i]
         if c in "\"'":
             need_comma()
-            quote, j, buf = c, i + 1, ['"']
-            while j < n:
-                d = s[j]
-                if d == "\\" and j + 1 < n:
-                    buf.append(s[j:j + 2] if s[j + 1] != "'" else "'")
-                    j += 2
-                    continue
-                if d == quote:
-                    # a quote that is not followed by a delimiter is part of the text (it's, "quoted" words)
-                    k = j + 1
-                    while k < n and s[k] in " \t":
-                        k += 1
-                    if k >= n or s[k] in ",:]}\n\r" or (s[k] == quote and k > j + 1):
-                        break
-                    buf.append('\\"' if d == '"' else d)
-                    j += 1
-                    continue
-                if d == '"':
-                    buf.append('\\"')
-                elif d == "\n":
-                    buf.append("\\n")
-                elif d in "\r\t":
-                    buf.append(" ")
-                else:
-                    buf.append(d)
-                j += 1
-            buf.append('"')
-            out.append("".join(buf))
+            token, i = _read_string(s, i)
+            out.append(token)
             last = "value"
-            i = j + 1
             continue
         if c in "{[":
             need_comma()

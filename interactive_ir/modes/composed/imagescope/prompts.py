@@ -1,4 +1,4 @@
-"""The prompts of ImageScope (paper 002): Figure 10 (stage 1 reasoner), Figure 11 (stage 2 reasoner),
+"""The prompts of ImageScope: Figure 10 (stage 1 reasoner), Figure 11 (stage 2 reasoner),
 Figure 12 (stage 3 evaluator), verbatim, with [[PLACEHOLDERS]] filled by the builders.
 
 Figures 10 and 11 say "the final output should in JSON format" and show their worked example in prose

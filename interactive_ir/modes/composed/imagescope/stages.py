@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from interactive_ir.modes.composed.imagescope import parsers, prompts, rerank
-from interactive_ir.modes.composed.imagescope.parsers import Proposition, Stage1Result
 from interactive_ir.core.model_calls import ask, generate
 from interactive_ir.core.session import Turn
+from interactive_ir.modes.composed.imagescope import parsers, prompts, rerank
+from interactive_ir.modes.composed.imagescope.parsers import Proposition, Stage1Result
 from interactive_ir.types import Hit
 
 

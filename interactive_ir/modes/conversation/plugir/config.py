@@ -53,10 +53,10 @@ class PlugIRConfig:
     grounded_style: str = "choice"  # grounded questions: "choice" (which cluster is closest), "yesno" (a splitting
     #                                 word), "alternate" (choice, then yes/no, in turn)
     grounded_options: int = 4  # clusters offered by a choice question (plus "none of these")
-    grounded_pull: float = 0.6  # how far a chosen option pulls the query row (times its length; see grounded.reshape)
+    grounded_pull: float = 0.6  # how far a chosen option pulls the query row (times its length; see query_updates.reshape)
     grounded_push: float = 0.2  # how far the options not chosen push it away
     grounded_temperature: float = 0.1  # the pull goes to the chosen members weighted by softmax(score / this);
-    #                                    0: their plain mean (see grounded.pull_target)
+    #                                    0: their plain mean (see query_updates.pull_target)
     representative: str = "image"  # RCE representative by the entropy of "image"->image similarities (the paper's
     #                                text) or "caption"->image (the authors' code; needs a caption index)
     kl_skip_top: int = 0  # KL is computed over candidate ranks kl_skip_top+1..n (the authors' code: 10)

@@ -7,7 +7,7 @@
   splits them (`questioner.split_words`); "yes" stands for the candidates whose caption has the word.
 
 A click is the answer. Each option stands for a set of candidates (`Option.members`): the chosen option's
-members pull the query row, the other options' members push it (Rocchio on the search rows, `reshape`);
+members pull the query row, the other options' members push it (Rocchio on the search rows, `retrieval.query_updates.reshape`);
 "none of these" has no members, so it pushes away from every shown cluster. The dialogue records the
 click as text (`answer_text`), so a later LLM turn reads it too. Everything here is pure: ids, captions
 and vectors in, typed questions and rows out.
@@ -71,53 +71,6 @@ def answer_text(question: Question, option: Option) -> str:
     if question.kind == "choice" and option.label != NONE_OF_THESE:
         return f"closest to: {option.label}"
     return option.label
-
-
-def _unit(v: np.ndarray) -> np.ndarray | None:
-    n = float(np.linalg.norm(v))
-    return None if n == 0.0 else v / n
-
-
-def pull_target(query: np.ndarray, rows: np.ndarray, temperature: float = 0.0) -> np.ndarray:
-    """The mean of `rows`, each weighted by softmax(<row, q/|q|> / temperature) (0: the plain mean).
-
-    Weighting by the current scores pulls towards the members the query already ranks high: a query that
-    already has the target near the top keeps it there instead of drifting to the cluster's centre."""
-    rows = np.asarray(rows, np.float64)
-    if temperature <= 0.0 or len(rows) < 2:
-        return rows.mean(axis=0)
-    q = np.asarray(query, np.float64)
-    s = rows @ (q / (np.linalg.norm(q) or 1.0)) / temperature
-    w = np.exp(s - s.max())
-    return (w / w.sum()) @ rows
-
-
-def reshape(query: np.ndarray, option_rows: Sequence[np.ndarray | None], chosen: int, pull: float = 0.6,
-            push: float = 0.2, temperature: float = 0.0) -> np.ndarray:
-    """The query row moved towards option `chosen` and away from the others (Rocchio on search rows).
-
-    `option_rows[i]` holds the search rows of option i's members (2-D; None or empty for none). With u(x)
-    the unit vector of x: q' = q + pull |q| u(c) - push |q| u(mean of all the other options' rows), where
-    c is the chosen rows' mean weighted by the current scores (`pull_target`, `temperature`), rescaled to
-    the length of q (later mixes with text rows keep their balance).
-    """
-    q = np.asarray(query, np.float64)
-    length = float(np.linalg.norm(q))
-    if length == 0.0:
-        return q.astype(np.float32)
-    out = q.copy()
-    mine = option_rows[chosen] if 0 <= chosen < len(option_rows) else None
-    if mine is not None and len(mine):
-        u = _unit(pull_target(q, mine, temperature))
-        if u is not None:
-            out += pull * length * u
-    others = [np.asarray(r, np.float64) for i, r in enumerate(option_rows) if i != chosen and r is not None and len(r)]
-    if others:
-        u = _unit(np.concatenate(others).mean(axis=0))
-        if u is not None:
-            out -= push * length * u
-    n = float(np.linalg.norm(out))
-    return (out * (length / n) if n else q).astype(np.float32)
 
 
 def search_rows(retriever, rows: Sequence[int], tau: float | None = None) -> np.ndarray:

@@ -21,6 +21,7 @@ from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
 from interactive_ir.modes.conversation.plugir.parsers import EMPTY
 from interactive_ir.modes.conversation.plugir.prompts import Dialogue, render_context
 from interactive_ir.modes.conversation.plugir.questioner import collect_questions, fallback_question, question_prompts
+from interactive_ir.retrieval.query_updates import carry_mix
 from interactive_ir.types import Candidates, Hit
 
 FALLBACK_CAPTIONS = 50  # stored captions of this many top candidates feed the fallback question
@@ -79,21 +80,6 @@ class CandidateVectors:
         return self.rows[start:]
 
 
-def carry_mix(rows: np.ndarray, carry: np.ndarray | None, weight: float) -> np.ndarray:
-    """Each text query row r (1-D, or the rows of a 2-D array) becomes (1 - w) r + w |r| c / |c|: the
-    weighted mean of r and the carried row c rescaled to r's length. No carry (or w = 0) returns r."""
-    rows = np.asarray(rows, np.float32)
-    if carry is None or not len(carry) or weight <= 0.0:
-        return rows
-    c = np.asarray(carry, np.float32)
-    c_norm = float(np.linalg.norm(c))
-    if c_norm == 0.0 or c.shape[-1] != rows.shape[-1]:
-        return rows
-    lengths = np.linalg.norm(rows, axis=-1, keepdims=True)
-    w = np.float32(min(1.0, float(weight)))
-    return ((1 - w) * rows + w * lengths * (c / np.float32(c_norm))).astype(np.float32)
-
-
 def question_kls(retriever, rows: Sequence[int], query: str, questions: Sequence[str], scale: float,
                  limit: int, carry: np.ndarray | None = None, carry_weight: float = 0.0,
                  matrix: np.ndarray | None = None) -> list[float]:
@@ -111,113 +97,139 @@ def question_kls(retriever, rows: Sequence[int], query: str, questions: Sequence
 
 def next_question(llm, retriever, captions_of: Callable[[Sequence[str]], list[str]], cfg: PlugIRConfig,
                   state: QuestionState, text_limit: int = MAX_TEXT_CHARS) -> QuestionResult:
-    """The next question for `state`. `llm` is a `LoggedLLM` (its log records every call); `captions_of`
-    gives the captions of a list of image ids (one captioner call at most)."""
+    """The next question for `state`: RCE -> questioner -> filter -> KL choice, each a step below.
+
+    `llm` is a `core.model_calls.MeteredLLM` (its log records every call); `captions_of` gives the captions
+    of a list of image ids (one captioner call at most)."""
     res = QuestionResult()
     cands = Candidates.of(state.candidates)  # rows and scores: metadata is read only for what is used
     rep_captions: list[str] | None = None
     vectors: CandidateVectors | None = None  # read on first use, shared by RCE and KL
-
     t = time.perf_counter()
     if cfg.uses_candidates and len(cands):
-        rows = cands.rows
-        vectors = CandidateVectors.read(retriever, rows)
-        cap_vecs = vectors.caption if cfg.representative == "caption" else None
-        found = rce.cluster(vectors.image, cfg.n_clusters, cfg.kmeans_seed, cfg.sim_scale, cfg.kmeans_n_init,
-                            cap_vecs)
-        rep_ids = [rec.id for rec in retriever.records_of(rows[found.representatives])]
-        captions: list[str] = []
-        try:
-            captions = [c for c in captions_of(rep_ids) if c]
-        except BackendError as e:
-            res.error = f"the captioner failed ({e}); asked without the candidates' captions"
-            res.extra["caption_error"] = str(e)
-        res.extra["rce"] = rce.summary(len(cands), found.labels, rep_ids, found.entropies[found.representatives],
-                                       captions)
-        rep_captions = captions or None  # no captions at all: the Table 17 prompt
+        vectors, rep_captions = _cluster(retriever, captions_of, cfg, cands, res)
     res.timings["rce"] = time.perf_counter() - t
 
-    def write_questions(asked: Sequence[str]) -> list[str]:
-        t = time.perf_counter()
-        prompts = question_prompts(state.description, state.dialogue, rep_captions, cfg.n_questions,
-                                   cfg.question_style, cfg.question_temperature)
-        per_prompt = cfg.n_questions if cfg.question_style == "list" else 1
-        try:
-            replies = llm.generate(prompts, stage="question", temperature=cfg.question_temperature,
-                                   max_tokens=cfg.question_max_tokens * per_prompt)
-        except BackendError as e:
-            res.error = _join(res.error, f"the question model failed ({e}); asked a question built from the "
-                                         "results instead")
-            replies = []
-        res.timings["question"] = res.timings.get("question", 0.0) + time.perf_counter() - t
-        return collect_questions(replies, asked, cfg.n_questions)
+    def write(asked: Sequence[str]) -> list[str]:
+        return _write_questions(llm, cfg, state, rep_captions, asked, res)
 
-    questions = write_questions(state.asked)
+    questions = write(state.asked)
     res.extra["questions"] = questions
-
-    def fallback() -> QuestionResult:
-        top = retriever.records_of(cands.rows[:FALLBACK_CAPTIONS]) if len(cands) else []
-        captions = list(rep_captions or []) + [rec.caption for rec in top if rec.caption]
-        known = " ".join([state.description, *(f"{q} {a}" for q, a in state.dialogue)])
-        res.question = fallback_question(captions, known, [*state.asked, *questions])
-        res.fallback = True
-        return res
-
     if not questions:
-        return fallback()
-
+        return _fallback(retriever, cands, rep_captions, state, questions, res)
     chosen = 0
     if cfg.filters:  # even a single question: it may ask what the dialogue already says
-        t = time.perf_counter()
-        context = render_context(state.description, state.dialogue)
-        try:
-            replies = llm.generate(filtering.filter_prompts(context, questions), stage="filter",
-                                   temperature=cfg.filter_temperature, max_tokens=cfg.filter_max_tokens)
-            verdicts = filtering.verdicts(replies, questions)
-        except BackendError as e:
-            res.error = _join(res.error, f"the filter model failed ({e}); chose among all questions")
-            verdicts = [EMPTY] * len(questions)
-        kept = filtering.kept_positions(verdicts)
-        res.extra["verdicts"] = verdicts
-        res.timings["filter"] = time.perf_counter() - t
-        retries = 0
-        while not kept and retries < cfg.filter_retries:  # the authors' code writes new questions (up to 3 times)
-            retries += 1
-            again = write_questions([*state.asked, *questions])
-            if not again:
-                break
-            try:
-                replies = llm.generate(filtering.filter_prompts(context, again), stage="filter",
-                                       temperature=cfg.filter_temperature, max_tokens=cfg.filter_max_tokens)
-                verdicts = filtering.verdicts(replies, again)
-            except BackendError as e:
-                res.error = _join(res.error, f"the filter model failed ({e}); chose among all questions")
-                verdicts = [EMPTY] * len(again)
-            questions, kept = again, filtering.kept_positions(verdicts)
-            res.extra.update(questions=questions, verdicts=verdicts, filter_retries=retries)
+        questions, kept = _filter(llm, cfg, render_context(state.description, state.dialogue), questions, state,
+                                  write, res)
         if not kept:  # the answerer says the dialogue answers every question
             res.extra["filter_kept_none"] = True
             if cfg.all_answered == "fallback":  # trust it: ask a question built from the candidates
-                return fallback()
+                return _fallback(retriever, cands, rep_captions, state, questions, res)
             kept = list(range(len(questions)))  # weak answerers over-claim: let KL choose among them all
-
-        t = time.perf_counter()
-        if len(kept) > 1 and len(cands) > 1 and state.query:
-            rows, start = cands.rows, 0
-            if cfg.kl_skip_top and len(rows) > cfg.kl_skip_top + 1:  # the authors' code: KL over ranks 11..n
-                start = cfg.kl_skip_top
-                rows = rows[start:]
-            kls = question_kls(retriever, rows, state.query, questions, cfg.sim_scale, text_limit,
-                               state.carry, state.carry_weight,
-                               matrix=vectors.matrix(start) if vectors is not None else None)
-            res.extra["kl"] = [round(k, 8) for k in kls]
-            chosen = filtering.choose_by_kl(kls, kept)
-        else:
-            chosen = kept[0]
-        res.timings["kl"] = time.perf_counter() - t
+        chosen = _choose(retriever, cfg, state, cands, vectors, questions, kept, text_limit, res)
     res.extra["chosen"] = chosen
     res.question = questions[chosen]
     return res
+
+
+def _cluster(retriever, captions_of, cfg: PlugIRConfig, cands: Candidates,
+             res: QuestionResult) -> tuple[CandidateVectors, list[str] | None]:
+    """RCE: cluster the candidates, caption the representatives (None: no captions, the Table 17 prompt)."""
+    rows = cands.rows
+    vectors = CandidateVectors.read(retriever, rows)
+    cap_vecs = vectors.caption if cfg.representative == "caption" else None
+    found = rce.cluster(vectors.image, cfg.n_clusters, cfg.kmeans_seed, cfg.sim_scale, cfg.kmeans_n_init, cap_vecs)
+    rep_ids = [rec.id for rec in retriever.records_of(rows[found.representatives])]
+    captions: list[str] = []
+    try:
+        captions = [c for c in captions_of(rep_ids) if c]
+    except BackendError as e:
+        res.error = f"the captioner failed ({e}); asked without the candidates' captions"
+        res.extra["caption_error"] = str(e)
+    res.extra["rce"] = rce.summary(len(cands), found.labels, rep_ids, found.entropies[found.representatives],
+                                   captions)
+    return vectors, captions or None
+
+
+def _write_questions(llm, cfg: PlugIRConfig, state: QuestionState, rep_captions: list[str] | None,
+                     asked: Sequence[str], res: QuestionResult) -> list[str]:
+    """The questioner: candidate questions not asked before (none when the model failed)."""
+    t = time.perf_counter()
+    prompts = question_prompts(state.description, state.dialogue, rep_captions, cfg.n_questions,
+                               cfg.question_style, cfg.question_temperature)
+    per_prompt = cfg.n_questions if cfg.question_style == "list" else 1
+    try:
+        replies = llm.generate(prompts, stage="question", temperature=cfg.question_temperature,
+                               max_tokens=cfg.question_max_tokens * per_prompt)
+    except BackendError as e:
+        res.error = _join(res.error, f"the question model failed ({e}); asked a question built from the "
+                                     "results instead")
+        replies = []
+    res.timings["question"] = res.timings.get("question", 0.0) + time.perf_counter() - t
+    return collect_questions(replies, asked, cfg.n_questions)
+
+
+def _fallback(retriever, cands: Candidates, rep_captions: list[str] | None, state: QuestionState,
+              questions: Sequence[str], res: QuestionResult) -> QuestionResult:
+    """A question built from the candidates' captions, without the LLM."""
+    top = retriever.records_of(cands.rows[:FALLBACK_CAPTIONS]) if len(cands) else []
+    captions = list(rep_captions or []) + [rec.caption for rec in top if rec.caption]
+    known = " ".join([state.description, *(f"{q} {a}" for q, a in state.dialogue)])
+    res.question = fallback_question(captions, known, [*state.asked, *questions])
+    res.fallback = True
+    return res
+
+
+def _verdicts(llm, cfg: PlugIRConfig, context: str, questions: list[str], res: QuestionResult) -> list:
+    try:
+        replies = llm.generate(filtering.filter_prompts(context, questions), stage="filter",
+                               temperature=cfg.filter_temperature, max_tokens=cfg.filter_max_tokens)
+        return filtering.verdicts(replies, questions)
+    except BackendError as e:
+        res.error = _join(res.error, f"the filter model failed ({e}); chose among all questions")
+        return [EMPTY] * len(questions)
+
+
+def _filter(llm, cfg: PlugIRConfig, context: str, questions: list[str], state: QuestionState,
+            write: Callable[[Sequence[str]], list[str]], res: QuestionResult) -> tuple[list[str], list[int]]:
+    """The filter: (the questions, the positions of those the dialogue does not answer yet); when it keeps
+    none, new questions are written and filtered again (up to `filter_retries` times)."""
+    t = time.perf_counter()
+    verdicts = _verdicts(llm, cfg, context, questions, res)
+    kept = filtering.kept_positions(verdicts)
+    res.extra["verdicts"] = verdicts
+    res.timings["filter"] = time.perf_counter() - t
+    retries = 0
+    while not kept and retries < cfg.filter_retries:  # the authors' code writes new questions (up to 3 times)
+        retries += 1
+        again = write([*state.asked, *questions])
+        if not again:
+            break
+        verdicts = _verdicts(llm, cfg, context, again, res)
+        questions, kept = again, filtering.kept_positions(verdicts)
+        res.extra.update(questions=questions, verdicts=verdicts, filter_retries=retries)
+    return questions, kept
+
+
+def _choose(retriever, cfg: PlugIRConfig, state: QuestionState, cands: Candidates,
+            vectors: CandidateVectors | None, questions: list[str], kept: list[int], text_limit: int,
+            res: QuestionResult) -> int:
+    """The KL choice among the kept questions (the first kept one when there is nothing to compare)."""
+    t = time.perf_counter()
+    if len(kept) > 1 and len(cands) > 1 and state.query:
+        rows, start = cands.rows, 0
+        if cfg.kl_skip_top and len(rows) > cfg.kl_skip_top + 1:  # the authors' code: KL over ranks 11..n
+            start = cfg.kl_skip_top
+            rows = rows[start:]
+        kls = question_kls(retriever, rows, state.query, questions, cfg.sim_scale, text_limit,
+                           state.carry, state.carry_weight,
+                           matrix=vectors.matrix(start) if vectors is not None else None)
+        res.extra["kl"] = [round(k, 8) for k in kls]
+        chosen = filtering.choose_by_kl(kls, kept)
+    else:
+        chosen = kept[0]
+    res.timings["kl"] = time.perf_counter() - t
+    return chosen
 
 
 def _join(*errors: str) -> str:

@@ -39,7 +39,7 @@ def parse(reply: str | None, description: str, dialogue: Dialogue, limit: int) -
 
 def reformulate(llm, description: str, dialogue: Dialogue, *, temperature: float = 0.0, max_tokens: int = 77,
                 limit: int = MAX_TEXT_CHARS) -> Reformulation:
-    """Call `llm` (a `LoggedLLM`; errors propagate as BackendError) and parse its reply."""
+    """Call `llm` (a `core.model_calls.MeteredLLM`; errors propagate as BackendError) and parse its reply."""
     if not needs_llm(dialogue):
         return Reformulation(description[:limit].strip(), False)
     reply = llm.generate(build(description, dialogue), stage="reformulate", temperature=temperature,
