@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from iir_testutils import build_tiny
+from rank_spy import SpyRetriever
 
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.backends.vlms import FakeVLM
@@ -19,25 +20,6 @@ from interactive_ir.evaluation.runner import RunConfig, run_query
 from interactive_ir.evaluation.simulators import make_user
 from interactive_ir.modes.composed.mode import ComposedConfig
 from interactive_ir.modes.conversation.plugir.config import plugir_config
-
-
-class SpyRetriever:
-    """Test-only: a retriever that notes the query row of its latest search (everything else delegates)."""
-
-    def __init__(self, inner):
-        self._inner = inner
-        self.last_row = None
-
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
-
-    def search_row(self, qrow, k=None, exclude=()):
-        self.last_row = np.array(qrow, dtype=np.float32, copy=True)
-        return self._inner.search_row(qrow, k, exclude)
-
-    def search_rows(self, qrow, k=None, exclude=(), exclude_rows=None):
-        self.last_row = np.array(qrow, dtype=np.float32, copy=True)
-        return self._inner.search_rows(qrow, k, exclude, exclude_rows)
 
 
 @pytest.fixture(scope="module")
@@ -130,15 +112,12 @@ def test_composed_with_and_without_a_vlm_rerank(tiny, method, vlm, mean):
 
 
 @pytest.mark.parametrize("name", [p for p in ALL if p not in FIXED])
-def test_run_query_ranks_are_the_turns_own_rows_ranks(tiny, name):
-    """Through the evaluation loop: every protocol's ranks, as the rank probe records them, are the ranks
-    under each turn's own row."""
-    from interactive_ir.evaluation.runner import probed_engine
-
+def test_run_query_ranks_are_the_spied_rows_ranks(tiny, name):
+    """Through the evaluation loop: every protocol's recorded ranks are the ranks under the rows the spy saw
+    searched last before each round was recorded (what the removed rank probe recorded)."""
     retriever, ids, caps = tiny
     p = get_protocol(name)
-    engine = probed_engine(retriever, llm=FakeLLM(), vlm=FakeVLM(), config=EngineConfig(k=5, hide_seen=True),
-                           **p.mode_configs())
+    engine, seen = spied_engine(retriever, llm=FakeLLM(), vlm=FakeVLM(), k=5, **p.mode_configs())
     user = make_user(retriever.index, seed=0)
     for target in ids[2:6]:
         q = Query(qid=target, target=target, description=caps[target][0], captions=tuple(caps[target][1:]))
@@ -148,4 +127,4 @@ def test_run_query_ranks_are_the_turns_own_rows_ranks(tiny, name):
         assert res.stop == "rounds", res.stop
         (session,) = sessions
         assert len(res.ranks) == len(session.turns) == 4
-        assert res.ranks == [retriever.rank_of(np.asarray(t.query_row, np.float32), target) for t in session.turns]
+        assert res.ranks == [retriever.rank_of(seen[id(t)], target) for t in session.turns]

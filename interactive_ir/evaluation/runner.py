@@ -8,9 +8,9 @@ two things the user sees: the images the engine leaves out because they were sho
 really shown is recorded separately: `shown_rank` is the target's position in the round's results
 (null when it was not shown), summarised as `shown` (share of targets shown so far) in metrics.json.
 
-The round's query row is the last one the engine searched with before it recorded the turn (a
-wrapper around the retriever notes every `search_row`; a search made afterwards, e.g. for the next
-question's candidates, does not count). A turn that searched nothing keeps the previous rank.
+The round's query row is the one the turn notes itself (`Turn.query_row`: every mode sets it to the row
+its results were searched with; a search made afterwards, e.g. for the next question's candidates, does
+not change it). A turn without a row keeps the previous rank.
 
 **Resuming.** Each finished query is appended as one JSON line to `<out>/checkpoint.jsonl` (flushed
 and fsynced); its first line records the run's settings. Run the same command again and finished
@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from interactive_ir.engine import Engine, EngineConfig
+from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BadInputError, IIRError
 from interactive_ir.evaluation.knowledge import knowledge_of
 from interactive_ir.evaluation.protocols import Protocol, StopQuery, first_round, next_round
@@ -113,51 +113,6 @@ class QueryResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-# --- rank probe ----------------------------------------------------------------------------------------
-
-
-class ProbeRetriever:
-    """A `Retriever` that remembers the query row of its latest `search_row` (everything else delegates)."""
-
-    def __init__(self, inner):
-        self._inner = inner
-        self.last_row: np.ndarray | None = None
-
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
-
-    def search_row(self, qrow, k=None, exclude=()):
-        self.last_row = np.array(qrow, dtype=np.float32, copy=True)
-        return self._inner.search_row(qrow, k, exclude)
-
-    def search_rows(self, qrow, k=None, exclude=(), exclude_rows=None):
-        self.last_row = np.array(qrow, dtype=np.float32, copy=True)
-        return self._inner.search_rows(qrow, k, exclude, exclude_rows)
-
-
-class EvalEngine(Engine):
-    """An `Engine` that keeps, for each recorded round, the query row it was retrieved with."""
-
-    def __init__(self, retriever, **kw):
-        proxy = ProbeRetriever(retriever)
-        super().__init__(proxy, **kw)
-        self._probe_rows: dict[int, np.ndarray | None] = {}
-        self.add_record_hook(self._probe)
-
-    def _probe(self, session, turn) -> None:
-        self._probe_rows[id(turn)] = self.retriever.last_row
-        self.retriever.last_row = None
-
-    def take_row(self, turn):
-        return self._probe_rows.pop(id(turn), None)
-
-
-def probed_engine(retriever, llm=None, vlm=None, captioner=None, config: EngineConfig = EngineConfig(),
-                  **mode_configs):
-    """`build_engine` with the rank probe."""
-    return EvalEngine(retriever, llm=llm, captioner=captioner, vlm=vlm, config=config, **mode_configs)
 
 
 # --- one query ----------------------------------------------------------------------------------------
@@ -239,7 +194,7 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
     clock = [t0, c0]  # wall and CPU readings at the start of the current round
 
     def note(turn, act):
-        row = engine.take_row(turn)
+        row = None if turn.query_row is None else np.asarray(turn.query_row, np.float32)
         if row is not None:
             rank = retriever.rank_of(row, query.target)
         else:
@@ -390,8 +345,8 @@ def run_protocol(protocol: Protocol, queries: Sequence[Query], retriever, user: 
         from interactive_ir.modes.conversation.mode import plugir_config
 
         modes["plugir"] = apply_overrides(modes.get("plugir") or plugir_config(), **plugir_overrides)
-    engine = probed_engine(retriever, llm=llm, vlm=vlm,
-                           config=EngineConfig(k=cfg.k, exclude_shown=cfg.exclude_shown), **modes)
+    engine = build_engine(retriever, llm=llm, vlm=vlm, config=EngineConfig(k=cfg.k, exclude_shown=cfg.exclude_shown),
+                          **modes)
     todo = [q for q in queries if q.qid not in done or (retry_failed and _failed(done[q.qid]))]
     t0 = time.perf_counter()
     from tqdm import tqdm
