@@ -53,7 +53,7 @@ from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BadInputError, IIRError
 from interactive_ir.evaluation.knowledge import knowledge_of
 from interactive_ir.evaluation.protocols import Protocol, StopQuery, first_round, next_round
-from interactive_ir.evaluation.queries import Query
+from interactive_ir.evaluation.query_records import Query
 from interactive_ir.evaluation.simulators import SimulatedUser
 
 log = logging.getLogger(__name__)
