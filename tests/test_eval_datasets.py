@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from interactive_ir.evaluation.datasets.triplets import load_triplets
 from interactive_ir.errors import BadInputError
+from interactive_ir.evaluation.datasets.triplets import load_triplets
 from interactive_ir.evaluation.dialogues import resolve_targets
 
 CIRR = [{"pairid": 12063, "reference": "test1-147-1-img1", "target_hard": "test1-83-0-img1",
@@ -66,16 +66,16 @@ def test_ids_match_index_files_by_stem(tmp_path):
 def test_a_triplet_starts_from_its_reference(tmp_path):
     from iir_testutils import build_tiny
 
-    from interactive_ir.engine import EngineConfig
+    from interactive_ir.engine import EngineConfig, build_engine
     from interactive_ir.evaluation.protocols import get_protocol
     from interactive_ir.evaluation.queries import Query
-    from interactive_ir.evaluation.runner import RunConfig, probed_engine, run_query
+    from interactive_ir.evaluation.runner import RunConfig, run_query
     from interactive_ir.evaluation.simulators import make_user
 
     retriever, ids, _ = build_tiny(tmp_path)
     q = Query(qid="t", target=ids[5], description="make it blue", reference=ids[2])
     p = get_protocol("composed:compose")
-    engine = probed_engine(retriever, config=EngineConfig(k=5), **p.mode_configs())
+    engine = build_engine(retriever, config=EngineConfig(k=5), **p.mode_configs())
     sessions = []
     res = run_query(engine, p, q, make_user(retriever.index), RunConfig(rounds=1, k=5, progress=False),
                     sessions.append)

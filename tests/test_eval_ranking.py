@@ -21,11 +21,11 @@ import numpy as np
 import pytest
 
 from interactive_ir.backends.embedders import FakeEmbedder
-from interactive_ir.engine import EngineConfig
+from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.evaluation.metrics import bri, hits_at_k, rank_matrix, recall_at_k
 from interactive_ir.evaluation.protocols import get_protocol
 from interactive_ir.evaluation.queries import make_queries, write_index_captions
-from interactive_ir.evaluation.runner import RunConfig, probed_engine, run_query
+from interactive_ir.evaluation.runner import RunConfig, run_query
 from interactive_ir.evaluation.simulators import make_user
 from interactive_ir.evaluation.words import content_words
 
@@ -82,7 +82,7 @@ def bench(tmp_path_factory):
 def _run(bench, name: str, user=None, rounds: int = ROUNDS):
     retriever, queries = bench
     p = get_protocol(name)
-    engine = probed_engine(retriever, config=EngineConfig(k=K), **p.mode_configs())
+    engine = build_engine(retriever, config=EngineConfig(k=K), **p.mode_configs())
     user = user or make_user(retriever.index, seed=0)
     return [run_query(engine, p, q, user, RunConfig(rounds=rounds, k=K, progress=False)) for q in queries]
 
@@ -174,7 +174,7 @@ def test_the_simulated_user_never_sees_the_target_id_rank_or_index_caption(bench
     user = type(base)(*spies, kind=base.kind)
     qs = queries[:20]
     p = get_protocol(name)
-    engine = probed_engine(retriever, config=EngineConfig(k=K), **p.mode_configs())
+    engine = build_engine(retriever, config=EngineConfig(k=K), **p.mode_configs())
     results = [run_query(engine, p, q, user, RunConfig(rounds=ROUNDS, k=K, progress=False, stop_on_found=False))
                for q in qs]
     index_caption = {q.target: retriever.index.records[retriever.index.row_of[q.target]].caption for q in qs}

@@ -71,17 +71,17 @@ def test_cirr_img_set_becomes_the_subset(tmp_path):
 def test_a_run_reports_recall_subset_and_map(tmp_path):
     from iir_testutils import build_tiny
 
-    from interactive_ir.engine import EngineConfig
+    from interactive_ir.engine import EngineConfig, build_engine
     from interactive_ir.evaluation.metrics import subset_rank as rank_in
     from interactive_ir.evaluation.protocols import get_protocol
     from interactive_ir.evaluation.queries import Query
     from interactive_ir.evaluation.report import summarise
-    from interactive_ir.evaluation.runner import RunConfig, probed_engine, run_query
+    from interactive_ir.evaluation.runner import RunConfig, run_query
     from interactive_ir.evaluation.simulators import make_user
 
     retriever, ids, caps = build_tiny(tmp_path)
     p = get_protocol("none")
-    engine = probed_engine(retriever, config=EngineConfig(k=5), **p.mode_configs())
+    engine = build_engine(retriever, config=EngineConfig(k=5), **p.mode_configs())
     qs = [Query(qid=f"q{i}", target=ids[i], description=caps[ids[i]][0], captions=tuple(caps[ids[i]][1:]),
                 subset=(ids[i], *ids[i + 1 : i + 5]), relevant=(ids[i + 1],)) for i in range(4)]
     cfg = RunConfig(rounds=1, k=5, progress=False, stop_on_found=False)

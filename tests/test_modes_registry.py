@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from interactive_ir.backends.llms import FakeLLM
-from interactive_ir.engine import EngineBase, EngineConfig, build_engine
+from interactive_ir.core.text_search import TextSearch
+from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BadInputError
 from interactive_ir.modes import registry
 from interactive_ir.modes.conversation.plugir.config import PlugIRConfig, resolve_questioner
@@ -153,7 +154,7 @@ def test_the_conversation_accepts_the_table_s_methods_and_questioners_and_nothin
 def test_engines_declare_their_modes_instead_of_being_probed(tiny_index):
     eng = build_engine(tiny_index[0], config=EngineConfig(k=3))
     assert registry.offered(eng) == registry.mode_names()
-    assert registry.offered(EngineBase(tiny_index[0])) == ()  # a bare search core declares no mode
+    assert registry.offered(TextSearch(tiny_index[0])) == ()  # a bare search core declares no mode
     with pytest.raises(TypeError, match="use plugir=, feedback=, composed="):
         build_engine(tiny_index[0], conversation=PlugIRConfig())
     assert tuple(eng.mode_configs) == registry.sections()

@@ -10,7 +10,7 @@ import pytest
 from eval_fixtures import build_bench
 
 from interactive_ir.backends.llms import FakeLLM
-from interactive_ir.engine import EngineConfig
+from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BadInputError
 from interactive_ir.evaluation.dialogues import (
     attach_dialogues,
@@ -22,7 +22,7 @@ from interactive_ir.evaluation.dialogues import (
 )
 from interactive_ir.evaluation.protocols import ALL, expand_protocols, get_protocol
 from interactive_ir.evaluation.queries import Query
-from interactive_ir.evaluation.runner import RunConfig, probed_engine, run_query
+from interactive_ir.evaluation.runner import RunConfig, run_query
 from interactive_ir.evaluation.simulators import SimConfig, make_user
 
 ROUNDS = 3
@@ -53,7 +53,7 @@ def with_dialogues(queries):
 def run(bench, name, queries=None, llm="fake", rounds=ROUNDS, sim=SimConfig(), answerer=None, **cfg):
     p = get_protocol(name)
     llm = FakeLLM() if llm == "fake" else llm
-    engine = probed_engine(bench.retriever, llm=llm, config=EngineConfig(k=10), **p.mode_configs())
+    engine = build_engine(bench.retriever, llm=llm, config=EngineConfig(k=10), **p.mode_configs())
     user = make_user(bench.retriever.index, llm=llm, seed=0, config=sim, answerer=answerer)
     queries = queries if queries is not None else bench.queries[:N_QUERIES]
     if p.needs_dialogues and not all(q.dialog for q in queries):
@@ -177,8 +177,8 @@ def test_composed_uses_the_previous_top1_and_the_simulated_caption(bench):
 
 def test_composed_never_takes_the_target_as_its_reference(bench):
     """When the target came first, the simulated user compares it with the next best result instead."""
-    from interactive_ir.evaluation import protocols
     from interactive_ir.core.session import Session, Turn
+    from interactive_ir.evaluation import protocols
 
     q = bench.queries[0]
     others = [i for i in bench.retriever.index.ids if i != q.target][:3]

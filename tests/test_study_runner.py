@@ -312,13 +312,14 @@ def test_concurrent_participants(tiny, tmp_path):
     assert sorted(p["number"] for p in log.participants("t")) == [0, 1, 2, 3]
 
 
-def test_probed_rows_match_the_rebuilt_rows(tiny, tmp_path):
-    """The rank uses the row the engine searched with; the rebuild from the turn (the fallback) agrees,
-    the answer after a relative round included (it carries that round's row)."""
+def test_noted_rows_are_the_searched_rows_and_match_the_rebuilt_rows(tiny, tmp_path):
+    """The rank uses the row the engine searched with (`Turn.query_row`, as a spy around the retriever sees
+    it); the rebuild from the turn (the fallback) agrees, the answer after a relative round included (it
+    carries that round's row)."""
     import numpy as np
+    from rank_spy import SpyRetriever
 
-    from interactive_ir.engine import QUERY_ROW_ATTR
-    from interactive_ir.study.ranks import PROBE_ATTR, query_row, target_rank
+    from interactive_ir.study.ranks import query_row, target_rank
 
     runner, log, caps = make_runner(tiny, tmp_path, rounds=3, conditions={"M": "mixed", "D": "text"},
                                     tasks=tiny[1][:2])
@@ -327,6 +328,10 @@ def test_probed_rows_match_the_rebuilt_rows(tiny, tmp_path):
     runner.start_task("z")
     p = runner.progress("z")
     engine = runner.engine_of(runner.condition_of(p))
+    spy = SpyRetriever(engine.core.retriever)
+    engine.core.retriever = spy
+    spied = {}
+    engine.add_record_hook(lambda session, turn: spied.__setitem__(id(turn), spy.last_row))
     target = p.current.task.target
     turns = [runner.describe("z", "a red dog on the beach")]
     turns.append(runner.feedback("z", [turns[0].shown[0]], [turns[0].shown[1]]))
@@ -334,31 +339,31 @@ def test_probed_rows_match_the_rebuilt_rows(tiny, tmp_path):
     turns.append(runner.answer("z", "yes, a horse"))
     session = runner.progress("z").session
     ranks = [e.payload["target_rank"] for e in log.events("t", "z", types=["results"])]
+    assert len(ranks) == len(turns)
     for turn, logged in zip(turns, ranks):
-        probed = turn.__dict__[PROBE_ATTR]
-        assert probed is not None and logged == engine.retriever.rank_of(probed, target)
-        del turn.__dict__[PROBE_ATTR]  # now the row the engine noted
-        assert np.array_equal(query_row(engine, session, turn), probed)
-        del turn.__dict__[QUERY_ROW_ATTR]  # now rebuilt from the turn (one relative round: its history is its row)
+        searched = spied[id(turn)]
+        assert searched is not None and logged == spy.rank_of(searched, target)
+        assert np.array_equal(query_row(engine, session, turn), searched)  # the row the turn noted
+        turn.query_row = None  # now rebuilt from the turn (one relative round: its history is its row)
         assert query_row(engine, session, turn) is not None
         assert target_rank(engine, session, turn, target) == logged
 
 
-def test_thread_probe_keeps_rows_per_thread(tiny):
+def test_concurrent_sessions_keep_their_own_rows(tiny):
+    """One engine shared by threads: each turn notes the row of its own search (what the per-thread rank
+    probe kept apart before)."""
     import numpy as np
 
-    from interactive_ir.study.ranks import ThreadProbeRetriever
-
     r, ids, caps = tiny
-    probe = ThreadProbeRetriever(r)
-    rows = {t: r.text_query_row(r.encode_text(f"query {t}")) for t in range(4)}
+    engine = build_engine(r)
+    texts = {t: f"a {['red', 'blue', 'green', 'white'][t]} dog number {t}" for t in range(4)}
     barrier = threading.Barrier(4)
     got = {}
 
     def work(t):
-        probe.search_row(rows[t], 3)
-        barrier.wait()  # every thread has searched before any takes its row
-        got[t] = probe.take_row()
+        session = engine.new_session()
+        barrier.wait()  # every thread searches at once
+        got[t] = engine.search_text(session, texts[t]).query_row
 
     threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
     for th in threads:
@@ -366,8 +371,7 @@ def test_thread_probe_keeps_rows_per_thread(tiny):
     for th in threads:
         th.join()
     for t in range(4):
-        assert np.array_equal(got[t], rows[t])
-    assert probe.take_row() is None and probe.index is r.index  # everything else delegates
+        assert np.array_equal(got[t], r.text_query_row(r.encode_text(texts[t])))
 
 
 def test_choose_an_option_of_a_grounded_question(tiny, tmp_path):

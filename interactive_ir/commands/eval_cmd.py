@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+from dataclasses import dataclass
 from pathlib import Path
+
+from interactive_ir.config import DEFAULT_K
 
 log = logging.getLogger(__name__)
 
@@ -118,28 +121,66 @@ def _preset_pipeline(preset) -> tuple[dict, list[str]]:
             [f"{k}={v}" for k, v in preset.plugir.items() if k not in names])
 
 
+@dataclass
+class Plan:
+    """What the command line asks for, before any model or index is opened."""
+
+    preset: object  # the --preset (presets.Preset) or None
+    settings: dict  # rounds, k, stop_on_found, exclude_shown, rank_from, metrics_k, protocol, tau (preset merged)
+    conflicts: list[str]  # explicit flags that overrode the preset
+    ks: list[int]  # the metrics' cut-offs
+    cfg: object  # runner.RunConfig
+    sim_cfg: object  # simulators.SimConfig
+    queries: list  # the queries (MSR-VTT's are made once the index is open)
+    msrvtt: object  # MSR-VTT annotations, or None
+    protocols: list  # protocols.Protocol, in order
+    plugir_overrides: dict  # the preset's PlugIR settings this build supports
+    unsupported: list[str]  # the preset's pipeline choices it lacks
+
+
+@dataclass
+class Backends:
+    """The opened index and models, and how the run names them in its checkpoints."""
+
+    retriever: object
+    llm: object
+    vlm: object
+    user: object  # simulators.SimulatedUser
+    names: dict  # the backends' settings as the checkpoint header records them
+    engine_fake: bool  # the engine's LLM is the fake one
+
+
 def run(args: argparse.Namespace) -> int:
-    from interactive_ir.backends import make_llm, make_vlm
+    """load settings and queries -> open the index -> resolve the queries -> open the models -> run each
+    protocol (write its records and report) -> write the summary and print the tables."""
+    plan = plan_run(args)
+    retriever = open_retriever(args, plan)
+    plan.queries = resolve_queries(args, plan, retriever)
+    backends = open_backends(args, plan, retriever)
+    for line in header_lines(args, plan, backends):
+        print(line)
+    results = {p.name: run_one_protocol(args, plan, backends, p) for p in plan.protocols}
+    write_results(args.out, results, plan.ks)
+    return 0
+
+
+def plan_run(args: argparse.Namespace) -> Plan:
+    """The settings (flags over the preset over the defaults), the queries and the protocols; fails fast,
+    before loading any model."""
     from interactive_ir.commands.metrics_cmd import parse_ks
-    from interactive_ir.commands.search_cmd import load_retriever
-    from interactive_ir.config import DEFAULT_K, apply_env, apply_overrides
+    from interactive_ir.config import apply_env, apply_overrides
     from interactive_ir.errors import BadInputError
-    from interactive_ir.evaluation.dialogues import attach_dialogues, read_dialogues, resolve_targets, write_chatir
     from interactive_ir.evaluation.presets import apply_preset, get_preset
     from interactive_ir.evaluation.protocols import expand_protocols
-    from interactive_ir.evaluation.queries import read_queries
-    from interactive_ir.evaluation.report import markdown_table, summarise, write_protocol_report, write_summary
-    from interactive_ir.evaluation.runner import RunConfig, run_protocol
-    from interactive_ir.evaluation.simulators import SimConfig, make_user
+    from interactive_ir.evaluation.runner import RunConfig
+    from interactive_ir.evaluation.simulators import SimConfig
 
     preset = get_preset(args.preset) if args.preset else None
     given = {"rounds": args.rounds, "k": args.k, "stop_on_found": args.stop_on_found,
              "exclude_shown": args.exclude_shown, "rank_from": args.rank_from, "metrics_k": args.metrics_k,
              "protocol": args.protocol, "tau": args.tau}
     settings, conflicts = apply_preset(preset, given)
-    defaults = {"rounds": 5, "k": DEFAULT_K, "stop_on_found": True, "exclude_shown": True, "rank_from": "index",
-                "metrics_k": "1,5,10", "protocol": "plugir"}
-    settings = {k: (defaults.get(k) if v is None else v) for k, v in settings.items()}
+    settings = {k: (DEFAULTS.get(k) if v is None else v) for k, v in settings.items()}
     ks = parse_ks(settings["metrics_k"])
     if args.limit is not None and args.limit < 1:
         raise BadInputError("--limit must be at least 1")
@@ -148,7 +189,24 @@ def run(args: argparse.Namespace) -> int:
                     on_uncertain=args.on_uncertain, progress=not args.no_progress, keep_sessions=args.keep_sessions)
     sim_cfg = apply_overrides(apply_env(SimConfig(), "IIR_SIM_"), relevant_n=args.relevant_n,
                               relevance_overlap=args.relevance_overlap)
-    has_llm = args.llm is not None
+    queries, msrvtt = load_queries(args)
+    has_dialogues = bool(queries) and all(q.dialog or q.rounds_text for q in queries)
+    protocols = expand_protocols(settings["protocol"], args.llm is not None, has_dialogues)
+    plugir_overrides, unsupported = _preset_pipeline(preset)
+    return Plan(preset, settings, conflicts, ks, cfg, sim_cfg, queries, msrvtt, protocols, plugir_overrides,
+                unsupported)
+
+
+DEFAULTS = {"rounds": 5, "k": DEFAULT_K, "stop_on_found": True, "exclude_shown": True, "rank_from": "index",
+            "metrics_k": "1,5,10", "protocol": "plugir"}
+
+
+def load_queries(args: argparse.Namespace) -> tuple[list, object]:
+    """(the queries with their fixed dialogues, MSR-VTT's annotations or None: its queries need the index)."""
+    from interactive_ir.errors import BadInputError
+    from interactive_ir.evaluation.dialogues import attach_dialogues, read_dialogues
+    from interactive_ir.evaluation.queries import read_queries
+
     msrvtt = None
     if args.queries_format == "msrvtt":  # the sentences now; their relevant frames once the index is open
         from interactive_ir.evaluation.datasets.msrvtt import read_annotations
@@ -164,11 +222,14 @@ def run(args: argparse.Namespace) -> int:
         queries = read_queries(args.queries)
     if args.dialogues:
         queries = attach_dialogues(queries, read_dialogues(args.dialogues))
-    has_dialogues = bool(queries) and all(q.dialog or q.rounds_text for q in queries)
-    protocols = expand_protocols(settings["protocol"], has_llm, has_dialogues)  # fail fast, before loading any model
-    plugir_overrides, unsupported = _preset_pipeline(preset)
+    return queries, msrvtt
 
-    retriever = load_retriever(args.index, args.embedder, cfg.k, tau=settings["tau"])
+
+def open_retriever(args: argparse.Namespace, plan: Plan):
+    """The index's retriever, with the search and torch thread settings."""
+    from interactive_ir.commands.search_cmd import load_retriever
+
+    retriever = load_retriever(args.index, args.embedder, plan.cfg.k, tau=plan.settings["tau"])
     if args.search_threads > 0:
         import faiss
 
@@ -180,86 +241,116 @@ def run(args: argparse.Namespace) -> int:
             import torch
 
             torch.set_num_threads(args.torch_threads)
-    if msrvtt is not None:
+    return retriever
+
+
+def resolve_queries(args: argparse.Namespace, plan: Plan, retriever) -> list:
+    """The queries whose targets are in the index (named by its ids), the first --limit of them."""
+    from interactive_ir.errors import BadInputError
+    from interactive_ir.evaluation.dialogues import resolve_targets
+
+    queries = plan.queries
+    if plan.msrvtt is not None:
         from interactive_ir.evaluation.datasets.msrvtt import queries_from_index
 
-        queries = queries_from_index(msrvtt, retriever.index.ids, args.queries, args.index, args.seed)
+        queries = queries_from_index(plan.msrvtt, retriever.index.ids, args.queries, args.index, args.seed)
     queries, missing = resolve_targets(queries, retriever.index.ids)
     if missing:
         log.warning("%d queries name targets that are not in %s (e.g. %r): left out", len(missing), args.index,
                     missing[0].target)
     if not queries:
         raise BadInputError(f"none of the queries' targets is in the index {args.index}: check --index and --queries")
-    if args.limit:
-        queries = queries[: args.limit]
+    return queries[: args.limit] if args.limit else queries
 
-    llm = make_llm(args.llm) if has_llm else None
+
+def open_backends(args: argparse.Namespace, plan: Plan, retriever) -> Backends:
+    """The engine's LLM and VLM and the simulated user, and their names for the checkpoints."""
+    from interactive_ir.backends import make_llm, make_vlm
+    from interactive_ir.evaluation.similarity import make_similarity
+    from interactive_ir.evaluation.simulators import make_user
+
+    llm = make_llm(args.llm) if args.llm is not None else None
     vlm = make_vlm(args.vlm) if args.vlm else None
     kind, user_llm, user_vlm = _user_backend(args.answerer, llm, args.llm)
-    from interactive_ir.evaluation.similarity import make_similarity
-
+    sim_cfg = plan.sim_cfg
     similarity = make_similarity(args.user_similarity, retriever.embedder)
     user = make_user(retriever.index, llm=user_llm, answerer=kind, vlm=user_vlm, config=sim_cfg, seed=args.seed,
                      similarity=similarity)
-    backends = {"llm": args.llm, "answerer": args.answerer or "rule", "vlm": args.vlm,
-                "sim": {"relevant_n": sim_cfg.relevant_n, "relevance_overlap": sim_cfg.relevance_overlap,
-                        "allow_uncertain": sim_cfg.allow_uncertain, "similarity": args.user_similarity,
-                        "choice_threshold": sim_cfg.choice_threshold},
-                "preset": args.preset, "plugir": plugir_overrides}
+    names = {"llm": args.llm, "answerer": args.answerer or "rule", "vlm": args.vlm,
+             "sim": {"relevant_n": sim_cfg.relevant_n, "relevance_overlap": sim_cfg.relevance_overlap,
+                     "allow_uncertain": sim_cfg.allow_uncertain, "similarity": args.user_similarity,
+                     "choice_threshold": sim_cfg.choice_threshold},
+             "preset": args.preset, "plugir": plan.plugir_overrides}
     engine_fake = bool(args.llm) and args.llm.split(":", 1)[0].strip().lower() == "fake"
-    header = [f"simulated user: {user.describe_self()}",
+    return Backends(retriever, llm, vlm, user, names, engine_fake)
+
+
+def header_lines(args: argparse.Namespace, plan: Plan, backends: Backends) -> list[str]:
+    """What the run prints before it starts: the simulated user, the settings, the preset and its caveats."""
+    cfg, preset, queries = plan.cfg, plan.preset, plan.queries
+    header = [f"simulated user: {backends.user.describe_self()}",
               f"rounds {cfg.rounds}, k {cfg.k}, stop when the target is shown: {'yes' if cfg.stop_on_found else 'no'}, "
               f"shown images excluded: {'yes' if cfg.exclude_shown else 'no'}, rank from: {cfg.rank_from}, "
-              f"{len(queries)} queries, index of {len(retriever.index)} images"]
+              f"{len(queries)} queries, index of {len(backends.retriever.index)} images"]
     if preset:
         header.insert(0, f"preset {preset.name}: {preset.paper}; " + ", ".join(
             f"{k}={v}" for k, v in preset.settings().items()))
-        header += [f"the flag wins: {c}" for c in conflicts]
-        if unsupported:
+        header += [f"the flag wins: {c}" for c in plan.conflicts]
+        if plan.unsupported:
             header.append("pipeline choices of the preset not implemented in this build (run without them): "
-                          + ", ".join(unsupported))
+                          + ", ".join(plan.unsupported))
         if preset.notes:
             header.append(f"note: {preset.notes}")
-    if user.is_fake:
+    if backends.user.is_fake:
         header.append("THE SIMULATED USER IS A FAKE MODEL: this run tests the loop only and compares nothing")
     several = sum(1 for q in queries if q.relevant)
     if several and cfg.stop_on_found:
         header.append(f"note: {several} queries have several relevant images, and each stops once its target is "
                       "shown; --no-stop-on-found (or --preset zhu) plays every round, as paper 001's accumulated "
                       "recall does")
-    for line in header:
-        print(line)
-    relevant = {q.qid: list(q.relevant) for q in queries if q.relevant}
-    by_id = {q.qid: q for q in queries}
-    n_images = len(retriever.index)
-    results: dict[str, dict] = {}
-    for p in protocols:
-        folder = args.out / p.name.replace(":", "-")
-        run_ = run_protocol(p, queries, retriever, user, folder, cfg, llm=llm, vlm=vlm, backends=backends,
-                            fresh=args.fresh, retry_failed=args.retry_failed, plugir_overrides=plugir_overrides)
-        ranks, metrics = summarise(run_.results, n_images, ks, relevant, rounds=cfg.rounds)
-        metrics = {"protocol": p.name, "simulated_user": user.describe_self(), "preset": args.preset,
-                   "settings": {k: v for k, v in settings.items()}, **metrics}
-        why = _not_comparable(p, user, engine_fake)
-        if why:
-            metrics["not_comparable"] = why
-        if ranks:
-            write_protocol_report(folder, ranks, metrics, ks, p.name)
-        if any(r.get("dialog") for r in run_.results):
-            write_chatir(folder / "dialogues.json",
-                         [(r["target"], by_id[r["qid"]].description, r["dialog"]) for r in run_.results])
-        results[p.name] = metrics
-        log.info("%s: %d queries (%d resumed) in %.1f s -> %s", p.name, len(run_.results), run_.resumed,
-                 run_.seconds, folder)
-    write_summary(args.out, {p: m for p, m in results.items() if m.get("n_queries")}, ks)
+    return header
+
+
+def run_one_protocol(args: argparse.Namespace, plan: Plan, backends: Backends, protocol) -> dict:
+    """Run (or resume) one protocol's searches, write its records and report; its metrics."""
+    from interactive_ir.evaluation.dialogues import write_chatir
+    from interactive_ir.evaluation.report import summarise, write_protocol_report
+    from interactive_ir.evaluation.runner import run_protocol
+
+    folder = args.out / protocol.name.replace(":", "-")
+    run_ = run_protocol(protocol, plan.queries, backends.retriever, backends.user, folder, plan.cfg, llm=backends.llm,
+                        vlm=backends.vlm, backends=backends.names, fresh=args.fresh, retry_failed=args.retry_failed,
+                        plugir_overrides=plan.plugir_overrides)
+    relevant = {q.qid: list(q.relevant) for q in plan.queries if q.relevant}
+    ranks, metrics = summarise(run_.results, len(backends.retriever.index), plan.ks, relevant, rounds=plan.cfg.rounds)
+    metrics = {"protocol": protocol.name, "simulated_user": backends.user.describe_self(), "preset": args.preset,
+               "settings": dict(plan.settings), **metrics}
+    why = _not_comparable(protocol, backends.user, backends.engine_fake)
+    if why:
+        metrics["not_comparable"] = why
+    if ranks:
+        write_protocol_report(folder, ranks, metrics, plan.ks, protocol.name)
+    if any(r.get("dialog") for r in run_.results):
+        by_id = {q.qid: q for q in plan.queries}
+        write_chatir(folder / "dialogues.json",
+                     [(r["target"], by_id[r["qid"]].description, r["dialog"]) for r in run_.results])
+    log.info("%s: %d queries (%d resumed) in %.1f s -> %s", protocol.name, len(run_.results), run_.resumed,
+             run_.seconds, folder)
+    return metrics
+
+
+def write_results(out: Path, results: dict[str, dict], ks: list[int]) -> None:
+    """The summary across protocols (files), then the table and the group metrics (printed)."""
+    from interactive_ir.evaluation.report import markdown_table, write_summary
+
+    write_summary(out, {p: m for p, m in results.items() if m.get("n_queries")}, ks)
     k_table = 10 if 10 in ks else max(ks)
     print(markdown_table(results, k=k_table, extra=("s/query", "cpu/query", "llm")))
     for name, m in results.items():
         for line in _group_metrics(m):
             print(f"{name}: {line}")
-    print(f"\nwrote {args.out}/<protocol>/{{ranks.json,metrics.json,by_round.csv,hits_recall.png}} and "
-          f"{args.out}/summary.{{json,csv}}")
-    return 0
+    print(f"\nwrote {out}/<protocol>/{{ranks.json,metrics.json,by_round.csv,hits_recall.png}} and "
+          f"{out}/summary.{{json,csv}}")
 
 
 def _group_metrics(m: dict) -> list[str]:

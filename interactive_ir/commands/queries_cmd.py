@@ -38,8 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from interactive_ir.evaluation.datasets.msrvtt import looks_like_msrvtt
     from interactive_ir.errors import BadInputError
+    from interactive_ir.evaluation.datasets.msrvtt import looks_like_msrvtt
     from interactive_ir.evaluation.queries import make_queries, read_caption_rows, write_index_captions, write_queries
 
     if args.frames is not None or args.out_image_list is not None:
@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _msrvtt(args: argparse.Namespace) -> int:
+    from interactive_ir.errors import BadInputError
     from interactive_ir.evaluation.datasets.msrvtt import (
         EXTRACT,
         make_msrvtt_queries,
@@ -71,7 +72,6 @@ def _msrvtt(args: argparse.Namespace) -> int:
         read_annotations,
         write_outputs,
     )
-    from interactive_ir.errors import BadInputError
 
     if args.frames is None or args.out_image_list is None:
         raise BadInputError("MSR-VTT needs both --frames FRAMES (frames extracted per video) and --out-image-list "

@@ -148,6 +148,8 @@ def _check_data(rep: Reproduction, data: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """check the data -> run `eval` for each of the paper's runs -> read each run's figures -> print them
+    beside the paper's."""
     from interactive_ir.commands import eval_cmd
 
     rep = REPRODUCTIONS.get(args.name.strip().lower())
@@ -163,46 +165,58 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for label, data_file, protocol, paper in rep.runs:
         folder = out / label.lower().replace(" ", "-")
-        argv = ["--index", str(args.data / "index"), "--queries", str(args.data / data_file), "--protocol", protocol,
-                "--rounds", str(rep.rounds), "-k", str(rep.k),
-                "--exclude-shown" if rep.exclude_shown else "--no-exclude-shown",
-                "--stop-on-found" if rep.stop_on_found else "--no-stop-on-found", "--rank-from", rep.rank_from,
-                "--queries-format", rep.queries_format, "--out", str(folder)]
-        if rep.metric == "cir":
-            argv += ["--metrics-k", "1,5,10,50"]
-        elif rep.metrics_k:
-            argv += ["--metrics-k", rep.metrics_k]
-        for flag, value in (("--embedder", args.embedder), ("--llm", args.llm), ("--vlm", getattr(args, "vlm", None)),
-                            ("--limit", args.limit)):
-            if value is not None:
-                argv += [flag, str(value)]
-        if args.no_progress:
-            argv.append("--no-progress")
         p = argparse.ArgumentParser(prog="eval")
         eval_cmd.add_arguments(p)
         print(f"== {rep.name}: {label} ({protocol}, {data_file})")
-        eval_cmd.run(p.parse_args(argv))
-        metrics = json.loads((folder / protocol.replace(":", "-") / "metrics.json").read_text())
-        if rep.metric == "accumulated":
-            got = [100 * x for x in metrics["accumulated_recall"]]
-            single = [100 * metrics[f"relevant_recall@{k}"][0] if f"relevant_recall@{k}" in metrics else None
-                      for k in ZHU_KS]
-            rows.append((label, paper, got, metrics["n_queries"], metrics.get("not_comparable"), single))
-            continue
-        if rep.metric == "hits":
-            rows.append((label, paper, [100 * h for h in metrics[f"hits@{rep.k}"]], metrics["n_queries"]))
-            continue
-        if rep.metric == "fisd":
-            ranks = json.loads((folder / protocol.replace(":", "-") / "ranks.json").read_text())
-            rows.append((label, paper, _fisd_by_type(args.data / data_file, ranks), metrics["n_queries"],
-                         metrics.get("not_comparable")))
-            continue
-        if rep.metric == "cir":
-            got = [100 * metrics[c][0] if c in metrics else None for c in CIR_COLUMNS]
-            rows.append((label, paper, got, metrics["n_queries"], metrics.get("not_comparable")))
-            continue
-        rows.append((label, paper, metrics["bri"], metrics["n_queries"], metrics.get("intervals", {}).get("bri")))
+        eval_cmd.run(p.parse_args(_eval_argv(rep, args, data_file, protocol, folder)))
+        rows.append(_row(rep, args, label, data_file, protocol, paper, folder / protocol.replace(":", "-")))
     print(f"\n{rep.paper}\n")
+    return _print_rows(rep, rows)
+
+
+def _eval_argv(rep: Reproduction, args: argparse.Namespace, data_file: str, protocol: str, folder: Path) -> list[str]:
+    """The `eval` command line of one of the paper's runs."""
+    argv = ["--index", str(args.data / "index"), "--queries", str(args.data / data_file), "--protocol", protocol,
+            "--rounds", str(rep.rounds), "-k", str(rep.k),
+            "--exclude-shown" if rep.exclude_shown else "--no-exclude-shown",
+            "--stop-on-found" if rep.stop_on_found else "--no-stop-on-found", "--rank-from", rep.rank_from,
+            "--queries-format", rep.queries_format, "--out", str(folder)]
+    if rep.metric == "cir":
+        argv += ["--metrics-k", "1,5,10,50"]
+    elif rep.metrics_k:
+        argv += ["--metrics-k", rep.metrics_k]
+    for flag, value in (("--embedder", args.embedder), ("--llm", args.llm), ("--vlm", getattr(args, "vlm", None)),
+                        ("--limit", args.limit)):
+        if value is not None:
+            argv += [flag, str(value)]
+    if args.no_progress:
+        argv.append("--no-progress")
+    return argv
+
+
+def _row(rep: Reproduction, args: argparse.Namespace, label: str, data_file: str, protocol: str, paper,
+         folder: Path) -> tuple:
+    """One run's figures beside the paper's, as its metric's table prints them (`folder`: the protocol's)."""
+    metrics = json.loads((folder / "metrics.json").read_text())
+    if rep.metric == "accumulated":
+        got = [100 * x for x in metrics["accumulated_recall"]]
+        single = [100 * metrics[f"relevant_recall@{k}"][0] if f"relevant_recall@{k}" in metrics else None
+                  for k in ZHU_KS]
+        return (label, paper, got, metrics["n_queries"], metrics.get("not_comparable"), single)
+    if rep.metric == "hits":
+        return (label, paper, [100 * h for h in metrics[f"hits@{rep.k}"]], metrics["n_queries"])
+    if rep.metric == "fisd":
+        ranks = json.loads((folder / "ranks.json").read_text())
+        return (label, paper, _fisd_by_type(args.data / data_file, ranks), metrics["n_queries"],
+                metrics.get("not_comparable"))
+    if rep.metric == "cir":
+        got = [100 * metrics[c][0] if c in metrics else None for c in CIR_COLUMNS]
+        return (label, paper, got, metrics["n_queries"], metrics.get("not_comparable"))
+    return (label, paper, metrics["bri"], metrics["n_queries"], metrics.get("intervals", {}).get("bri"))
+
+
+def _print_rows(rep: Reproduction, rows: list[tuple]) -> int:
+    """The table of `rep`'s metric (and its note); the command's exit status."""
     if rep.metric == "hits":
         return _print_by_round(rows, rep.rounds)
     if rep.metric == "accumulated":

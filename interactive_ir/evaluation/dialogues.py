@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 from interactive_ir.errors import BadInputError
-from interactive_ir.evaluation.queries import (
+from interactive_ir.evaluation.query_records import (
     Query,
     looks_like_jsonl,
     parse_queries_jsonl,

@@ -94,37 +94,10 @@ def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1,
     list, for K up to its length) are added. Queries with a subset group
     (CIRR) add `recall_subset@K` for K in `SUBSET_KS`, over the queries that have one (`n_subset_queries`).
     """
-    from collections import Counter
-
-    from interactive_ir.evaluation.metrics import (
-        accumulated_recall,
-        map_at_k,
-        map_at_k_from_ranks,
-        rank_matrix,
-        recall_subset_at_k,
-        relevant_recall_at_k,
-    )
-
     ok = [r for r in records if r.get("ranks")]
     ranks = {r["qid"]: list(r["ranks"]) for r in ok}
     shown = {r["qid"]: list(r["shown_ranks"]) for r in ok}
-    stops = Counter(r["stop"].split(":", 1)[0] for r in records)
-    sources = Counter(t["user"]["source"] for r in ok for t in r["turns"] if "source" in t.get("user", {}))
-    uncertain = sum(1 for r in ok for t in r["turns"] if t.get("user", {}).get("uncertain"))
-    n = max(1, len(records))
-    facts = {
-        "n_failed": len(records) - len(ok),
-        "stops": dict(stops),
-        "turn_errors": sum(1 for r in ok for t in r["turns"] if t.get("error")),
-        "user_reply_sources": dict(sources),
-        "user_uncertain_answers": uncertain,
-        "engine_llm_calls_per_query": round(sum(t["llm_calls"] for r in ok for t in r["turns"]) / n, 3),
-        "timing": {
-            "seconds_per_query": round(sum(r["seconds"] for r in records) / n, 4),
-            "engine_llm_seconds_per_query": round(sum(r["engine_llm_seconds"] for r in records) / n, 4),
-            "user_seconds_per_query": round(sum(r["sim_seconds"] for r in records) / n, 4),
-        },
-    }
+    facts = run_facts(records, ok)
     if not ranks:
         return ranks, {"n_queries": 0, **facts}
     metrics = run_metrics(ranks, n_images, ks, shown, facts, rounds)
@@ -133,34 +106,86 @@ def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1,
     metrics["costs"] = costs(ok, metrics["n_rounds"])
     metrics["intervals"] = intervals(ranks, n_images, rounds, ks)
     if shown:  # known-item success: the target was shown to the user at some round
-        found = [1.0 if any(x is not None for x in row) else 0.0 for row in shown.values()]
-        metrics["intervals"]["found"] = [round(x, 6) for x in bootstrap_ci(found)]
+        metrics["intervals"]["found"] = found_interval(shown)
     if relevant:
-        rel = {r["qid"]: [r["target"], *relevant.get(r["qid"], ())] for r in ok if relevant.get(r["qid"])}
-        if rel:
-            shown_lists = {q: [t["shown"] for t in r["turns"]] for r in ok if (q := r["qid"]) in rel}
-            acc = accumulated_recall(shown_lists, rel)  # a query that stopped keeps its last value
-            metrics["accumulated_recall"] = acc + acc[-1:] * (metrics["n_rounds"] - len(acc))
-            ranked = {r["qid"]: r["relevant_ranks"] for r in ok if r["qid"] in rel and r.get("relevant_ranks")}
-            page = max((len(x) for rows in shown_lists.values() for x in rows), default=0)
-            for k in ks:
-                if len(ranked) == len(rel):  # the ranks of every ground truth over the whole index: any K
-                    by_round = map_at_k_from_ranks(ranked, k)
-                elif k <= page:  # an older checkpoint: over each round's shown list only
-                    by_round = map_at_k(shown_lists, rel, k)
-                else:
-                    continue
-                metrics[f"map@{k}"] = by_round + by_round[-1:] * (metrics["n_rounds"] - len(by_round))
-                if len(ranked) == len(rel):  # paper 001's Recall@K of the relevant images (single turn: round 0)
-                    by_round = relevant_recall_at_k(ranked, k)
-                    metrics[f"relevant_recall@{k}"] = by_round + by_round[-1:] * (metrics["n_rounds"] - len(by_round))
-            metrics["n_map_queries"] = len(rel)
-    subset = {r["qid"]: list(r["subset_ranks"]) for r in ok if r.get("subset_ranks")}
-    if subset:
-        for k in SUBSET_KS:
-            metrics[f"recall_subset@{k}"] = recall_subset_at_k(rank_matrix(subset, None, rounds), k)
-        metrics["n_subset_queries"] = len(subset)
+        metrics.update(relevant_metrics(ok, relevant, ks, metrics["n_rounds"]))
+    metrics.update(subset_metrics(ok, rounds))
     return ranks, metrics
+
+
+def run_facts(records: Sequence[Mapping], ok: Sequence[Mapping]) -> dict:
+    """How the run went: failures, why queries stopped, turn errors, the simulated user's replies, the
+    engine's LLM calls, and timing (`ok`: the records with ranks)."""
+    from collections import Counter
+
+    n = max(1, len(records))
+    turns = [t for r in ok for t in r["turns"]]
+    return {
+        "n_failed": len(records) - len(ok),
+        "stops": dict(Counter(r["stop"].split(":", 1)[0] for r in records)),
+        "turn_errors": sum(1 for t in turns if t.get("error")),
+        "user_reply_sources": dict(Counter(t["user"]["source"] for t in turns if "source" in t.get("user", {}))),
+        "user_uncertain_answers": sum(1 for t in turns if t.get("user", {}).get("uncertain")),
+        "engine_llm_calls_per_query": round(sum(t["llm_calls"] for t in turns) / n, 3),
+        "timing": {
+            "seconds_per_query": round(sum(r["seconds"] for r in records) / n, 4),
+            "engine_llm_seconds_per_query": round(sum(r["engine_llm_seconds"] for r in records) / n, 4),
+            "user_seconds_per_query": round(sum(r["sim_seconds"] for r in records) / n, 4),
+        },
+    }
+
+
+def found_interval(shown: Mapping[str, Sequence[int | None]]) -> list[float]:
+    """95% interval of the share of targets shown to the user at some round."""
+    found = [1.0 if any(x is not None for x in row) else 0.0 for row in shown.values()]
+    return [round(x, 6) for x in bootstrap_ci(found)]
+
+
+def _padded(by_round: list, n_rounds: int) -> list:
+    """A by-round list carried to `n_rounds` with its last value (queries that stopped keep it)."""
+    return by_round + by_round[-1:] * (n_rounds - len(by_round))
+
+
+def relevant_metrics(ok: Sequence[Mapping], relevant: Mapping[str, Sequence[str]], ks: Sequence[int],
+                     n_rounds: int) -> dict:
+    """With several ground truths: accumulated recall, map@K and relevant_recall@K by round, and
+    `n_map_queries` ({} when no query has other relevant images)."""
+    from interactive_ir.evaluation.metrics import (
+        accumulated_recall,
+        map_at_k,
+        map_at_k_from_ranks,
+        relevant_recall_at_k,
+    )
+
+    rel = {r["qid"]: [r["target"], *relevant.get(r["qid"], ())] for r in ok if relevant.get(r["qid"])}
+    if not rel:
+        return {}
+    shown_lists = {q: [t["shown"] for t in r["turns"]] for r in ok if (q := r["qid"]) in rel}
+    out = {"accumulated_recall": _padded(accumulated_recall(shown_lists, rel), n_rounds)}
+    ranked = {r["qid"]: r["relevant_ranks"] for r in ok if r["qid"] in rel and r.get("relevant_ranks")}
+    every = len(ranked) == len(rel)  # the ranks of every ground truth over the whole index: any K
+    page = max((len(x) for rows in shown_lists.values() for x in rows), default=0)
+    for k in ks:
+        if every:
+            out[f"map@{k}"] = _padded(map_at_k_from_ranks(ranked, k), n_rounds)
+            # paper 001's Recall@K of the relevant images (single turn: round 0)
+            out[f"relevant_recall@{k}"] = _padded(relevant_recall_at_k(ranked, k), n_rounds)
+        elif k <= page:  # an older checkpoint: over each round's shown list only
+            out[f"map@{k}"] = _padded(map_at_k(shown_lists, rel, k), n_rounds)
+    out["n_map_queries"] = len(rel)
+    return out
+
+
+def subset_metrics(ok: Sequence[Mapping], rounds: int | None) -> dict:
+    """CIRR's Recall_subset@K by round over the queries with a subset group, and `n_subset_queries`."""
+    from interactive_ir.evaluation.metrics import rank_matrix, recall_subset_at_k
+
+    subset = {r["qid"]: list(r["subset_ranks"]) for r in ok if r.get("subset_ranks")}
+    if not subset:
+        return {}
+    out = {f"recall_subset@{k}": recall_subset_at_k(rank_matrix(subset, None, rounds), k) for k in SUBSET_KS}
+    out["n_subset_queries"] = len(subset)
+    return out
 
 
 BOOTSTRAP = 2000  # bootstrap resamples of the queries for the 95% intervals

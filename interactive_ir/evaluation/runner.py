@@ -8,9 +8,9 @@ two things the user sees: the images the engine leaves out because they were sho
 really shown is recorded separately: `shown_rank` is the target's position in the round's results
 (null when it was not shown), summarised as `shown` (share of targets shown so far) in metrics.json.
 
-The round's query row is the last one the engine searched with before it recorded the turn (a
-wrapper around the retriever notes every `search_row`; a search made afterwards, e.g. for the next
-question's candidates, does not count). A turn that searched nothing keeps the previous rank.
+The round's query row is the one the turn notes itself (`Turn.query_row`: every mode sets it to the row
+its results were searched with; a search made afterwards, e.g. for the next question's candidates, does
+not change it). A turn without a row keeps the previous rank.
 
 **Resuming.** Each finished query is appended as one JSON line to `<out>/checkpoint.jsonl` (flushed
 and fsynced); its first line records the run's settings. Run the same command again and finished
@@ -50,11 +50,11 @@ from pathlib import Path
 import numpy as np
 
 from interactive_ir.config import DEFAULT_K
-from interactive_ir.engine import Engine, EngineConfig
+from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BadInputError, IIRError
 from interactive_ir.evaluation.knowledge import knowledge_of
 from interactive_ir.evaluation.protocols import Protocol, StopQuery, first_round, next_round
-from interactive_ir.evaluation.queries import Query
+from interactive_ir.evaluation.query_records import Query
 from interactive_ir.evaluation.simulators import SimulatedUser
 
 log = logging.getLogger(__name__)
@@ -114,51 +114,6 @@ class QueryResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-# --- rank probe ----------------------------------------------------------------------------------------
-
-
-class ProbeRetriever:
-    """A `Retriever` that remembers the query row of its latest `search_row` (everything else delegates)."""
-
-    def __init__(self, inner):
-        self._inner = inner
-        self.last_row: np.ndarray | None = None
-
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
-
-    def search_row(self, qrow, k=None, exclude=()):
-        self.last_row = np.array(qrow, dtype=np.float32, copy=True)
-        return self._inner.search_row(qrow, k, exclude)
-
-    def search_rows(self, qrow, k=None, exclude=(), exclude_rows=None):
-        self.last_row = np.array(qrow, dtype=np.float32, copy=True)
-        return self._inner.search_rows(qrow, k, exclude, exclude_rows)
-
-
-class EvalEngine(Engine):
-    """An `Engine` that keeps, for each recorded round, the query row it was retrieved with."""
-
-    def __init__(self, retriever, **kw):
-        proxy = ProbeRetriever(retriever)
-        super().__init__(proxy, **kw)
-        self._probe_rows: dict[int, np.ndarray | None] = {}
-        self.add_record_hook(self._probe)
-
-    def _probe(self, session, turn) -> None:
-        self._probe_rows[id(turn)] = self.retriever.last_row
-        self.retriever.last_row = None
-
-    def take_row(self, turn):
-        return self._probe_rows.pop(id(turn), None)
-
-
-def probed_engine(retriever, llm=None, vlm=None, captioner=None, config: EngineConfig = EngineConfig(),
-                  **mode_configs):
-    """`build_engine` with the rank probe."""
-    return EvalEngine(retriever, llm=llm, captioner=captioner, vlm=vlm, config=config, **mode_configs)
 
 
 # --- one query ----------------------------------------------------------------------------------------
@@ -228,6 +183,52 @@ def _subset_rank(retriever, row, query: Query, shown: Sequence[str] = ()) -> int
     return subset_rank(group, query.target)
 
 
+def _row_rank(turn, query: Query, retriever, res: QueryResult, cfg: RunConfig) -> tuple[np.ndarray | None, int]:
+    """(the turn's query row, the target's rank under it); a turn without a row keeps the previous rank."""
+    row = None if turn.query_row is None else np.asarray(turn.query_row, np.float32)
+    if row is not None:
+        rank = retriever.rank_of(row, query.target)
+    else:
+        rank = res.ranks[-1] if res.ranks else len(retriever.index)
+    shown_rank = turn.shown.index(query.target) + 1 if query.target in turn.shown else None
+    if cfg.rank_from == "results":  # ImageScope: the final re-ranked list decides, the index rank beyond it
+        rank = shown_rank if shown_rank is not None else max(int(rank), len(turn.shown) + 1)
+    return row, int(rank)
+
+
+def _group_ranks(res: QueryResult, row, query: Query, retriever, shown_results: Sequence[str]) -> None:
+    """Add the round's ranks of every ground truth and the target's rank within its subset group (carried
+    over when the turn has no row)."""
+    if query.relevant:
+        res.relevant_ranks.append(_relevant_ranks(retriever, row, query, shown_results)
+                                  if row is not None else list(res.relevant_ranks[-1] if res.relevant_ranks
+                                                               else [len(retriever.index)] * (1 + len(query.relevant))))
+    if query.subset:
+        res.subset_ranks.append(_subset_rank(retriever, row, query, shown_results) if row is not None
+                                else (res.subset_ranks[-1] if res.subset_ranks else len(query.subset)))
+
+
+def note_round(res: QueryResult, turn, act: dict | None, query: Query, retriever, cfg: RunConfig,
+               clock: list[float]) -> bool:
+    """Record a round into `res` (ranks, the turn record, costs); `clock`: the wall and CPU readings at the
+    round's start, moved on to now. True when the target was shown."""
+    row, rank = _row_rank(turn, query, retriever, res, cfg)
+    if row is None:
+        act = {**(act or {}), "rank_note": "no search this round: rank carried over"}
+    shown_rank = turn.shown.index(query.target) + 1 if query.target in turn.shown else None
+    now, cpu = time.perf_counter(), time.process_time()
+    rec = _turn_record(turn, rank, shown_rank, act, now - clock[0], cpu - clock[1])
+    clock[:] = [now, cpu]
+    res.ranks.append(rank)
+    _group_ranks(res, row, query, retriever, list(turn.shown) if cfg.rank_from == "results" else ())
+    res.shown_ranks.append(shown_rank)
+    res.turns.append(rec)
+    res.engine_llm_seconds += turn.timings.get("llm", 0.0)
+    res.llm_round_trips += rec["llm_round_trips"]
+    res.user_round_trips += rec["user_round_trips"]
+    return shown_rank is not None
+
+
 def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg: RunConfig,
               on_session: Callable | None = None) -> QueryResult:
     """One simulated search: round 0, then up to `cfg.rounds` rounds; ranks recorded after each."""
@@ -238,38 +239,8 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
     session = engine.new_session(target=query.target, query_id=query.qid, **protocol.session_meta())
     t0, c0 = time.perf_counter(), time.process_time()
     clock = [t0, c0]  # wall and CPU readings at the start of the current round
-
-    def note(turn, act):
-        row = engine.take_row(turn)
-        if row is not None:
-            rank = retriever.rank_of(row, query.target)
-        else:
-            rank = res.ranks[-1] if res.ranks else len(retriever.index)
-            act = {**(act or {}), "rank_note": "no search this round: rank carried over"}
-        shown_rank = turn.shown.index(query.target) + 1 if query.target in turn.shown else None
-        if cfg.rank_from == "results":  # ImageScope: the final re-ranked list decides, the index rank beyond it
-            rank = shown_rank if shown_rank is not None else max(int(rank), len(turn.shown) + 1)
-        now, cpu = time.perf_counter(), time.process_time()
-        rec = _turn_record(turn, int(rank), shown_rank, act, now - clock[0], cpu - clock[1])
-        clock[:] = [now, cpu]
-        res.ranks.append(int(rank))
-        shown_results = list(turn.shown) if cfg.rank_from == "results" else ()
-        if query.relevant:
-            res.relevant_ranks.append(_relevant_ranks(retriever, row, query, shown_results)
-                                      if row is not None else list(res.relevant_ranks[-1] if res.relevant_ranks
-                                                                   else [len(retriever.index)] * (1 + len(query.relevant))))
-        if query.subset:
-            res.subset_ranks.append(_subset_rank(retriever, row, query, shown_results) if row is not None
-                                    else (res.subset_ranks[-1] if res.subset_ranks else len(query.subset)))
-        res.shown_ranks.append(shown_rank)
-        res.turns.append(rec)
-        res.engine_llm_seconds += turn.timings.get("llm", 0.0)
-        res.llm_round_trips += rec["llm_round_trips"]
-        res.user_round_trips += rec["user_round_trips"]
-        return shown_rank is not None
-
     try:
-        shown = note(first_round(protocol, engine, session, query), None)
+        shown = note_round(res, first_round(protocol, engine, session, query), None, query, retriever, cfg, clock)
         for t in range(1, cfg.rounds + 1):
             if shown and cfg.stop_on_found:
                 engine.found(session, query.target)
@@ -278,7 +249,7 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
             ts = time.perf_counter()
             turn, act = next_round(protocol, engine, session, query, user, t, cfg.on_uncertain, knowledge)
             res.sim_seconds += time.perf_counter() - ts - turn.timings.get("total", 0.0)
-            shown = note(turn, act)
+            shown = note_round(res, turn, act, query, retriever, cfg, clock)
     except StopQuery as e:
         res.stop = f"stopped: {e}"
     except IIRError as e:
@@ -355,6 +326,42 @@ def index_fingerprint(retriever) -> dict:
     return {"path": str(Path(idx.path).resolve()), "images": len(idx), "embedder": idx.embedder_spec}
 
 
+def check_dialogues(protocol: Protocol, queries: Sequence[Query]) -> None:
+    """Refuse a fixed-dialogue protocol when a query has no dialogue of the kind it replays."""
+    if not protocol.needs_dialogues:
+        return
+    need = {"split": lambda q: q.rounds_text, "cr": lambda q: q.dialog}.get(
+        protocol.variant, lambda q: q.dialog or q.rounds_text)
+    bad = [q.qid for q in queries if not need(q)]
+    if bad:
+        raise BadInputError(f"protocol {protocol.name} replays fixed dialogues, but {len(bad)} queries have none "
+                            f"(e.g. {bad[0]!r}): pass --dialogues FILE (ChatIR/PlugIR/VisDial JSON)")
+
+
+def check_resumable(path: Path, done: dict[str, dict], queries: Sequence[Query]) -> None:
+    """Refuse to resume when a finished query's target or text differs from the queries file's."""
+    for q in queries:
+        if q.qid in done and done[q.qid]["target"] != q.target:
+            raise BadInputError(f"{path}: query {q.qid!r} was run with target {done[q.qid]['target']!r}, the queries "
+                                f"file now says {q.target!r}: pass --fresh, or choose another --out")
+        if q.qid in done and done[q.qid].get("query_hash", query_hash(q)) != query_hash(q):
+            raise BadInputError(f"{path}: query {q.qid!r} was run with another description, captions or dialogue "
+                                "than the queries file now gives: pass --fresh, or choose another --out")
+
+
+def protocol_engine(protocol: Protocol, retriever, cfg: RunConfig, llm=None, vlm=None,
+                    plugir_overrides: dict | None = None):
+    """The engine a protocol runs on (`engine.build_engine` with its mode configs and the run's k)."""
+    modes = protocol.mode_configs()
+    if plugir_overrides:
+        from interactive_ir.config import apply_overrides
+        from interactive_ir.modes.conversation.mode import plugir_config
+
+        modes["plugir"] = apply_overrides(modes.get("plugir") or plugir_config(), **plugir_overrides)
+    return build_engine(retriever, llm=llm, vlm=vlm, config=EngineConfig(k=cfg.k, hide_seen=cfg.exclude_shown),
+                        **modes)
+
+
 def run_protocol(protocol: Protocol, queries: Sequence[Query], retriever, user: SimulatedUser, out: Path,
                  cfg: RunConfig = RunConfig(), llm=None, vlm=None, backends: dict | None = None,
                  fresh: bool = False, retry_failed: bool = False, plugir_overrides: dict | None = None) -> ProtocolRun:
@@ -365,34 +372,15 @@ def run_protocol(protocol: Protocol, queries: Sequence[Query], retriever, user: 
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    if protocol.needs_dialogues:
-        need = {"split": lambda q: q.rounds_text, "cr": lambda q: q.dialog}.get(
-            protocol.variant, lambda q: q.dialog or q.rounds_text)
-        bad = [q.qid for q in queries if not need(q)]
-        if bad:
-            raise BadInputError(f"protocol {protocol.name} replays fixed dialogues, but {len(bad)} queries have none "
-                                f"(e.g. {bad[0]!r}): pass --dialogues FILE (ChatIR/PlugIR/VisDial JSON)")
+    check_dialogues(protocol, queries)
     path = out / CHECKPOINT
     header = run_header(protocol, cfg, index_fingerprint(retriever), backends or {})
     if fresh and path.exists():
         path.unlink()
         (out / "sessions.jsonl").unlink(missing_ok=True)
     done = _read_checkpoint(path, header)
-    for q in queries:
-        if q.qid in done and done[q.qid]["target"] != q.target:
-            raise BadInputError(f"{path}: query {q.qid!r} was run with target {done[q.qid]['target']!r}, the queries "
-                                f"file now says {q.target!r}: pass --fresh, or choose another --out")
-        if q.qid in done and done[q.qid].get("query_hash", query_hash(q)) != query_hash(q):
-            raise BadInputError(f"{path}: query {q.qid!r} was run with another description, captions or dialogue "
-                                "than the queries file now gives: pass --fresh, or choose another --out")
-    modes = protocol.mode_configs()
-    if plugir_overrides:
-        from interactive_ir.config import apply_overrides
-        from interactive_ir.modes.conversation.mode import plugir_config
-
-        modes["plugir"] = apply_overrides(modes.get("plugir") or plugir_config(), **plugir_overrides)
-    engine = probed_engine(retriever, llm=llm, vlm=vlm,
-                           config=EngineConfig(k=cfg.k, hide_seen=cfg.exclude_shown), **modes)
+    check_resumable(path, done, queries)
+    engine = protocol_engine(protocol, retriever, cfg, llm, vlm, plugir_overrides)
     todo = [q for q in queries if q.qid not in done or (retry_failed and _failed(done[q.qid]))]
     t0 = time.perf_counter()
     from tqdm import tqdm

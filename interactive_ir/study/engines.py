@@ -1,16 +1,16 @@
 """Engines per condition: the shared engine's backends with a condition's k and mode settings.
 
-Every engine made here records the query row of each turn (`ranks.probing_engine`), so the target's
-rank is computed with exactly the row the engine searched with.
+Every engine is made by `engine.build_engine`; each turn notes the row it searched with (`Turn.query_row`),
+so the target's rank (`ranks.target_rank`) is computed with exactly that row.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from interactive_ir.engine import build_engine
 from interactive_ir.modes import registry
 from interactive_ir.study.config import Condition, StudyConfig, StudyConfigError
-from interactive_ir.study.ranks import probing_engine
 
 
 def condition_engine(base, study: StudyConfig, condition: Condition):
@@ -30,7 +30,8 @@ def condition_engine(base, study: StudyConfig, condition: Condition):
         except (TypeError, ValueError) as e:
             raise StudyConfigError(f"{where}: {e}") from e
     k = condition.k or study.k
-    return probing_engine(base, config=dataclasses.replace(base.config, k=k), mode_configs=configs)
+    return build_engine(base.retriever, llm=base.llm, captioner=base.captioner, vlm=base.vlm,
+                        config=dataclasses.replace(base.config, k=k), **configs)
 
 
 def check_condition(engine, c: Condition) -> None:

@@ -15,66 +15,22 @@ is rebuilt from the turn the way each mode built it:
 A VLM re-rank (ImageScope stages 2 and 3) reorders only the top of the list; the rank reported here is
 the first-stage rank.
 
-The study runner's engines are wrapped by `probing_engine`, which records the query row of the last
-`search_row` before each turn is recorded (per thread: concurrent participants do not mix rows), so
-the rank uses exactly the row the engine searched with. The engine itself notes the row of each turn
-(`engine.QUERY_ROW_ATTR`) for the turns it ran; the rebuild above is the fallback for turns read back
-from JSON. An engine may also define `query_row(session, turn)`.
+Every mode notes on the turn the row it searched with (`Turn.query_row`, never serialised), so the rank of
+a turn the engine ran uses exactly that row; the rebuild above is the fallback for turns read back from
+JSON.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 
 import numpy as np
 
-from interactive_ir.engine import QUERY_ROW_ATTR, Engine
+from interactive_ir.core.session import Session, Turn
 from interactive_ir.errors import IIRError
 from interactive_ir.modes.conversation.plugir.pipeline import carry_mix
-from interactive_ir.core.session import Session, Turn
 
 log = logging.getLogger(__name__)
-
-
-PROBE_ATTR = "_study_query_row"  # transient attribute of a Turn (not a dataclass field, never serialised)
-
-
-class ThreadProbeRetriever:
-    """A retriever proxy that remembers, per thread, the query row of the latest `search_row`."""
-
-    def __init__(self, inner):
-        self._inner = inner
-        self._local = threading.local()
-
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
-
-    def search_row(self, qrow, k=None, exclude=()):
-        self._local.row = np.array(qrow, dtype=np.float32, copy=True)
-        return self._inner.search_row(qrow, k, exclude)
-
-    def search_rows(self, qrow, k=None, exclude=(), exclude_rows=None):
-        self._local.row = np.array(qrow, dtype=np.float32, copy=True)
-        return self._inner.search_rows(qrow, k, exclude, exclude_rows)
-
-    def take_row(self) -> np.ndarray | None:
-        row = getattr(self._local, "row", None)
-        self._local.row = None
-        return row
-
-
-def probing_engine(engine, config=None, mode_configs: dict | None = None):
-    """A copy of `engine` (same backends; optionally another EngineConfig and mode configs) that records
-    each turn's query row for `target_rank`."""
-    retriever = engine.retriever
-    inner = retriever._inner if isinstance(retriever, ThreadProbeRetriever) else retriever
-    probe = ThreadProbeRetriever(inner)
-    configs = dict(engine.mode_configs if mode_configs is None else mode_configs)
-    out = Engine(probe, llm=engine.llm, captioner=engine.captioner, vlm=engine.vlm, config=config or engine.config,
-                 **configs)
-    out.add_record_hook(lambda session, turn: turn.__dict__.__setitem__(PROBE_ATTR, probe.take_row()))
-    return out
 
 
 def _tau(engine, section: str):
@@ -84,13 +40,8 @@ def _tau(engine, section: str):
 
 def query_row(engine, session: Session, turn: Turn) -> np.ndarray | None:
     """The query row the engine ranked the collection with at `turn` (None when it cannot be rebuilt)."""
-    for attr in (PROBE_ATTR, QUERY_ROW_ATTR):
-        noted = turn.__dict__.get(attr)
-        if noted is not None:
-            return noted
-    own = getattr(engine, "query_row", None)
-    if callable(own):
-        return own(session, turn)
+    if turn.query_row is not None:
+        return np.asarray(turn.query_row, np.float32)
     retriever = engine.retriever
     if turn.kind == "relative":
         upto = sum(1 for t in session.turns[: _position(session, turn) + 1] if t.kind == "relative")

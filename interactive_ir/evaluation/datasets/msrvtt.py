@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from interactive_ir.errors import BadInputError
-from interactive_ir.evaluation.queries import Query
+from interactive_ir.evaluation.query_records import Query
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from interactive_ir.errors import BadInputError
-from interactive_ir.evaluation.queries import Query
+from interactive_ir.evaluation.query_records import Query
 
 
 def _load(path: Path, what: str):
