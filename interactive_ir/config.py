@@ -125,6 +125,8 @@ SECTIONS: tuple[Section, ...] = (
 
 _LLMS = "interactive_ir.backends.llms"
 ENV_VARS: tuple[EnvVar, ...] = (
+    EnvVar("IIR_EXCLUDE_SHOWN", "the old name of IIR_HIDE_SEEN, still read (IIR_HIDE_SEEN wins when both are set)",
+           "core/text_search.py"),
     EnvVar("IIR_EMBEDDER", "embedder spec of the demo gallery and of `index` (a flag overrides it)",
            "ui/demo.py, commands/index_cmd.py", default_of="interactive_ir.config:DEFAULT_EMBEDDER"),
     EnvVar("IIR_LLM_MODEL", "model of the OpenAI-compatible endpoint chosen when a key or base URL is set and "
