@@ -4,14 +4,13 @@ machine, exports and the analysis report. The Gradio study page is `interactive_
 from interactive_ir.study.assign import Assignment, assign, williams_square
 from interactive_ir.study.config import (
            Condition,
-           Question,
            StudyConfig,
-           StudyConfigError,
            Task,
            load_study,
            parse_study,
            resolve_tasks,
 )
+from interactive_ir.study.config_types import Question, StudyConfigError
 from interactive_ir.study.log import Event, StudyLog, StudyLogConfig, study_log_config
 
 __all__ = ["Assignment", "Condition", "Event", "Question", "StudyConfig", "StudyConfigError", "StudyLog",
