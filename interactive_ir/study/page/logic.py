@@ -327,7 +327,7 @@ class StudyPage:
                 admin_rows(progresses, self.runner.log.last_activity(sid)))
 
     def export(self, fmt: str) -> str:
-        from interactive_ir.study.export import export_events
+        from interactive_ir.study.analysis.export import export_events
 
         out = Path(tempfile.mkdtemp(prefix="iir-study-")) / f"{self.study.study_id}.events.{fmt}"
         export_events(self.runner.log, out, fmt, self.study.study_id)
