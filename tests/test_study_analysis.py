@@ -8,9 +8,9 @@ import pytest
 
 pytest.importorskip("statsmodels")
 
+from interactive_ir.study.analysis.mixed import fit_metric, holm, to_frame  # noqa: E402
+from interactive_ir.study.analysis.report import build_report  # noqa: E402
 from interactive_ir.study.log import Event, StudyLog  # noqa: E402
-from interactive_ir.study.mixed import fit_metric, holm, to_frame  # noqa: E402
-from interactive_ir.study.report import build_report  # noqa: E402
 
 
 def simulated(effect: float, n_participants: int = 16, n_tasks: int = 6, seed: int = 0):
@@ -84,7 +84,7 @@ def test_the_report_models_the_design_and_leaves_out_practice_and_timeouts(tmp_p
 
 
 def test_small_or_unbalanced_designs_are_warned_about():
-    from interactive_ir.study.mixed import design_warnings
+    from interactive_ir.study.analysis.mixed import design_warnings
 
     df = simulated(1.0, n_participants=4, n_tasks=2)
     notes = design_warnings(df, "y", ["A", "B"])

@@ -11,10 +11,10 @@ import pytest
 
 from interactive_ir.cli import main
 from interactive_ir.errors import BadInputError
-from interactive_ir.study.export import COLUMNS, event_rows, export_events, to_bytes
+from interactive_ir.study.analysis.export import COLUMNS, event_rows, export_events, to_bytes
+from interactive_ir.study.analysis.report import build_report, read_sessions, write_report
+from interactive_ir.study.analysis.stats import average_ranks, mean_ci, pearson, spearman, t_quantile, t_quantile_table
 from interactive_ir.study.log import Event, StudyLog
-from interactive_ir.study.report import build_report, read_sessions, write_report
-from interactive_ir.study.stats import average_ranks, mean_ci, pearson, spearman, t_quantile, t_quantile_table
 
 LN = math.log
 T1, T2 = 12.706205, 4.302653  # t_{0.975} for 1 and 2 degrees of freedom

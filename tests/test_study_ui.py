@@ -8,11 +8,12 @@ from iir_testutils import build_tiny
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.engine import build_engine
 from interactive_ir.errors import BadInputError
-from interactive_ir.study.admin_ui import LoginLimiter, check_password, check_password_strength
 from interactive_ir.study.config import parse_study
 from interactive_ir.study.log import StudyLog
-from interactive_ir.study.pages import TabState
-from interactive_ir.study.ui import StudyPage, _clock, make_runner
+from interactive_ir.study.page.admin import LoginLimiter, check_password, check_password_strength
+from interactive_ir.study.page.logic import StudyPage, _clock
+from interactive_ir.study.page.render import TabState
+from interactive_ir.study.ui import make_runner
 
 NOW = 1_800_000_000.0
 
@@ -273,7 +274,7 @@ def test_build_study_demo_builds_the_gradio_page(tiny, tmp_path, monkeypatch):
 
 def test_the_question_panel_keeps_the_dialogue_in_view():
     from interactive_ir.core.session import Session, Turn
-    from interactive_ir.study.pages import question_html
+    from interactive_ir.study.page.render import question_html
     from interactive_ir.study.runner import Progress
 
     s = Session(description="a dog", turns=[

@@ -92,7 +92,7 @@ def _plan(args) -> int:
 
 
 def _export(args) -> int:
-    from interactive_ir.study.export import FORMATS, export_events
+    from interactive_ir.study.analysis.export import FORMATS, export_events
     from interactive_ir.study.log import open_readonly
 
     fmt = args.format or (args.out.suffix.lstrip(".").lower() if args.out else "csv")
@@ -107,8 +107,8 @@ def _export(args) -> int:
 
 def _report(args) -> int:
     from interactive_ir.commands.metrics_cmd import parse_ks
+    from interactive_ir.study.analysis.report import write_report
     from interactive_ir.study.log import open_readonly
-    from interactive_ir.study.report import write_report
 
     with open_readonly(args.db) as log:
         rep = write_report(log, args.out, ks=parse_ks(args.k), plots=not args.no_plots)

@@ -27,15 +27,21 @@ from __future__ import annotations
 import difflib
 import json
 import random
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from interactive_ir.config import DEFAULT_K
-from interactive_ir.errors import BadInputError
 from interactive_ir.modes import registry
+from interactive_ir.study.config_fields import bool_field as _bool
+from interactive_ir.study.config_fields import check_keys as _check_keys
+from interactive_ir.study.config_fields import choice_field as _choice
+from interactive_ir.study.config_fields import id_field as _id
+from interactive_ir.study.config_fields import int_field as _int
+from interactive_ir.study.config_fields import text_field as _str
+from interactive_ir.study.config_forms import parse_questionnaires, parse_recruitment, parse_when
+from interactive_ir.study.config_types import Question, Recruitment, StudyConfigError
 
 MODES = registry.mode_names()  # interaction modes a search page can offer
 PRESETS: dict[str, tuple[tuple[str, ...], str | None]] = {
@@ -48,26 +54,13 @@ PRESETS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "text": (("text",), None),  # plain text search: rewrite the query each round
 }
 COUNTERBALANCE = ("latin", "random", "none")
-QUESTION_TYPES = ("likert", "text", "choice", "number", "slider")
-PLATFORMS = ("none", "prolific", "mturk")
 SETTINGS_SECTIONS = registry.sections()  # engine mode configs a condition may override
-ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-CODE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 DEFAULT_CONSENT = (
     "This is a study of image search systems. You will search for images and answer a few questions. "
     "Everything you type and click is logged with timestamps, under the participant id shown on the "
     "next page, and used for research only. You may stop at any time."
 )
-DEFAULT_QUESTIONS = (
-    {"id": "effective", "text": "The system was effective", "type": "likert"},
-    {"id": "efficient", "text": "The system was efficient", "type": "likert"},
-    {"id": "comments", "text": "Comments (optional)", "type": "text", "required": False},
-)
-
-
-class StudyConfigError(BadInputError):
-    """The study file is missing, unreadable, or invalid; the message names the field."""
 
 
 @dataclass(frozen=True)
@@ -114,48 +107,6 @@ class Task:
     rounds: int  # round budget
     time_limit_s: int | None = None  # seconds to find the target (None: no limit); the task then ends "timeout"
     practice: bool = False  # the practice task: done first, never analysed
-
-
-@dataclass(frozen=True)
-class Question:
-    """A questionnaire item (a custom one, or one of a named instrument's)."""
-
-    id: str  # column name in exports and reports
-    text: str  # what the participant reads
-    type: str = "likert"  # "likert" (1..points), "text", "choice" (one of options), "number" or "slider"
-    #                       (minimum..maximum in steps of step)
-    required: bool = True  # must be answered (free text defaults to optional)
-    points: int = 5  # Likert scale size (1 = strongly disagree ... points = strongly agree)
-    low_label: str = "strongly disagree"  # label of 1 (of the slider's minimum)
-    high_label: str = "strongly agree"  # label of `points` (of the slider's maximum)
-    options: tuple[str, ...] = ()  # the choices of a "choice" item
-    minimum: float = 0  # range of a "number" or "slider" item
-    maximum: float = 100
-    step: float = 1
-    instrument: str = ""  # the named instrument this item belongs to ("" for a custom item)
-    answer: Any = None  # attention check: the expected answer (None: not a check)
-    screen_out: tuple = ()  # answers that end the study for this participant (screened out)
-
-
-@dataclass(frozen=True)
-class Recruitment:
-    """Where participants come from, and the codes they take back there (`recruitment:` in the file)."""
-
-    platform: str = "none"  # "prolific", "mturk" or "none" (lab study: no URL parameters needed)
-    completion_code: str = ""  # shown at the end of the study (Prolific: the study's completion code)
-    completion_url: str = ""  # https link shown at the end ("{code}" is replaced by the code); Prolific's
-    #                           default is https://app.prolific.com/submissions/complete?cc={code}
-    no_consent_code: str = ""  # shown to a participant who does not consent ("" = none)
-    screened_out_code: str = ""  # shown to a participant screened out by an answer ("" = none)
-
-    def url_for(self, code: str) -> str:
-        url = self.completion_url
-        if not url and self.platform == "prolific" and code:
-            url = PROLIFIC_COMPLETE
-        return url.replace("{code}", code) if url else ""
-
-
-PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete?cc={code}"
 
 
 @dataclass(frozen=True)
@@ -263,8 +214,6 @@ def parse_study(data: Any, source: str = "") -> StudyConfig:
     if isinstance(tasks, SampleSpec) and tasks.n < len(conditions):
         raise StudyConfigError(f"tasks.sample: {tasks.n} task(s) for {len(conditions)} conditions; sample at least "
                                "one task per condition")
-    from interactive_ir.study.config_forms import parse_questionnaires, parse_recruitment, parse_when
-
     forms = parse_questionnaires(data)
     limit = data.get("time_limit_s")
     practice = data.get("practice")
@@ -466,58 +415,3 @@ def study_warnings(study: StudyConfig, n_tasks: int | None = None) -> list[str]:
         rows = m if m % 2 == 0 else 2 * m
         notes.append(f"latin: the design is balanced for multiples of {rows} participants")
     return notes
-
-
-# ---------------------------------------------------------------- field checks
-
-
-def _check_keys(d: Mapping, known: Sequence[str], where: str) -> None:
-    for key in d:
-        if key not in known:
-            close = difflib.get_close_matches(str(key), known, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"known fields: {', '.join(known)}"
-            raise StudyConfigError(f"{where + '.' if where else ''}{key}: unknown field; {hint}")
-
-
-def _str(value: Any, where: str) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, (bool, Mapping)) or (isinstance(value, Sequence) and not isinstance(value, str)):
-        raise StudyConfigError(f"{where}: expected text, got {value!r}")
-    return str(value)
-
-
-def _id(value: Any, where: str) -> str:
-    s = _str(value, where).strip()
-    if not ID_RE.match(s):
-        raise StudyConfigError(f"{where}: {s!r} is not a valid id; use 1-64 letters, digits, '_', '.' or '-', "
-                               "starting with a letter or digit")
-    return s
-
-
-def _int(value: Any, where: str, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise StudyConfigError(f"{where}: expected a whole number between {lo} and {hi}, got {value!r}")
-    if not lo <= value <= hi:
-        raise StudyConfigError(f"{where}: {value} is out of range; give a whole number between {lo} and {hi}")
-    return value
-
-
-def _num(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise StudyConfigError(f"{where}: expected a number, got {value!r}")
-    return float(value) if isinstance(value, float) else value
-
-
-def _bool(value: Any, where: str) -> bool:
-    if not isinstance(value, bool):
-        raise StudyConfigError(f"{where}: expected true or false, got {value!r}")
-    return value
-
-
-def _choice(value: Any, where: str, options: Sequence[str]) -> str:
-    if not isinstance(value, str) or value not in options:
-        close = difflib.get_close_matches(str(value), options, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise StudyConfigError(f"{where}: {value!r} is not one of {', '.join(options)}{hint}")
-    return value

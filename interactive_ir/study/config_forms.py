@@ -10,7 +10,16 @@ from dataclasses import replace as dataclasses_replace
 from typing import Any
 
 from interactive_ir.errors import BadInputError
-from interactive_ir.study.config import (
+from interactive_ir.study.config_fields import (
+    bool_field,
+    check_keys,
+    choice_field,
+    id_field,
+    int_field,
+    num_field,
+    text_field,
+)
+from interactive_ir.study.config_types import (
     CODE_RE,
     DEFAULT_QUESTIONS,
     PLATFORMS,
@@ -18,14 +27,9 @@ from interactive_ir.study.config import (
     Question,
     Recruitment,
     StudyConfigError,
-    _bool,
-    _check_keys,
-    _choice,
-    _id,
-    _int,
-    _num,
-    _str,
 )
+from interactive_ir.study.instruments import INSTRUMENTS, instrument_items
+from interactive_ir.study.questionnaire import check_one
 
 
 def parse_questionnaires(data: Mapping) -> dict[str, tuple[Question, ...]]:
@@ -39,7 +43,7 @@ def parse_questionnaires(data: Mapping) -> dict[str, tuple[Question, ...]]:
                                "(after_task, after_condition, end), not both")
     if not isinstance(forms, Mapping):
         raise StudyConfigError("questionnaires: give a mapping {after_task: [...], after_condition: [...], end: [...]}")
-    _check_keys(forms, ("after_task", "after_condition", "end"), "questionnaires")
+    check_keys(forms, ("after_task", "after_condition", "end"), "questionnaires")
     out = {name: parse_questions(forms.get(name) or [], f"questionnaires.{name}")
            for name in ("after_task", "after_condition", "end")}
     seen: dict[str, str] = {}
@@ -53,8 +57,6 @@ def parse_questionnaires(data: Mapping) -> dict[str, tuple[Question, ...]]:
 
 
 def parse_questions(value: Any, where0: str = "questions") -> tuple[Question, ...]:
-    from interactive_ir.study.instruments import INSTRUMENTS, instrument_items
-
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise StudyConfigError(f"{where0}: give a list of instrument names ({', '.join(INSTRUMENTS)}) or items "
                                "{id, text, type: likert|text|choice|number|slider}")
@@ -62,41 +64,39 @@ def parse_questions(value: Any, where0: str = "questions") -> tuple[Question, ..
     for i, q in enumerate(value):
         where = f"{where0}[{i}]"
         if isinstance(q, str):
-            name = _choice(q, f"{where}: instrument", tuple(INSTRUMENTS))
+            name = choice_field(q, f"{where}: instrument", tuple(INSTRUMENTS))
             if any(x.instrument == name for x in out):
                 raise StudyConfigError(f"{where}: {name} is listed twice")
             out.extend(instrument_items(name))
             continue
         if not isinstance(q, Mapping):
             raise StudyConfigError(f"{where}: give an instrument name or a mapping {{id, text, type}}, got {q!r}")
-        _check_keys(q, ("id", "text", "type", "required", "points", "low_label", "high_label", "options", "min",
+        check_keys(q, ("id", "text", "type", "required", "points", "low_label", "high_label", "options", "min",
                         "max", "step", "answer", "screen_out"), where)
         if "id" not in q or "text" not in q:
             raise StudyConfigError(f"{where}: every question needs an id and a text")
-        qid = _id(q["id"], f"{where}.id")
+        qid = id_field(q["id"], f"{where}.id")
         if any(x.id == qid for x in out):
             raise StudyConfigError(f"{where}.id: {qid!r} is used twice")
-        text = _str(q["text"], f"{where}.text").strip()
+        text = text_field(q["text"], f"{where}.text").strip()
         if not text:
             raise StudyConfigError(f"{where}.text: empty")
-        kind = _choice(q.get("type", "likert"), f"{where}.type", QUESTION_TYPES)
+        kind = choice_field(q.get("type", "likert"), f"{where}.type", QUESTION_TYPES)
         options: tuple[str, ...] = ()
         if kind == "choice":
             raw = q.get("options")
             if isinstance(raw, str) or not isinstance(raw, Sequence) or len(raw) < 2:
                 raise StudyConfigError(f"{where}.options: a choice item needs a list of at least 2 options")
-            options = tuple(_str(o, f"{where}.options").strip() for o in raw)
-        lo, hi = _num(q.get("min", 0), f"{where}.min"), _num(q.get("max", 100), f"{where}.max")
+            options = tuple(text_field(o, f"{where}.options").strip() for o in raw)
+        lo, hi = num_field(q.get("min", 0), f"{where}.min"), num_field(q.get("max", 100), f"{where}.max")
         if kind in ("number", "slider") and hi <= lo:
             raise StudyConfigError(f"{where}: max ({hi}) must be above min ({lo})")
         item = Question(id=qid, text=text, type=kind,
-                        required=_bool(q.get("required", kind != "text"), f"{where}.required"),
-                        points=_int(q.get("points", 5), f"{where}.points", 2, 11),
-                        low_label=_str(q.get("low_label", "strongly disagree"), f"{where}.low_label"),
-                        high_label=_str(q.get("high_label", "strongly agree"), f"{where}.high_label"),
-                        options=options, minimum=lo, maximum=hi, step=_num(q.get("step", 1), f"{where}.step"))
-        from interactive_ir.study.questionnaire import check_one
-
+                        required=bool_field(q.get("required", kind != "text"), f"{where}.required"),
+                        points=int_field(q.get("points", 5), f"{where}.points", 2, 11),
+                        low_label=text_field(q.get("low_label", "strongly disagree"), f"{where}.low_label"),
+                        high_label=text_field(q.get("high_label", "strongly agree"), f"{where}.high_label"),
+                        options=options, minimum=lo, maximum=hi, step=num_field(q.get("step", 1), f"{where}.step"))
         fields = {}
         if q.get("answer") is not None:
             try:
@@ -121,17 +121,17 @@ def parse_recruitment(value: Any) -> Recruitment:
         value = {"platform": value}
     if not isinstance(value, Mapping):
         raise StudyConfigError("recruitment: give a mapping such as {platform: prolific, completion_code: C1234}")
-    _check_keys(value, ("platform", "completion_code", "completion_url", "no_consent_code", "screened_out_code"),
+    check_keys(value, ("platform", "completion_code", "completion_url", "no_consent_code", "screened_out_code"),
                 "recruitment")
-    platform = _choice(value.get("platform", "none"), "recruitment.platform", PLATFORMS)
+    platform = choice_field(value.get("platform", "none"), "recruitment.platform", PLATFORMS)
     codes = {}
     for key in ("completion_code", "no_consent_code", "screened_out_code"):
-        code = _str(value.get(key, ""), f"recruitment.{key}").strip()
+        code = text_field(value.get(key, ""), f"recruitment.{key}").strip()
         if code and not CODE_RE.match(code):
             raise StudyConfigError(f"recruitment.{key}: {code!r} is not a valid code; use 1-64 letters, digits, "
                                    "'_' or '-'")
         codes[key] = code
-    url = _str(value.get("completion_url", ""), "recruitment.completion_url").strip()
+    url = text_field(value.get("completion_url", ""), "recruitment.completion_url").strip()
     if url:
         from urllib.parse import urlsplit
 
@@ -154,7 +154,7 @@ def parse_when(value: Any, where: str) -> float | None:
         when = value
     else:
         try:
-            when = datetime.fromisoformat(_str(value, where).strip().replace("Z", "+00:00"))
+            when = datetime.fromisoformat(text_field(value, where).strip().replace("Z", "+00:00"))
         except ValueError:
             raise StudyConfigError(f"{where}: {value!r} is not a date and time; write e.g. 2026-12-01T18:00:00Z") from None
     if when.tzinfo is None:

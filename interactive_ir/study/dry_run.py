@@ -14,9 +14,9 @@ def dry_run(study_file: Path, participants: int, db: Path | None = None, out: Pa
             engine=None) -> dict:
     """Simulate `participants` through the study; the report dict with "outcomes", "database" and "out"."""
     from interactive_ir.evaluation.simulators import make_user
+    from interactive_ir.study.analysis.report import write_report
     from interactive_ir.study.config import load_study
     from interactive_ir.study.log import StudyLog, study_db_path, study_log_config
-    from interactive_ir.study.report import write_report
     from interactive_ir.study.runner import StudyRunner
     from interactive_ir.study.simulate import FLOW_ONLY, SimClock, participant_text, simulate_participant
 

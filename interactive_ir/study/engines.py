@@ -7,6 +7,8 @@ so the target's rank (`ranks.target_rank`) is computed with exactly that row.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 from interactive_ir.engine import build_engine
 from interactive_ir.modes import registry
@@ -34,6 +36,27 @@ def condition_engine(base, study: StudyConfig, condition: Condition):
                         config=dataclasses.replace(base.config, k=k), **configs)
 
 
+class ConditionEngines:
+    """The engine serving each condition, made once: `engine_for(condition)` when given, else the shared
+    engine's backends with the condition's k and settings (`condition_engine`)."""
+
+    def __init__(self, base, study: StudyConfig, engine_for: Callable[[Condition], Any] | None = None):
+        self.base = base
+        self.study = study
+        self._engine_for = engine_for
+        self._engines: dict[str, Any] = {}
+
+    def of(self, condition: Condition):
+        if condition.name not in self._engines:
+            make = self._engine_for or (lambda c: condition_engine(self.base, self.study, c))
+            self._engines[condition.name] = make(condition)
+        return self._engines[condition.name]
+
+    def check(self, condition: Condition) -> None:
+        """Raise StudyConfigError when this engine cannot run `condition` (missing mode or LLM)."""
+        check_condition(self.of(condition), condition)
+
+
 def check_condition(engine, c: Condition) -> None:
     """Raise StudyConfigError when `engine` cannot run condition `c` (a missing mode or LLM)."""
     where = f"conditions.{c.name}"
@@ -50,9 +73,36 @@ def check_condition(engine, c: Condition) -> None:
                                    f"{' or '.join(registry.mode(mode).without_llm())}")
 
 
-# ---------------------------------------------------------------- the two steps of a round
-# Every engine call of the study runner goes through these two functions, so the engine's own split of
-# a round into "retrieve" and "ask" (engine.ask(session)) replaces them in one place.
+# ---------------------------------------------------------------- the engine's actions
+# Every engine call of the study runner goes through `run_round` and `ask_step`: one table of the engine's
+# actions (ROUND_CALLS), and the engine's own split of a round into "retrieve" and "ask".
+
+
+def _describe(engine, session, text):
+    """The first description: `start` when the session asks its questions in the round, else a text search
+    (under `run_round` the question comes afterwards from `ask_step`, so the round searches the text)."""
+    return engine.start(session, text) if session.meta.get("ask_questions") else engine.search_text(session, text)
+
+
+# the engine action behind each kind of search round: action -> call(engine, session, *args) -> Turn
+ROUND_CALLS: dict[str, Callable[..., Any]] = {
+    "describe": _describe,
+    "answer": lambda engine, session, text: engine.answer(session, text),
+    # a click on option `index` (0-based) of `question` (the typed Question, or its text, the page showed);
+    # the engine refuses a question that is no longer the pending one
+    "choose": lambda engine, session, index, question: engine.answer_choice(session, index, question or None),
+    "skip": lambda engine, session: engine.skip(session),
+    "feedback": lambda engine, session, relevant, irrelevant, method: engine.feedback(
+        session, relevant, irrelevant, method=method),
+    "relative": lambda engine, session, caption, reference, method: engine.relative(
+        session, caption, reference=reference, method=method),
+    "search": lambda engine, session, text: engine.search_text(session, text, kind="search"),
+}
+
+
+def run_round(engine, session, action: str, *args):
+    """One search round of kind `action` (a key of ROUND_CALLS) on `session`, without its question."""
+    return retrieve_step(engine, session, lambda e, s: ROUND_CALLS[action](e, s, *args))
 
 
 def retrieve_step(engine, session, call):
@@ -66,12 +116,6 @@ def retrieve_step(engine, session, call):
         session.meta["ask_questions"] = asks
     session.meta["question_due"] = bool(asks) and bool(getattr(engine, "questions_enabled", False))
     return turn
-
-
-def choice_call(index: int, question):
-    """The round of a click on option `index` (0-based) of `question` (the typed Question, or its text, the
-    page showed); the engine refuses a question that is no longer the pending one."""
-    return lambda engine, session: engine.answer_choice(session, index, question or None)
 
 
 def ask_step(engine, session):

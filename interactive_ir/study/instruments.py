@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from interactive_ir.study.config import Question
+from interactive_ir.study.config_types import Question
 
 SUS_ITEMS = (
     "I think that I would like to use this system frequently.",

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from interactive_ir.errors import BadInputError
-from interactive_ir.study.config import Question
+from interactive_ir.study.config_types import Question
 
 MAX_FREE_TEXT = 5000
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from interactive_ir.errors import BadInputError
-from interactive_ir.study.config import PROLIFIC_COMPLETE, Recruitment
+from interactive_ir.study.config_types import PROLIFIC_COMPLETE, Recruitment
 from interactive_ir.ui.render import esc
 
 PARAMS = {  # platform -> (the id parameter, other parameters recorded)

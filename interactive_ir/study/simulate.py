@@ -24,7 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from interactive_ir.errors import SessionError
-from interactive_ir.study.config import Question, Task
+from interactive_ir.study.config import Task
+from interactive_ir.study.config_types import Question
 from interactive_ir.study.runner import StudyRunner, TaskTimeout
 
 

@@ -1,4 +1,4 @@
-"""The study's analysis tables and their mixed models (see `interactive_ir.study.mixed`).
+"""The study's analysis tables and their mixed models (see `interactive_ir.study.analysis.mixed`).
 
 Two tables are modelled:
 - per analysed task (practice and timed-out tasks left out): found (0/1), BRI, rounds and time to
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from interactive_ir.study.stats import mean_ci
+from interactive_ir.study.analysis.stats import mean_ci
 
 TASK_METRICS = {  # column -> what it is (lower/higher better), for the report and the data dictionary
     "found": "1 when the participant picked the target, else 0 (higher is better)",
@@ -68,7 +68,7 @@ def run_analysis(sessions: Sequence, forms: Sequence[dict], conditions: Sequence
     """{"models": metric -> fitted model dict, "warnings": [...], "end_scores": score -> mean_ci, "tables"}."""
     import importlib.util
 
-    from interactive_ir.study.mixed import analyse, to_frame
+    from interactive_ir.study.analysis.mixed import analyse, to_frame
 
     conditions = list(conditions)
     tasks = task_rows(sessions, qids)

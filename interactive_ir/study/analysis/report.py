@@ -29,8 +29,8 @@ from typing import Any
 
 from interactive_ir.errors import BadInputError
 from interactive_ir.evaluation.metrics import bri_per_query, compute_all
+from interactive_ir.study.analysis.stats import correlation, mean_ci
 from interactive_ir.study.log import TASK_END_TYPES, StudyLog
-from interactive_ir.study.stats import correlation, mean_ci
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +182,7 @@ def build_report(log: StudyLog, study_id: str | None = None, ks: Sequence[int] =
             "correlation_bri_rating": _correlations(group, qids),
         }
     forms = read_forms(log, study_id)
-    from interactive_ir.study.analysis import attention_flags, run_analysis
+    from interactive_ir.study.analysis.tables import attention_flags, run_analysis
 
     analysis = run_analysis(ended, forms, conditions, qids)
     return {
@@ -325,10 +325,10 @@ def write_report(log: StudyLog, out_dir: str | Path, study_id: str | None = None
     (out / "summary.md").write_text(summary_markdown(rep), encoding="utf-8")
     pngs = []
     if plots:
-        from interactive_ir.study.plots import write_plots
+        from interactive_ir.study.analysis.plots import write_plots
 
         pngs = write_plots(rep, sessions, out)
-    from interactive_ir.study.report_html import data_dictionary, write_dictionary, write_html
+    from interactive_ir.study.analysis.report_html import data_dictionary, write_dictionary, write_html
 
     dictionary = data_dictionary(log.get_meta("study"))
     write_dictionary(dictionary, files[6])

@@ -8,8 +8,8 @@ import html
 from collections.abc import Sequence
 from pathlib import Path
 
-from interactive_ir.study.analysis import TASK_METRICS
-from interactive_ir.study.export import COLUMNS as EVENT_COLUMNS
+from interactive_ir.study.analysis.export import COLUMNS as EVENT_COLUMNS
+from interactive_ir.study.analysis.tables import TASK_METRICS
 from interactive_ir.study.instruments import SCORES
 
 EVENT_DOC = {

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from interactive_ir.study.config import Condition, StudyConfig
-from interactive_ir.study.runner import Progress
-from interactive_ir.ui.serving.media import image_url
+from interactive_ir.study.progress import Progress
 from interactive_ir.ui.render import esc, options_html
+from interactive_ir.ui.serving.media import image_url
 
 CARD_ACTIONS = {  # data-action -> (label, tooltip, needed mode or None)
     "pick": ("This is it", "This is the image I am looking for", None),

@@ -158,6 +158,14 @@ def fit_metric(df, metric: str, conditions: list[str], with_task: bool = True) -
     if any("boundary" in str(w.message).lower() or "singular" in str(w.message).lower() for w in caught):
         res.warnings.append(f"{metric}: a random-effect variance is estimated as 0 (participants or tasks differ "
                             "little on this metric); the condition estimates still hold")
+    _estimates(res, fit, data, conds)
+    _order_effect(res, order_fit, metric)
+    return res
+
+
+
+def _estimates(res: MetricModel, fit, data, conds: list[str]) -> None:
+    """Condition means, pairwise contrasts (Holm-adjusted) and variance components of a fitted model."""
     names = list(fit.fe_params.index)
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore", RuntimeWarning)
@@ -191,16 +199,20 @@ def fit_metric(df, metric: str, conditions: list[str], with_task: bool = True) -
     for c, ph in zip(raw, holm([c.p for c in raw])):
         c.p_holm = ph
     res.contrasts = raw
-    if "position" in order_fit.fe_params.index:
-        with _warnings.catch_warnings():
-            _warnings.simplefilter("ignore", RuntimeWarning)  # a singular fit gives NaN standard errors
-            est = float(order_fit.fe_params["position"])
-            se = float(order_fit.bse_fe["position"])
-        if math.isfinite(se) and se > 0:
-            res.order_slope = {"estimate": est, "se": se, "p": _z_p(est / se)}
-        else:
-            res.warnings.append(f"{metric}: the order effect could not be estimated (singular fit)")
-    return res
+
+
+def _order_effect(res: MetricModel, order_fit, metric: str) -> None:
+    """The slope of the task's position (learning or fatigue), from the model with position added."""
+    if "position" not in order_fit.fe_params.index:
+        return
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("ignore", RuntimeWarning)  # a singular fit gives NaN standard errors
+        est = float(order_fit.fe_params["position"])
+        se = float(order_fit.bse_fe["position"])
+    if math.isfinite(se) and se > 0:
+        res.order_slope = {"estimate": est, "se": se, "p": _z_p(est / se)}
+    else:
+        res.warnings.append(f"{metric}: the order effect could not be estimated (singular fit)")
 
 
 def analyse(df, metrics: dict[str, bool], conditions: list[str]) -> dict[str, dict]:

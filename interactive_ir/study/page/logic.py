@@ -1,0 +1,363 @@
+"""The study page's logic, without Gradio: `StudyPage` holds the page's actions as plain functions of
+(token, TabState, values) and `view()` returns plain values (`View`); `layout` lays out Gradio components
+and wires events to it.
+
+Identity: the participant's secret token (see `interactive_ir.study.flow.enrolment`) is kept by the
+browser and sent with every call; `who` maps it to the participant. A browser that arrives with another
+recruitment id than its participant's is treated as a new visitor.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from interactive_ir.errors import IIRError, SessionError
+from interactive_ir.study.config import Condition
+from interactive_ir.study.config_types import Recruitment
+from interactive_ir.study.log import AlreadyEnrolled, StudyLog
+from interactive_ir.study.page.render import (
+    TabState,
+    admin_rows,
+    admin_summary,
+    brief_md,
+    budget_md,
+    form_title,
+    header_md,
+    question_html,
+    reference_html,
+    results_html,
+    target_html,
+)
+from interactive_ir.study.progress import Progress
+from interactive_ir.study.recruitment import LinkError, end_message, read_arrival
+from interactive_ir.study.runner import StaleQuestionError, StudyRunner
+from interactive_ir.ui.render import esc
+
+log = logging.getLogger(__name__)
+
+SELF_LOGGING = {"describe", "answer", "choose", "skip", "feedback", "relative", "search", "submit"}  # the runner logs their errors
+MODEL_ACTIONS = ("describe", "answer", "choose", "skip", "feedback", "relative", "search")
+WELCOME = "Welcome, and thank you for your interest. Please read the information below."
+
+
+@dataclass
+class View:
+    """Everything the page shows, as plain values."""
+
+    phase: str  # "start" or one of runner.PHASES
+    header: str
+    status: str
+    consent: str = ""
+    can_join: bool = False  # the consent buttons work (a valid link, the study open)
+    brief: str = ""
+    brief_target: str = ""
+    search_target: str = ""
+    budget: str = ""
+    show_describe: bool = False
+    show_conversation: bool = False
+    show_answer: bool = False  # a question is pending: the answer box shows
+    show_feedback: bool = False
+    show_composed: bool = False
+    show_text: bool = False
+    can_search: bool = False
+    question: str = ""
+    reference: str = ""
+    results: str = ""
+    give_up_label: str = "Give up"
+    confirm_give_up: bool = False
+    form: str = ""  # the questionnaire showing: "task", "condition" or "end"
+    form_title: str = ""
+    done: str = ""
+    forms: list = field(default_factory=list)
+
+
+def _clock(value: Any) -> float | None:
+    try:
+        t = float(value)
+    except (TypeError, ValueError):
+        return None
+    return t if 1e9 < t < 1e11 else None  # a plausible unix time, else not sent
+
+
+class StudyPage:
+    """The study page's logic over a `StudyRunner`, without Gradio."""
+
+    def __init__(self, runner: StudyRunner, setup_notes=()):
+        self.runner = runner
+        self.study = runner.study
+        self.engine = runner.engine
+        self.notes = [n for n in setup_notes if n]
+
+    # --- identity ----------------------------------------------------------------------------------
+    def arrive(self, tab: TabState, query: Mapping[str, str]) -> None:
+        """Read the recruitment platform's URL parameters (on page load) into the tab."""
+        try:
+            tab.arrival, tab.link_error = read_arrival(self.study.recruitment, query).to_dict(), ""
+        except LinkError as e:
+            tab.arrival, tab.link_error = None, str(e)
+
+    def who(self, token: Any, tab: TabState | None = None) -> str | None:
+        """The participant holding `token` (None: a new visitor). A browser that comes back with another
+        recruitment id than its participant's is a new visitor (e.g. a shared computer)."""
+        pid = self.runner.participant_of(token)
+        if pid is None or tab is None or not (tab.arrival or {}).get("id"):
+            return pid
+        p = self.progress(pid)
+        if p is not None and p.recruit.get("id") and p.recruit["id"] != tab.arrival["id"]:
+            return None
+        return pid
+
+    # --- reading -----------------------------------------------------------------------------------
+    def progress(self, pid: str | None) -> Progress | None:
+        if not pid:
+            return None
+        try:
+            return self.runner.progress(pid)
+        except SessionError:
+            return None
+
+    def view(self, token: Any, tab: TabState) -> View:
+        p = self.progress(self.who(token, tab))
+        tab.sync(p)
+        status = tab.notice
+        if p is None:
+            return self._start_view(tab, status)
+        v = View(p.phase, header_md(self.study, p), status, consent=self.study.consent)
+        if p.phase in ("declined", "screened_out", "done"):
+            v.done = _end_text(p, self.study.recruitment)
+        elif p.phase in ("briefing", "search", "questionnaire") and p.current is not None:
+            fill = {"briefing": self._brief_view, "search": self._search_view, "questionnaire": self._form_view}
+            fill[p.phase](v, p, self.runner.condition_of(p), tab)
+        return v
+
+    def _start_view(self, tab: TabState, status: str) -> View:
+        """A visitor who has not joined: the consent page."""
+        v = View("start", header_md(self.study, None), status or WELCOME, consent=self.study.consent)
+        if tab.link_error:
+            v.status = f"⚠️ {tab.link_error}"
+        elif self.runner.is_closed():
+            v.status = "This study has closed and takes no new participants. Thank you for your interest."
+        else:
+            v.can_join = True
+        return v
+
+    def _brief_view(self, v: View, p: Progress, cond: Condition, tab: TabState) -> None:
+        v.brief = brief_md(self.study, p, cond)
+        v.brief_target = target_html(self.engine, p.current.task.target) if self.study.show_target else ""
+        if self.runner.is_closed():
+            v.status = v.status or ("⚠️ This study has closed: your answers so far are saved, and no new task "
+                                    "can start. Please tell the researcher (on your recruitment platform, if "
+                                    "you came from one).")
+
+    def _search_view(self, v: View, p: Progress, cond: Condition, tab: TabState) -> None:
+        target = p.current.task.target
+        v.search_target = target_html(self.engine, target, small=True) if self.study.show_target else ""
+        if p.current.task.prompt:
+            v.search_target += f'<div class="iir-study-prompt">{esc(p.current.task.prompt)}</div>'
+        v.budget = budget_md(p, self.runner.clock())
+        v.can_search = p.can_search
+        v.show_describe = not p.described
+        open_ = p.described and p.can_search
+        v.show_conversation = open_ and "conversation" in cond.modes
+        v.show_feedback = open_ and "feedback" in cond.modes
+        v.show_composed = open_ and "composed" in cond.modes
+        v.show_text = open_ and "text" in cond.modes
+        v.question = question_html(p, self.engine) if v.show_conversation else ""
+        q = p.session.question if p.session else None
+        v.show_answer = v.show_conversation and q is not None and not q.options  # options: click one
+        v.reference = reference_html(self.engine, p, tab) if v.show_composed else ""
+        v.results = results_html(self.engine, p, cond, tab)
+        v.give_up_label = "End task" if p.described and not p.can_search else "Give up"
+        v.confirm_give_up = tab.confirm_give_up
+
+    def _form_view(self, v: View, p: Progress, cond: Condition, tab: TabState) -> None:
+        v.form = p.form or "task"
+        v.form_title = form_title(v.form, cond)
+        how = {"found": "Found it, well done!", "timeout": "The time for this task is up."}.get(p.ended, "Task ended.")
+        ask = {"task": " Please rate the system you just used.",
+               "condition": " Please tell us about the system you used in the last tasks.",
+               "end": " A few last questions, then you are done."}[v.form]
+        v.status = v.status or how + ask
+
+    # --- acting ------------------------------------------------------------------------------------
+    def act(self, name: str, token: Any, tab: TabState, *args, client_ts: Any = None) -> tuple[str, TabState]:
+        """Run action `name`; errors become the status line (and are logged); returns (token, tab)."""
+        if name != "ask":  # the question step keeps the round's message
+            tab.notice = ""
+        ts = _clock(client_ts)
+        token = token if isinstance(token, str) else ""
+        pid = self.who(token, tab) or ""
+        if name == "ask" and not pid:
+            return token, tab
+        try:
+            if name not in ("join", "leave") and not pid:
+                raise SessionError("this page does not know you yet: please read the information and answer it")
+            new_token = getattr(self, f"_{name}")(pid, tab, *args, ts)  # None: the same participant
+            token = token if new_token is None else new_token
+        except IIRError as e:
+            tab.notice = f"⚠️ {_sentence(e)}"
+            self._log_error(name, pid, str(e), ts)
+        except Exception as e:  # a bug or a crashed backend: the participant's state is unchanged
+            log.exception("study page action %s failed", name)
+            tab.notice = f"⚠️ Something went wrong ({type(e).__name__}). Please try again."
+            self._log_error(name, pid, f"{type(e).__name__}: {e}", ts)
+        return token, tab
+
+    def _log_error(self, name: str, pid: str, message: str, ts: float | None) -> None:
+        if name in SELF_LOGGING or not pid or self.progress(pid) is None:
+            return
+        try:
+            self.runner.log_error(pid, name, message, ts)
+        except IIRError:
+            log.exception("could not log an error of participant %s", pid)
+
+    def _resume(self, pid, tab, ts):
+        p = self.runner.enrol(pid, client_ts=ts)  # logs "resume"
+        if p.phase == "search" and p.session is not None and p.session.turns:  # marks were logged at click time
+            tab.marks, tab.reference = self.runner.current_marks(pid)
+            tab.round = p.session.round
+
+    def _join(self, pid, tab, agreed, ts):
+        if tab.link_error:
+            raise LinkError(tab.link_error)
+        if pid:  # this browser already takes part
+            return None
+        if self.study.recruitment.platform != "none" and not (tab.arrival or {}).get("id"):
+            raise SessionError("the page has not read your link yet: reload the page, then answer again")
+        try:
+            p, token = self.runner.join(bool(agreed), tab.arrival, ts)
+        except AlreadyEnrolled:
+            raise SessionError("this study was already started with your recruitment id, in another browser or "
+                               "device: please go on there. If you cannot, message the researcher on your "
+                               "recruitment platform") from None
+        return token
+
+    def _leave(self, pid, tab, ts):
+        tab.marks.clear()
+        tab.reference = ""
+        return ""
+
+    def _start(self, pid, tab, ts):
+        self.runner.start_task(pid, ts)
+
+    def _describe(self, pid, tab, text, ts):
+        self.runner.describe(pid, text, ts, ask=False)
+
+    def _answer(self, pid, tab, text, ts):
+        self.runner.answer(pid, text, ts, ask=False)
+
+    def _choose(self, pid, tab, index, question, question_round, ts):
+        try:
+            self.runner.choose(pid, index, str(question or ""), ts, ask=False, question_round=question_round)
+        except StaleQuestionError:  # a click on a question a newer action replaced: nothing changes
+            tab.notice = "That question is no longer open: answer the one shown now, or search again."
+
+    def _skip(self, pid, tab, ts):
+        self.runner.skip(pid, ts, ask=False)
+
+    def _search(self, pid, tab, text, ts):
+        self.runner.search(pid, text, ts, ask=False)
+
+    def _feedback(self, pid, tab, ts):
+        rel, irr = tab.marked()
+        if not rel and not irr:
+            raise SessionError("mark at least one result as relevant or not relevant first")
+        self.runner.feedback(pid, rel, irr, ts, ask=False)
+
+    def _relative(self, pid, tab, caption, ts):
+        self.runner.relative(pid, caption, tab.reference or None, ts, ask=False)
+
+    def _card(self, pid, tab, action, image_id, ts):
+        if action == "timeout":
+            return self._timeout(pid, tab, ts)
+        p = self.runner.progress(pid)
+        tab.sync(p)
+        if action == "pick":
+            if not self.runner.pick(pid, image_id, ts):
+                tab.notice = "That is not the image you are looking for: keep searching."
+            return
+        shown = p.session.last.shown if p.session and p.session.last else []
+        if image_id not in shown:
+            raise SessionError("that image is not among the results on the page")
+        if action in ("relevant", "irrelevant"):
+            want = action == "relevant"
+            if tab.marks.get(image_id) is want:
+                del tab.marks[image_id]
+                self.runner.click(pid, image_id, "unmark", ts)
+            else:
+                tab.marks[image_id] = want
+                self.runner.click(pid, image_id, f"mark_{action}", ts)
+        elif action == "reference":
+            tab.reference = "" if tab.reference == image_id else image_id
+            self.runner.click(pid, image_id, "reference" if tab.reference else "unreference", ts)
+        else:
+            raise SessionError(f"unknown action {action!r}")
+
+    def _ask(self, pid, tab, ts):
+        self.runner.ask(pid, ts)
+
+    def _timeout(self, pid, tab, ts):
+        if self.runner.timeout(pid, ts).ended == "timeout":
+            tab.notice = "The time for this task is up."
+
+    def _give_up(self, pid, tab, ts):
+        tab.confirm_give_up = True  # asks first; `give_up_yes` ends the task
+
+    def _give_up_no(self, pid, tab, ts):
+        tab.confirm_give_up = False
+
+    def _give_up_yes(self, pid, tab, ts):
+        tab.confirm_give_up = False
+        self.runner.give_up(pid, ts)
+
+    def _submit(self, pid, tab, answers, ts):
+        self.runner.submit_questionnaire(pid, answers, ts)
+
+    # --- admin ---------------------------------------------------------------------------------------
+    def admin_view(self) -> tuple[str, list[list]]:
+        sid = self.study.study_id
+        progresses = [self.runner.progress(p["participant"]) for p in self.runner.log.participants(sid)]
+        return (admin_summary(self.study, progresses, self.runner.log.count(sid)),
+                admin_rows(progresses, self.runner.log.last_activity(sid)))
+
+    def export(self, fmt: str) -> str:
+        from interactive_ir.study.analysis.export import export_events
+
+        out = Path(tempfile.mkdtemp(prefix="iir-study-")) / f"{self.study.study_id}.events.{fmt}"
+        export_events(self.runner.log, out, fmt, self.study.study_id)
+        return str(out)
+
+
+def _sentence(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text[0].upper() + text[1:]
+
+
+def _end_text(p: Progress, rec: Recruitment) -> str:
+    """The end page of a participant who declined, was screened out, or is done; with the platform's code."""
+    if p.phase == "declined":
+        parts = ("You did not agree to take part, so no task was started. Thank you for your time.",
+                 end_message(rec, "no_consent"))
+    elif p.phase == "screened_out":
+        parts = ("Thank you: from your answers, this study is not for you, so it ends here. Your answers so far "
+                 "are kept.", end_message(rec, "screened_out"))
+    else:
+        parts = (f"## Thank you!\nYou completed all {p.n_tasks} tasks." if p.n_tasks != 1 else
+                 "## Thank you!\nYou completed the task.", end_message(rec, "completed") or "You can close this page.")
+    return "\n\n".join(x for x in parts if x)
+
+
+def browser_secret(log: StudyLog) -> str:
+    """The key gr.BrowserState encrypts the token with in localStorage: kept in the study database, so
+    stored tokens stay readable after a restart (the token's own randomness is what protects it)."""
+    secret = log.get_meta("browser_secret")
+    if not secret:
+        secret = secrets.token_urlsafe(24)
+        log.set_meta("browser_secret", secret)
+    return secret
