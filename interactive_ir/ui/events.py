@@ -76,6 +76,7 @@ def _engine_steps(engine) -> tuple[Callable, Callable]:
 
 
 def page_context(engine, questions_off_reason: str = "", examples: Sequence[str] = render.EXAMPLES) -> PageContext:
+    """The context of a page over `engine` (`questions_off_reason`: what the dialogue says with questions off)."""
     act_step, model_step = _engine_steps(engine)
     return PageContext(engine, modes(engine), questions_off_reason or QUESTIONS_OFF, examples, act_step, model_step)
 
