@@ -1,6 +1,7 @@
 """The web app: `python app.py [--index DIR] [--llm SPEC] ...` serves the search page (default 0.0.0.0:7860).
 
-A thin layer: options -> index, models and engine (interactive_ir.ui.startup) -> page (interactive_ir.ui).
+A thin layer: options -> the process's settings (interactive_ir.ui.serving.process) -> index, models and
+engine (interactive_ir.ui.startup) -> page (interactive_ir.ui, or interactive_ir.study.ui with --study) -> serving.
 With no --index it serves the bundled demo gallery, building its index on the first start.
 """
 
@@ -38,59 +39,68 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None) -> int:
-    from interactive_ir.ui.serving.logs import browser_url, setup_logging
+    """Options, then the process's settings, then the page (the study's with --study), then serving it."""
+    from interactive_ir.ui.serving.logs import setup_logging
 
     setup_logging()
     args = parse_args(argv)
-    from interactive_ir.ui.serving.malloc_arenas import limit_malloc_arenas
-
-    try:
-        limit_malloc_arenas()  # before any server thread starts: memory stays flat with use (issue 15)
-    except ValueError as e:
-        print(f"app.py: error: {e}", file=sys.stderr)
-        return 2
     from interactive_ir.errors import IIRError
-    from interactive_ir.ui import build_demo, launch_options
-    from interactive_ir.ui.startup import app_config, load_app, with_study_index
+    from interactive_ir.ui.serving.process import install
+    from interactive_ir.ui.startup import app_config
 
     try:
         cfg = app_config(**{k: v for k, v in vars(args).items()})
     except ValueError as e:
-        print(f"app.py: error: {e}", file=sys.stderr)
-        return 2
+        return _error(e, 2)
     if cfg.study is not None and importlib.util.find_spec("interactive_ir.study.ui") is None:
-        print("app.py: error: study mode is not available (interactive_ir.study.ui is missing)", file=sys.stderr)
-        return 2
+        return _error("study mode is not available (interactive_ir.study.ui is missing)", 2)
     try:
-        cfg = with_study_index(cfg)
-        parts = load_app(cfg)
-    except IIRError as e:
-        print(f"app.py: error: {e}", file=sys.stderr)
-        return 1
+        install()  # once, before any server thread starts: memory stays flat with use (issue 15)
+    except ValueError as e:
+        return _error(e, 2)
+    try:
+        demo, engine = build_page(cfg)
+    except IIRError as e:  # no index, a bad study file, a weak admin password
+        return _error(e, 1)
+    serve(demo, engine, cfg)
+    return 0
+
+
+def _error(e, code: int) -> int:
+    print(f"app.py: error: {e}", file=sys.stderr)
+    return code
+
+
+def build_page(cfg):
+    """(page, engine): the index, models and engine for `cfg`, and the search page over them, or the study's
+    page with --study (on the index its study file names: `study.index_choice`)."""
+    from interactive_ir.ui.startup import load_app
+
     if cfg.study is not None:
+        from interactive_ir.study.index_choice import with_study_index
         from interactive_ir.study.ui import build_study_demo
 
-        try:
-            demo = build_study_demo(parts.engine, parts.notes, cfg.study)
-        except IIRError as e:  # a bad study file, a weak admin password
-            print(f"app.py: error: {e}", file=sys.stderr)
-            return 1
-    else:
-        demo = build_demo(parts.engine, parts.notes, questions_off_reason=parts.questions_off_reason,
-                          search_concurrency=cfg.search_concurrency, click_concurrency=cfg.click_concurrency)
-    from interactive_ir.ui.serving.session_ids import keep_session_ids
-    from interactive_ir.ui.serving.tabs import bound_queue_records
+        parts = load_app(with_study_index(cfg))
+        return build_study_demo(parts.engine, parts.notes, cfg.study), parts.engine
+    from interactive_ir.ui import build_demo
 
-    bound_queue_records()  # Gradio's per-event records: bounded (memory stays flat)
-    keep_session_ids()  # and its per-tab records (the study page too)
+    parts = load_app(cfg)
+    return build_demo(parts.engine, parts.notes, questions_off_reason=parts.questions_off_reason,
+                      search_concurrency=cfg.search_concurrency, click_concurrency=cfg.click_concurrency), parts.engine
+
+
+def serve(demo, engine, cfg) -> None:
+    """Serve `demo` until the process is stopped."""
+    from interactive_ir.ui import launch_options
+    from interactive_ir.ui.serving.logs import browser_url
+
     demo.queue(default_concurrency_limit=cfg.concurrency, max_size=cfg.queue_size)
     demo.launch(server_name=cfg.host, server_port=cfg.port, quiet=True, prevent_thread_lock=True,
-                **launch_options(parts.engine))
+                **launch_options(engine))
     url = browser_url(cfg.host, cfg.port)
     where = "" if f"//{cfg.host}:" in url else f" (listening on {cfg.host}:{cfg.port})"
     log.info("ready: open %s in a browser%s", url, where)
     demo.block_thread()
-    return 0
 
 
 if __name__ == "__main__":

@@ -78,15 +78,9 @@ def trace_growth(spec: str) -> None:
 
 def serve_repro(port: int, store_state: bool) -> None:
     """Issue 15's reproduction: a generator handler yielding dicts of outputs (the app's model-step style)."""
-    from interactive_ir.ui.serving.malloc_arenas import limit_malloc_arenas
+    from interactive_ir.ui.serving.process import install
 
-    limit_malloc_arenas()  # as app.py does
-    from interactive_ir.ui.serving.tabs import bound_queue_records
-
-    bound_queue_records()  # as the app does (Gradio's own default: GRADIO_ANALYTICS_MAX_EVENTS=10000)
-    from interactive_ir.ui.serving.session_ids import keep_session_ids
-
-    keep_session_ids()  # as the app does (off with IIR_GRADIO_SESSION_FIX=0)
+    install()  # as app.py does (off with IIR_MALLOC_ARENAS=0, IIR_GRADIO_SESSION_FIX=0)
     import gradio as gr
 
     with gr.Blocks() as demo:
@@ -123,9 +117,9 @@ def serve_repro(port: int, store_state: bool) -> None:
 
 def serve_app(port: int, workdir: Path) -> None:
     """The web app over a generated 48-image index with the fake embedder and the fake LLM."""
-    from interactive_ir.ui.serving.malloc_arenas import limit_malloc_arenas
+    from interactive_ir.ui.serving.process import install
 
-    limit_malloc_arenas()  # as app.py does first (IIR_MALLOC_ARENAS=0: glibc's default arenas)
+    install()  # as app.py does first (IIR_MALLOC_ARENAS=0: glibc's default arenas)
     sys.path.insert(0, str(ROOT / "tests"))
     from iir_testutils import build_tiny
 

@@ -233,14 +233,10 @@ def test_tab_limits_are_read_when_asked_for_not_at_import(clean_env):
 
     clean_env.setenv("IIR_MAX_TABS", "7")
     clean_env.setenv("IIR_TAB_TTL_S", "60")
-    assert tabs.MAX_TABS == 7 and tabs.TAB_TTL_S == 60.0
-    from interactive_ir.ui.serving.tabs import MAX_TABS  # the form ui/layout.py uses
-
-    assert MAX_TABS == 7
+    assert tabs.tab_limits() == tabs.TabLimits(tab_ttl_s=60.0, max_tabs=7)
     clean_env.delenv("IIR_MAX_TABS")
-    assert tabs.MAX_TABS == tabs.TabConfig().max_tabs == 2000
-    with pytest.raises(AttributeError):
-        tabs.NOT_A_SETTING  # noqa: B018
+    assert tabs.tab_limits().max_tabs == tabs.TabLimits().max_tabs == 2000
+    assert not hasattr(tabs, "MAX_TABS")  # no module-level copy read at import
 
 
 SPY = r"""

@@ -25,11 +25,15 @@ def app_server(tmp_path, monkeypatch):
     from interactive_ir.engine import EngineConfig, build_engine
     from interactive_ir.ui import build_demo, launch_options
     from interactive_ir.ui.serving import uploads
+    from interactive_ir.ui.serving.process import install
 
     monkeypatch.setenv("IIR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.delenv("GRADIO_ANALYTICS_MAX_EVENTS", raising=False)
+    monkeypatch.delenv("GRADIO_ANALYTICS_CACHE_FREQUENCY", raising=False)
+    monkeypatch.setenv("IIR_MALLOC_ARENAS", "0")  # glibc's arenas: this test process's own
     uploads.default_store.cache_clear()
+    install()  # as app.py does, before the page is served
     r, _, _ = build_tiny(tmp_path, n=24)
     engine = build_engine(r, llm=FakeLLM(), config=EngineConfig(k=4))
     demo = build_demo(engine)

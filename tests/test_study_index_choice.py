@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from interactive_ir.study.config import StudyConfigError, load_study
-from interactive_ir.study.index_choice import index_for_app, study_index_ids, study_index_path
-from interactive_ir.ui.startup import app_config, with_study_index
+from interactive_ir.study.index_choice import index_for_app, study_index_ids, study_index_path, with_study_index
+from interactive_ir.ui.startup import app_config
 
 
 def write_study(folder: Path, **fields) -> Path:

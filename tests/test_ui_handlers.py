@@ -533,7 +533,8 @@ def test_spaces_available_finds_the_package(monkeypatch):
 def test_build_demo_wires_the_page(engine_no_llm):
     pytest.importorskip("gradio")
     from interactive_ir.ui import build_demo, launch_options
-    from interactive_ir.ui.layout import message, notes_markdown
+    from interactive_ir.ui.events import message
+    from interactive_ir.ui.layout import notes_markdown
 
     demo = build_demo(engine_no_llm, ["index x", "Questions are off: no LLM."],
                       questions_off_reason="Questions are off: no LLM.")
@@ -591,7 +592,7 @@ def test_model_steps_run_in_the_background_with_the_callers_context():
     import contextvars
     from concurrent import futures
 
-    from interactive_ir.ui.layout import in_background
+    from interactive_ir.ui.events import in_background
 
     var = contextvars.ContextVar("request", default="none")
     var.set("user-1")

@@ -31,7 +31,8 @@ def dry_run(study_file: Path, participants: int, db: Path | None = None, out: Pa
         for extra in (db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
             extra.unlink(missing_ok=True)
     if engine is None:
-        from interactive_ir.ui.startup import app_config, load_app, with_study_index
+        from interactive_ir.study.index_choice import with_study_index
+        from interactive_ir.ui.startup import app_config, load_app
 
         cfg = with_study_index(app_config(llm=llm, embedder=embedder, study=Path(study_file), index=index))
         engine = load_app(cfg).engine

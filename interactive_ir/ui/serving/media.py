@@ -1,4 +1,5 @@
-"""Image URLs for the page: indexed images by opaque token (served by `files`), large ones as cached thumbnails."""
+"""Image URLs for the page: indexed images by opaque token (`tokens`, served by `files`), large ones as cached
+thumbnails."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import threading
 from pathlib import Path
 
 from interactive_ir.config import cache_dir
+from interactive_ir.ui.serving.tokens import ROUTE, token
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +65,6 @@ def image_url(index, image_id: str, *, full: bool = False) -> str:
     """Relative URL of an indexed image for the page (a thumbnail when large; `full`: the file itself),
     or "" when the id is not indexed or has no file (caption-only collections). The URL holds an opaque
     token, never a server path: the route in `files` maps it back to the file."""
-    from interactive_ir.ui.serving.files import ROUTE, token
-
     row = index.row_of.get(image_id) if index is not None and image_id else None
     if row is None:
         return ""
@@ -78,7 +78,6 @@ def image_url(index, image_id: str, *, full: bool = False) -> str:
 
 def upload_url(path: Path | str | None) -> str:
     """Relative URL of a kept upload (see `uploads`), or "" when `path` is not one."""
-    from interactive_ir.ui.serving.files import ROUTE
     from interactive_ir.ui.serving.uploads import upload_token
 
     tok = upload_token(path) if path else ""

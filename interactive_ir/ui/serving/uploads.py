@@ -22,6 +22,7 @@ from pathlib import Path
 
 from interactive_ir.config import apply_env, cache_dir
 from interactive_ir.errors import BadInputError
+from interactive_ir.ui.serving.tokens import UPLOAD_MARK, token
 
 log = logging.getLogger(__name__)
 
@@ -94,8 +95,6 @@ class UploadStore:
         The size is checked first (a refused file is deleted). `replaces` (the tab's previous upload)
         is released before the quotas are counted. Raises BadInputError naming the file.
         """
-        from interactive_ir.ui.serving.files import UPLOAD_MARK, token
-
         src = Path(str(src))
         name = src.name
         try:

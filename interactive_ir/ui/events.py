@@ -1,0 +1,305 @@
+"""What the page's events do: plain functions, wired to the page's components by `listeners`.
+
+Each event takes the page's context (`PageContext`, bound by `listeners`), the tab's `UIState` (from
+`gr.State`) and the values of its inputs; it calls one handler and returns the page's new outputs: a
+tuple in `OUTPUTS` order (`view`), where `gr.skip()` leaves an output as it is. Engine errors
+(`IIRError`) become warnings; the state stays as it was. Model steps run in the queue's "model"
+concurrency group and show what they are doing.
+"""
+
+# no `from __future__ import annotations`: Gradio reads the `gr.EventData` and `gr.Request` annotations at run time
+
+import contextvars
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent import futures
+from dataclasses import dataclass
+
+import gradio as gr
+
+from interactive_ir.backends.guard import status_note
+from interactive_ir.errors import IIRError
+from interactive_ir.ui import handlers, render, work
+from interactive_ir.ui.handlers import Modes, modes
+from interactive_ir.ui.serving.gpu import gpu
+from interactive_ir.ui.serving.tabs import on_tab_closed
+from interactive_ir.ui.state import UIState
+
+log = logging.getLogger(__name__)
+
+TICK_S = 1.0  # how often the status line's timer moves while a model step runs
+POLL_S = 0.2  # how often a waiting step checks whether its job is done or no longer wanted
+DESC_FIRST = "Describe the image you are looking for"
+DESC_AGAIN = "Describe it again to start a new search (Enter); to narrow these results, answer, mark or use a reference"
+QUESTIONS_OFF = ("Questions are off: no LLM is loaded. Marking results and searching with a reference image "
+                 "still work.")
+# what every event returns, in this order (`listeners` passes the page's components in the same order)
+OUTPUTS = ("state", "status", "results", "dialogue", "strip", "reference", "desc", "answer_box", "caption_box",
+           "upload", "skip_btn", "fb_btn")
+
+
+@dataclass(frozen=True)
+class PageContext:
+    """What the events of one page read: the shared, read-only engine and how the page shows it."""
+
+    engine: object
+    modes: Modes  # which modes the engine offers (`handlers.modes`)
+    questions_off: str  # the dialogue panel's text when questions are off
+    examples: Sequence[str]  # descriptions offered on the empty page
+    act_step: Callable  # an action's retrieval: (handler name, UIState, args) -> UIState
+    model_step: Callable  # a model step: work.Work -> its result
+
+
+@dataclass(frozen=True)
+class Action:
+    """An action's event: the handler it calls (`handlers.<name>`) and the boxes it clears once done."""
+
+    ctx: PageContext
+    name: str
+    clear: tuple[str, ...] = ()
+
+
+def _engine_steps(engine) -> tuple[Callable, Callable]:
+    """The engine's two kinds of work for the page; on ZeroGPU both run in a GPU worker (the embedder encodes
+    there too) and answer with copies."""
+
+    def act_step(name: str, st: UIState, args: tuple) -> UIState:
+        """An action's retrieval (`later`: the models' part is left to `follow_up`)."""
+        return getattr(handlers, name)(engine, st, *args, later=True)
+
+    def model_step(job: work.Work):
+        return work.run(engine, job)
+
+    return gpu(act_step), gpu(model_step)
+
+
+def page_context(engine, questions_off_reason: str = "", examples: Sequence[str] = render.EXAMPLES) -> PageContext:
+    """The context of a page over `engine` (`questions_off_reason`: what the dialogue says with questions off)."""
+    act_step, model_step = _engine_steps(engine)
+    return PageContext(engine, modes(engine), questions_off_reason or QUESTIONS_OFF, examples, act_step, model_step)
+
+
+# --- the page's outputs --------------------------------------------------------------------------------
+def message(e: BaseException) -> str:
+    """An engine error as a sentence for the page."""
+    text = str(e).strip() or e.__class__.__name__
+    first = text.split(" ", 1)[0]
+    if any(c in first for c in "./\\'\"") or not first.isalpha():  # a file name or an id: leave it as it is
+        return text
+    return text[0].upper() + text[1:]
+
+
+def _outputs(values: dict) -> tuple:
+    """`values` (by output name) in `OUTPUTS` order; an output not named is left as it is."""
+    return tuple(values[name] if name in values else gr.skip() for name in OUTPUTS)
+
+
+def asks(ctx: PageContext, st: UIState) -> bool:
+    """A question is waiting for an answer."""
+    return ctx.modes.questions and st.started and not st.ended and bool(st.session.pending_question)
+
+
+def answer_hint(ctx: PageContext, st: UIState) -> str:
+    if not ctx.modes.questions:
+        return "Questions are off (no LLM)"
+    if asks(ctx, st):
+        return "Answer the question and press Enter"
+    return "The system's next question will appear above" if st.started else "Describe your image first"
+
+
+def _cleared(ctx: PageContext, st: UIState, clear: tuple[str, ...]) -> dict:
+    """The boxes (and the upload) an event empties once it is done."""
+    out = {}
+    for name in clear:
+        if name == "upload":
+            out["upload"] = None
+        elif name == "desc":
+            out["desc"] = gr.Textbox(value="", label=DESC_FIRST)
+        elif name == "answer":
+            out["answer_box"] = gr.Textbox(value="", interactive=asks(ctx, st), visible=not st.ended,
+                                           placeholder=answer_hint(ctx, st))
+        elif name == "caption":
+            out["caption_box"] = gr.Textbox(value="", visible=not st.ended)
+        else:
+            raise KeyError(name)
+    return out
+
+
+def view(ctx: PageContext, st: UIState, clear: tuple[str, ...] = ()) -> tuple:
+    """The whole page for the tab's state; `clear` names the boxes to empty ("desc", "answer", "caption",
+    "upload")."""
+    engine = ctx.engine
+    paused = status_note(engine)  # an LLM's circuit breaker is open (backends.guard)
+    dialogue = render.dialogue_html(st, ctx.modes.questions, ctx.questions_off, engine)
+    out = {"state": st, "status": render.status_md(st), "results": render.results_html(engine, st, ctx.examples),
+           "dialogue": dialogue + (f'<div class="iir-qoff" role="status">{render.esc(paused)}</div>' if paused else ""),
+           "strip": render.strip_html(engine, st),
+           "reference": render.reference_html(engine, st),
+           "desc": gr.Textbox(label=DESC_AGAIN if st.started else DESC_FIRST),  # Enter there starts over
+           # controls that cannot act now are greyed out: Answer and Skip with no question, More like
+           # my marks with no mark; the answer and caption boxes once the search ended
+           "answer_box": gr.Textbox(interactive=asks(ctx, st), visible=not st.ended,
+                                    placeholder=answer_hint(ctx, st)),
+           "skip_btn": gr.Button(interactive=asks(ctx, st), visible=not st.ended),
+           "fb_btn": gr.Button(variant="primary" if st.marks else "secondary",
+                               interactive=bool(st.marks) and not st.ended),
+           "caption_box": gr.Textbox(visible=not st.ended)}
+    return _outputs(out | _cleared(ctx, st, clear))
+
+
+def refused(ctx: PageContext, st: UIState, e: BaseException, clear: tuple[str, ...] = ()) -> tuple:
+    """The page after a refused (or failed) step: the state as it was, the reason as a warning."""
+    if isinstance(e, IIRError):
+        msg = message(e)
+    else:
+        log.exception("unexpected error in the page")
+        msg = f"Something went wrong ({e.__class__.__name__}: {e}). Your search is unchanged: try again."
+    st.notice = f"⚠ {msg}"
+    gr.Warning(msg, title="Cannot do that" if isinstance(e, IIRError) else "Error")
+    return view(ctx, st, clear)
+
+
+# --- actions and their model steps ---------------------------------------------------------------------
+# An action's round from retrieval alone (the "act" queue: never behind model steps). It supersedes the tab's
+# pending model work; what the models add follows in `follow_up`. (Comments, not docstrings, where Gradio would
+# show a docstring in the HTTP API's description of an endpoint that had none.)
+def act(action: Action, tab: UIState, *args):
+    args = tuple("" if a is None else a for a in args)
+    with tab.lock:  # rendered under the lock too: the page shows the tab's changes in order
+        try:
+            tab.take(action.ctx.act_step(action.name, tab, args))
+        except Exception as e:
+            return refused(action.ctx, tab, e)
+        return view(action.ctx, tab, action.clear)
+
+
+def on_choose(ctx: PageContext, st: UIState, evt: gr.EventData):
+    """A click on one of the question's options (thumbnails, none of these, yes/no)."""
+    data = getattr(evt, "_data", None) or {}
+    return act(Action(ctx, "choose"), st, data.get("index"), str(data.get("question") or ""))
+
+
+def in_background(fn, *args) -> futures.Future:
+    """Run `fn(*args)` in a thread (with the caller's context variables), so the page can show a timer."""
+    job: futures.Future = futures.Future()
+    ctx = contextvars.copy_context()
+
+    def run():
+        if job.set_running_or_notify_cancel():
+            try:
+                job.set_result(ctx.run(fn, *args))
+            except BaseException as e:  # handed to the waiting event
+                job.set_exception(e)
+
+    threading.Thread(target=run, name="iir-model-step", daemon=True).start()
+    return job
+
+
+def failure_note(step: str, e: BaseException) -> str:
+    what = "refine these results" if step == "refine" else "write a question"
+    why = message(e) if isinstance(e, IIRError) else f"{e.__class__.__name__}: {e}"
+    return f"The model could not {what} ({why}). The results shown stand; you can go on."
+
+
+def _wait(tab: UIState, job_work: work.Work, job: futures.Future):
+    """Yield the status line's timer until `job` is done. Returns (still wanted, a tick was shown): not
+    wanted when a newer action of the tab superseded the step (it is dropped then)."""
+    t0 = time.monotonic()
+    ticks = 0
+    ticked = False
+    while not futures.wait([job], timeout=POLL_S).done:
+        if not work.current(tab, job_work):
+            work.drop(tab, job_work)
+            return False, ticked
+        if time.monotonic() - t0 >= ticks + TICK_S:
+            ticks = int(time.monotonic() - t0)
+            ticked = True
+            yield _outputs({"status": render.status_md(tab) + f" ({ticks} s)"})
+    return True, ticked
+
+
+def follow_up(ctx: PageContext, tab: UIState):
+    """The model steps due for the tab's round ("refine", then "ask"), each shown when it lands.
+    A newer action of the tab supersedes them: this event then ends at once (its queue slot is
+    free), the step is cancelled (a local model stops generating and frees its lock), and whatever
+    it still returns is dropped. The same when the page stops listening (the tab closed)."""
+    shown = False
+    while (job_work := work.claim(tab)) is not None:
+        job = in_background(ctx.model_step, job_work)
+        try:
+            wanted, ticked = yield from _wait(tab, job_work, job)
+            shown = shown or ticked
+            if not wanted:
+                if not shown:
+                    yield _outputs({"status": gr.skip()})
+                return
+        finally:
+            if not job.done():  # superseded, or the generator was closed: nobody waits for it
+                work.stop(job_work)
+        e = job.exception()
+        applied = work.settle(ctx.engine, tab, job_work, None if e else job.result(), e,
+                              lambda err, step=job_work.step: f"⚠ {failure_note(step, err)}")
+        if not applied:  # superseded while it ran
+            break
+        shown = True
+        yield view(ctx, tab)
+    if not shown:
+        yield _outputs({"status": gr.skip()})
+
+
+# --- clicks without models (the "mark" and "ui" queues) -------------------------------------------------
+def quick(ctx: PageContext, fn, st: UIState, *args, clear=(), on_error_clear=()):
+    """A step without models: runs at once, even while model work is pending. Events of other tabs run
+    beside it; those of the same tab wait for its lock, so each sees the state the previous one left
+    (Gradio hands every event of a tab the same `UIState` object) and renders it before the next one
+    changes it."""
+    with st.lock:
+        try:
+            new = fn(ctx.engine, st, *args)
+        except Exception as e:
+            return refused(ctx, st, e, on_error_clear)
+        return view(ctx, new, clear)
+
+
+# A button on a result card, through the HTTP API (for scripts): its parameters are named `a` (the action) and
+# `i` (the image id) there.
+def card(ctx: PageContext, st: UIState, a, i):
+    return quick(ctx, handlers.card_action, st, a or "", i or "")
+
+
+# A button on a result card, or "Found" under an earlier round's thumbnail.
+def on_card(ctx: PageContext, st: UIState, evt: gr.EventData):
+    data = getattr(evt, "_data", None) or {}
+    return quick(ctx, handlers.card_action, st, str(data.get("action", "")), str(data.get("id", "")))
+
+
+def on_upload(ctx: PageContext, st: UIState, path, request: gr.Request):
+    return quick(ctx, handlers.set_upload, st, path, getattr(request, "session_hash", "") or "",
+                 on_error_clear=("upload",))
+
+
+def on_clear_upload(ctx: PageContext, st: UIState):
+    return quick(ctx, handlers.set_upload, st, None)
+
+
+def on_clear_reference(ctx: PageContext, st: UIState):
+    return quick(ctx, handlers.clear_reference, st, clear=("upload",))
+
+
+def on_new(ctx: PageContext, st: UIState):
+    return quick(ctx, handlers.new_search, st, clear=("desc", "answer", "caption", "upload"))
+
+
+def on_questioner(ctx: PageContext, st: UIState, value):
+    return quick(ctx, handlers.set_questioner, st, value or "")
+
+
+def on_hide_seen(ctx: PageContext, st: UIState, value):
+    return quick(ctx, handlers.set_hide_seen, st, bool(value))
+
+
+def on_close(request: gr.Request):
+    """The tab closed: its state and Gradio's record of it go now (`tabs.on_tab_closed`)."""
+    on_tab_closed(request)

@@ -1,0 +1,70 @@
+"""The page's listeners, in one block: which event runs on which trigger, with which inputs, in which queue
+group and under which HTTP API name.
+
+Queue groups: retrieval ("act") and clicks ("mark", "ui") never wait behind model steps ("model", the
+queue's default limit); every submit counts (`trigger_mode="multiple"`: nothing is dropped), and each
+action's model work follows it (`.then`).
+"""
+
+from __future__ import annotations
+
+import types
+
+from interactive_ir.ui import events
+from interactive_ir.ui.events import Action, PageContext
+from interactive_ir.ui.layout import Page
+
+
+def bind(fn, ctx):
+    """`fn(ctx, ...)` as Gradio calls it: `ctx` bound first (a bound method), the rest of the signature and its
+    type hints (`gr.EventData`, `gr.Request`) and the function's name (the default API name) kept."""
+    return types.MethodType(fn, ctx)
+
+
+def queue_groups(search_concurrency: int, click_concurrency: int, results) -> dict[str, dict]:
+    """Each group's listener options: "act" (an action's retrieval, its progress shown on `results`), "model"
+    (model steps), "mark" (marks: a group of their own, so they never wait behind another tab's New search
+    or upload) and "ui" (the other clicks). Clicks take milliseconds; within a tab, `events.quick` keeps
+    them in order."""
+    return {
+        "act": {"concurrency_id": "act", "concurrency_limit": search_concurrency, "trigger_mode": "multiple",
+                "show_progress": "minimal", "show_progress_on": [results]},
+        "model": {"concurrency_id": "model", "concurrency_limit": "default", "trigger_mode": "multiple",
+                  "show_progress": "hidden"},
+        "mark": {"concurrency_id": "mark", "concurrency_limit": click_concurrency, "trigger_mode": "multiple",
+                 "show_progress": "hidden"},
+        "ui": {"concurrency_id": "ui", "concurrency_limit": click_concurrency, "trigger_mode": "multiple",
+               "show_progress": "hidden"},
+    }
+
+
+def wire(demo, page: Page, ctx: PageContext, *, search_concurrency: int, click_concurrency: int) -> None:
+    """Every listener of the page (call inside its `gr.Blocks`)."""
+    groups = queue_groups(search_concurrency, click_concurrency, page.results)
+    act, model, marks, cheap = groups["act"], groups["model"], groups["mark"], groups["ui"]
+    state, outputs = page.state, page.outputs(events.OUTPUTS)
+    follow_up = bind(events.follow_up, ctx)
+    for trigger, name, inputs, clear in (
+            (page.desc.submit, "start", [state, page.desc], ("upload",)),  # a new search drops a pending upload
+            (page.answer_box.submit, "answer", [state, page.answer_box], ("answer",)),
+            (page.skip_btn.click, "skip", [state], ()),
+            (page.fb_btn.click, "feedback", [state, page.fb_method], ()),
+            (page.caption_box.submit, "relative", [state, page.caption_box, page.comp_method], ("caption", "upload"))):
+        trigger(bind(events.act, Action(ctx, name, clear)), inputs, outputs, api_name=name, **act).then(
+            follow_up, [state], outputs, api_name=f"{name}_model", **model)
+    page.dialogue.click(bind(events.on_choose, ctx), [state], outputs, api_name="on_choose", **act).then(
+        follow_up, [state], outputs, api_name="choose_model", **model)
+    # the same through the HTTP API (option number from 0, the question's text as shown): for scripts
+    page.api_choose.click(bind(events.act, Action(ctx, "choose")), [state, page.api_option, page.api_question],
+                          outputs, api_name="choose", **act)
+    page.api_card.click(bind(events.card, ctx), [state, page.api_action, page.api_id], outputs, api_name="card",
+                        **marks)
+    page.results.click(bind(events.on_card, ctx), [state], outputs, **marks)
+    page.strip.click(bind(events.on_card, ctx), [state], outputs, **marks)  # "Found" under an earlier round
+    page.upload.upload(bind(events.on_upload, ctx), [state, page.upload], outputs, **cheap)
+    page.upload.clear(bind(events.on_clear_upload, ctx), [state], outputs, **cheap)
+    page.clear_ref_btn.click(bind(events.on_clear_reference, ctx), [state], outputs, **cheap)
+    page.new_btn.click(bind(events.on_new, ctx), [state], outputs, **cheap)
+    page.questioner.change(bind(events.on_questioner, ctx), [state, page.questioner], outputs, **cheap)
+    page.hide_seen.input(bind(events.on_hide_seen, ctx), [state, page.hide_seen], outputs, **cheap)
+    demo.unload(events.on_close)

@@ -1,0 +1,52 @@
+"""Process-wide settings of the web app, installed once by its entry (`app.py`) before the server starts.
+
+Each is a fix for memory that grew with use (issue 15); none belongs to a page, so building a page
+(`build_demo`, `build_study_demo`) changes nothing in the process:
+
+- glibc's malloc arenas limited (`malloc_arenas`), before any server thread starts;
+- Gradio's queue keeps records of its last `QUEUE_RECORDS` events, not 10,000 (read by `Blocks.queue()`);
+- Gradio's per-tab records stay the size of the page (`session_ids`: a patch of its `SessionState`).
+
+An operator's own settings win (MALLOC_ARENA_MAX, GRADIO_ANALYTICS_*); `IIR_MALLOC_ARENAS=0` and
+`IIR_GRADIO_SESSION_FIX=0` leave glibc and Gradio as they are. Installing twice changes nothing more.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+
+QUEUE_RECORDS = 200  # events Gradio's queue keeps records of (its default: 10,000)
+
+
+@dataclass(frozen=True)
+class Installed:
+    """What `install` set."""
+
+    malloc_arenas: int | None  # the arena limit set; None: left to glibc (or to the operator's MALLOC_ARENA_MAX)
+    session_ids_kept: bool  # Gradio's SessionState keeps one record per component (the patch is in place)
+    queue_records: str  # GRADIO_ANALYTICS_MAX_EVENTS as it now stands
+
+
+def bound_queue_records(environ: MutableMapping[str, str] | None = None) -> str:
+    """Cap Gradio's per-event records (read by `Blocks.queue()`); an operator's own settings win.
+
+    Gradio's queue keeps a record of its last 10,000 events and rebuilds a pandas summary of all of them
+    after every event (for its /monitoring page): that was most of the memory that grew with use (issue 15:
+    41-62 MB per 1,000 events). Here it keeps `QUEUE_RECORDS` and rebuilds the summary rarely (bench/soak.py)."""
+    env = os.environ if environ is None else environ
+    env.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", str(QUEUE_RECORDS))
+    env.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000000")
+    return env["GRADIO_ANALYTICS_MAX_EVENTS"]
+
+
+def install(environ: MutableMapping[str, str] | None = None) -> Installed:
+    """Install the process's settings from `environ` (default: the process environment, which Gradio and
+    glibc read). Call once, first, from the app's entry. Raises ValueError for a bad IIR_MALLOC_ARENAS."""
+    from interactive_ir.ui.serving.malloc_arenas import limit_malloc_arenas
+    from interactive_ir.ui.serving.session_ids import keep_session_ids
+
+    env = os.environ if environ is None else environ
+    arenas = limit_malloc_arenas(env)  # first: threads started later share the one arena
+    return Installed(arenas, keep_session_ids(env), bound_queue_records(env))
