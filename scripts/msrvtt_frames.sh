@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Extract frames of every MSR-VTT clip for the text-to-frame benchmark of paper 001 (one frame per second):
+# Extract frames of every MSR-VTT clip for the text-to-frame benchmark of Zhu et al. (one frame per second):
 #   FRAMES/<video_id>/000001.jpg, 000002.jpg, ...   (video_id = the clip's file name, e.g. video7010)
 #
 # usage: scripts/msrvtt_frames.sh VIDEOS_DIR FRAMES_DIR [FPS]

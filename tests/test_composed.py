@@ -1,5 +1,5 @@
 """Composed search without re-ranking: composition math, caption indices, uploads, the multi-round history
-mean (paper 004), the default reference, bad input, and the CLI entry point."""
+mean (A Sanity Check on Composed Image Retrieval), the default reference, bad input, and the CLI entry point."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Composed-retrieval triplet loaders on tiny files in each benchmark's released format, bad files refused,
-and a CIR triplet's round 0: the reference changed as its caption says (paper 004)."""
+and a CIR triplet's round 0: the reference changed as its caption says (A Sanity Check on Composed Image Retrieval)."""
 
 from __future__ import annotations
 

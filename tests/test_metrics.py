@@ -25,7 +25,7 @@ from interactive_ir.evaluation import (
     rounds_to_success,
 )
 
-# ---------------------------------------------------------------- PlugIR Appendix B (paper 000)
+# ---------------------------------------------------------------- PlugIR Appendix B
 # Each case: method -> ranks by round (Tables 6, 8, 10) and the metrics the paper reports at the
 # last round with K = 10 (Tables 7, 9, 11), rounded to one decimal as printed.
 APPENDIX_B = {
@@ -112,7 +112,7 @@ def test_rank_percentile_needs_n_images():
 
 
 def test_paper_003_top_100_of_4658_is_about_97_percent():
-    # paper 003 appendix: "final ranking within the top 100 images (about 97% in ranking percentile)"
+    # Guo et al.'s appendix (Dialog-based Interactive Image Retrieval): "final ranking within the top 100 images (about 97% in ranking percentile)"
     assert rank_percentile({"a": [100]}, 4658)[0] == pytest.approx(1 - 99 / 4658)
     assert 0.97 < rank_percentile({"a": [100]}, 4658)[0] < 0.98
 
@@ -175,7 +175,7 @@ def test_compute_all_without_n_images_reports_null_not_infinity():
     assert any("n_images" in note for note in out["notes"])
 
 
-# ---------------------------------------------------------------- accumulated recall (paper 001, eq. 2)
+# ---------------------------------------------------------------- accumulated recall (Zhu et al., eq. 2)
 
 
 def test_accumulated_recall_counts_distinct_relevant_images():

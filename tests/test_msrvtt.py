@@ -1,4 +1,4 @@
-"""MSR-VTT as text-to-frame retrieval with several relevant frames per query (paper 001): the released
+"""MSR-VTT as text-to-frame retrieval with several relevant frames per query (Zhu et al.): the released
 annotation formats (videodatainfo JSON, the 1k-A CSV) on tiny fixture files, frames picked per video,
 queries -> index --image-list -> eval end to end with the fake embedder, accumulated recall and the
 single-turn Recall@K of the relevant frames checked against exact scores, `reproduce zhu-msrvtt`, and
@@ -249,7 +249,7 @@ def test_eval_reads_the_annotation_file_itself_every_indexed_frame_of_the_video_
     assert main(["eval", "--index", str(tmp_path / "idx"), "--queries", str(info), "--queries-format", "msrvtt",
                  "--protocol", "none", "-k", "3", "--rounds", "1", "--out", str(tmp_path / "e1"), "--no-progress"]) == 0
     assert "note: 32 queries have several relevant images, and each stops once its target is shown" in \
-        capsys.readouterr().out  # known-item stopping is the default; paper 001 plays every round
+        capsys.readouterr().out  # known-item stopping is the default; Zhu et al. plays every round
 
     cirr = write_json(tmp_path / "cap.rc2.val.json", [{"pairid": 1, "reference": "a", "target_hard": "b"}])
     assert main(["eval", "--index", str(tmp_path / "idx"), "--queries", str(cirr), "--queries-format", "msrvtt",
@@ -275,7 +275,7 @@ def test_reproduce_zhu_msrvtt_prints_table2_beside_the_run(tmp_path, capsys, cap
     capsys.readouterr()
     assert main(["reproduce", "zhu-msrvtt", "--data", str(data), "--out", str(out), "--no-progress"]) == 0
     text = capsys.readouterr().out
-    assert "(paper 001) Table 2, MSR-VTT frames: accumulated recall" in text
+    assert "(Zhu et al.) Table 2, MSR-VTT frames: accumulated recall" in text
     lines = {tuple(c.strip() for c in ln.split("|")[1:3]): [c.strip() for c in ln.split("|")[3:9]]
              for ln in text.splitlines() if ln.startswith(("| Rocchio |", "| Captions Only |"))}
     assert lines[("Rocchio", "paper, CLIP")] == ["36.64", "57.53", "60.12", "60.71", "60.88", "60.92"]

@@ -306,7 +306,7 @@ def header_lines(args: argparse.Namespace, plan: Plan, backends: Backends) -> li
     several = sum(1 for q in queries if q.relevant)
     if several and cfg.stop_on_found:
         header.append(f"note: {several} queries have several relevant images, and each stops once its target is "
-                      "shown; --no-stop-on-found (or --preset zhu) plays every round, as paper 001's accumulated "
+                      "shown; --no-stop-on-found (or --preset zhu) plays every round, as Zhu et al.'s accumulated "
                       "recall does")
     return header
 
@@ -366,7 +366,7 @@ def _group_metrics(m: dict) -> list[str]:
         out.append("mAP " + ", ".join(f"@{k.split('@')[1]} {m[k][-1]:.4f}" for k in maps)
                    + f" at the last round ({m['n_map_queries']} queries with "
                    "several ground truths)")
-    if m.get("accumulated_recall"):  # paper 001, eq. 2 (MSR-VTT frames)
+    if m.get("accumulated_recall"):  # Zhu et al., eq. 2 (MSR-VTT frames)
         out.append("accumulated recall by round " + " ".join(f"{100 * x:.2f}" for x in m["accumulated_recall"])
                    + " (%, share of each query's relevant images shown so far)")
     return out

@@ -5,7 +5,7 @@ Holds captions out for a caption-space benchmark: per image, one caption goes to
 and the rest are what the simulated user knows (QUERIES.jsonl, for `eval --queries`).
 
 `queries --captions videodatainfo.json [MORE ...] --frames FRAMES --out-image-list FRAMES.txt --out-queries Q.jsonl`
-makes MSR-VTT's text-to-frame benchmark (paper 001, `interactive_ir.evaluation.datasets.msrvtt`): 10 frames picked per
+makes MSR-VTT's text-to-frame benchmark (Zhu et al., `interactive_ir.evaluation.datasets.msrvtt`): 10 frames picked per
 video (FRAMES.txt, for `index --images FRAMES --image-list`), one query per sentence whose relevant images
 are its video's picked frames, the video's other sentences as what the simulated user knows.
 """
@@ -32,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out-image-list", type=Path, default=None,
                    help="MSR-VTT: where to write the picked frames, one per line (for index --image-list)")
     p.add_argument("--frames-per-video", type=int, default=10,
-                   help="MSR-VTT: frames picked per video, the video's relevant images (default 10, paper 001)")
+                   help="MSR-VTT: frames picked per video, the video's relevant images (default 10, Zhu et al.)")
     p.add_argument("--skip-videos-without-frames", action="store_true",
                    help="MSR-VTT: leave out videos with no frames under --frames (default: refuse)")
 
@@ -102,5 +102,5 @@ def _msrvtt(args: argparse.Namespace) -> int:
               "beside the 1k-A CSV): their simulated user knows only the query")
     print(f"next: python -m interactive_ir index --images {args.frames} --image-list {args.out_image_list} "
           "--embedder SPEC [--captioner SPEC] --out INDEX; then eval --index INDEX --queries "
-          f"{args.out_queries} --preset zhu (accumulated recall, paper 001)")
+          f"{args.out_queries} --preset zhu (accumulated recall, Zhu et al.)")
     return 0

@@ -20,11 +20,11 @@ with the difference. The data are downloaded by the user; DIR must hold:
   One shot (round 0), `composed:imagescope` (needs `--llm`; stages 2-3 with `--vlm`), the rank taken from the
   final re-ranked list. The paper's figures are CIRR test1, scored by the CIRR server (its targets are not
   released), so a run on val differs by split as well: the command says so.
-- `fisd` (paper 004 Table 1: single-round Recall@1 by FISD instruction type, for eleven CIR models):
+- `fisd` (A Sanity Check on Composed Image Retrieval, Table 1: single-round Recall@1 by FISD instruction type, for eleven CIR models):
   `index/` (the FISD images) and `fisd.json` (the FISD triplets, with `type`). One shot, `composed:compose`
   with the index's retriever; Recall@1 by type (types matched to the paper's columns by their first
   word) and its average, beside each of the paper's models, with this run's average minus each model's.
-- `zhu-msrvtt` (paper 001 Table 2, MSR-VTT frames, Rocchio and "Captions Only" columns: accumulated recall by
+- `zhu-msrvtt` (Zhu et al., Table 2, MSR-VTT frames, Rocchio and "Captions Only" columns: accumulated recall by
   turn 0-5 for its CLIP and BLIP-2 retrievers, and the single-turn Recall@20..120 of the relevant frames):
   `index/` (the picked frames, `index --images FRAMES --image-list frames.txt`, with `--captioner` for the
   captions "Captions Only" adds) and `queries.jsonl` (written by `queries --captions videodatainfo.json
@@ -55,7 +55,7 @@ class Reproduction:
     stop_on_found: bool = False  # the simulated user stops once the target is shown
     rank_from: str = "index"  # eval --rank-from
     note: str = ""  # printed under the table
-    exclude_shown: bool = False  # each round shows only images not shown before (paper 001)
+    exclude_shown: bool = False  # each round shows only images not shown before (Zhu et al.)
     needs_captions: str = ""  # which run adds the index's captions (said when index/ has none)
     metrics_k: str = ""  # eval --metrics-k ("": the metric's own)
 
@@ -78,7 +78,7 @@ FISD_TABLE1 = (  # Recall@1 (%) by type, then the average
 CIR_COLUMNS = ("recall@1", "recall@5", "recall@10", "recall@50",
                "recall_subset@1", "recall_subset@2", "recall_subset@3")  # at round 0, in percent
 
-ZHU_KS = (20, 40, 60, 80, 100, 120)  # paper 001 Table 2's single-turn Recall@K
+ZHU_KS = (20, 40, 60, 80, 100, 120)  # Zhu et al.'s Table 2 single-turn Recall@K
 ZHU_SINGLE_TURN = (("CLIP", (36.64, 45.69, 51.01, 54.75, 57.73, 60.08)),  # Table 2, "Single Turn" (%)
                    ("BLIP-2", (36.87, 46.45, 52.06, 55.98, 58.91, 61.30)))
 ZHU_TABLE2 = {  # Table 2: accumulated recall (%) at turns 0-5, 20 images a turn, by retriever
@@ -106,11 +106,11 @@ REPRODUCTIONS = {
         note="the paper's figures are CIRR test1 (scored by the CIRR server); this run scores the file given, "
              "so the difference is across splits as well as systems"),
     "fisd": Reproduction(
-        "fisd", "A sanity check on CIR (paper 004) Table 1, FISD: Recall@1 (%) by instruction type",
+        "fisd", "A sanity check on CIR, Table 1, FISD: Recall@1 (%) by instruction type",
         (("FISD", "fisd.json", "composed:compose", FISD_TABLE1),), rounds=0, metric="fisd", queries_format="fisd",
         stop_on_found=True),
     "zhu-msrvtt": Reproduction(
-        "zhu-msrvtt", "Query rewriting with feedback (paper 001) Table 2, MSR-VTT frames: accumulated recall (%) "
+        "zhu-msrvtt", "Query rewriting with feedback (Zhu et al.) Table 2, MSR-VTT frames: accumulated recall (%) "
         "by turn, 20 images a turn",
         (("Rocchio", "queries.jsonl", "rocchio", ZHU_TABLE2["Rocchio"]),
          ("Captions Only", "queries.jsonl", "feedback:expand", ZHU_TABLE2["Captions Only"])),

@@ -40,7 +40,7 @@ Definitions, and the paper each comes from:
 * mAP@K (CIRCO, several ground truths G): ``AP@K = sum_{k<=K} P@k rel(k) / min(K, |G|)`` over a
   round's ranked list, averaged over queries, by round (``map_at_k``; from the ranks of the relevant
   images in the whole ranking, ``map_at_k_from_ranks``).
-* Recall of the relevant images@K (paper 001, single turn): the share of a query's relevant images
+* Recall of the relevant images@K (Zhu et al., single turn): the share of a query's relevant images
   ranked in the top K of a round's ranking over the whole index, averaged over queries
   (``relevant_recall_at_k``; at round 0 the paper's "Single Turn" R@20..R@120).
 * Recall_subset@K (CIRR): the target's rank among its query's subset group only (the images of its
@@ -269,7 +269,7 @@ def accumulated_recall(
     shown: Mapping[str, Sequence[Iterable[Hashable]]],
     relevant: Mapping[str, Collection[Hashable]],
 ) -> list[float]:
-    """Average accumulated recall by round (paper 001, eq. 2), for queries with several relevant images.
+    """Average accumulated recall by round (Zhu et al., eq. 2), for queries with several relevant images.
 
     ``shown[q][t]`` is the ids of the images shown for query ``q`` at round ``t``; ``relevant[q]`` its
     relevant ids. Round T's value is the share of ``relevant[q]`` shown at any round <= T, averaged
@@ -368,7 +368,7 @@ def map_at_k_from_ranks(relevant_ranks: Mapping[str, Sequence[Sequence[int]]], k
 def relevant_recall_at_k(relevant_ranks: Mapping[str, Sequence[Sequence[int]]], k: int) -> list[float]:
     """By round, the share of each query's relevant images within the top K of that round's ranking
     (``relevant_ranks[q][t]``: their ranks over the whole index), averaged over queries; ragged queries keep
-    their last value. At round 0 this is paper 001's single-turn Recall@K."""
+    their last value. At round 0 this is Zhu et al.'s single-turn Recall@K."""
     (k,) = check_ks([k])
     if not relevant_ranks:
         raise BadInputError("no queries: the relevant-ranks mapping is empty")

@@ -7,15 +7,15 @@ printed at the top of the run and stored in each protocol's metrics.json.
 
 | preset | paper | protocols | rounds | k | stops when shown | shown images | rank from |
 |---|---|---|---|---|---|---|---|
-| plugir | PlugIR (paper 000) | plugir | 10 | 10 | no | excluded (shrinking pool) | whole index |
+| plugir | PlugIR | plugir | 10 | 10 | no | excluded (shrinking pool) | whole index |
 
 PlugIR's pipeline choices (from the authors' code where the paper is silent): 512-token reformulation,
 caption->image entropy representatives, KL over candidate ranks 11..n, filtered questions rewritten up to
 3 times, pure text->image scores (tau 0).
 | chatir | ChatIR (Levy et al.; PlugIR's baseline) | zs | 10 | 10 | no | kept | whole index |
-| zhu | query rewriting with feedback (paper 001) | feedback:expand | 5 | 20 | no | excluded | whole index |
-| imagescope | ImageScope (paper 002) | composed:imagescope | 5 | 10 | yes | kept | the re-ranked list |
-| fisd | FISD multi-round CIR (paper 004) | composed:compose | 5 | 10 | yes | kept | whole index |
+| zhu | query rewriting with feedback (Zhu et al.) | feedback:expand | 5 | 20 | no | excluded | whole index |
+| imagescope | ImageScope | composed:imagescope | 5 | 10 | yes | kept | the re-ranked list |
+| fisd | FISD multi-round CIR (A Sanity Check on Composed Image Retrieval) | composed:compose | 5 | 10 | yes | kept | whole index |
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class Preset:
 
 PRESETS = {
     "plugir": Preset(
-        "plugir", "PlugIR (Lee et al., paper 000): 10 rounds, BRI and Hits@10 over VisDial val", "plugir", 10, 10,
+        "plugir", "PlugIR (Lee et al.): 10 rounds, BRI and Hits@10 over VisDial val", "plugir", 10, 10,
         stop_on_found=False, exclude_shown=True, metrics_k="1,5,10",
         tau=0.0, plugir={"reformulate_max_tokens": 512, "representative": "caption", "kl_skip_top": 10,
                          "filter_retries": 3},
@@ -64,15 +64,15 @@ PRESETS = {
         stop_on_found=False, exclude_shown=False, metrics_k="1,5,10",
         notes="the released dialogues replay with --protocol fixed-dialogue --dialogues FILE"),
     "zhu": Preset(
-        "zhu", "Query rewriting with LLMs and VLMs (Zhu et al., paper 001): 5 turns, Recall@20", "feedback:expand", 5,
+        "zhu", "Query rewriting with LLMs and VLMs (Zhu et al.): 5 turns, Recall@20", "feedback:expand", 5,
         20, stop_on_found=False, exclude_shown=True, metrics_k="20,40,60,80,100,120",
         notes="accumulated recall needs queries with several relevant images"),
     "imagescope": Preset(
-        "imagescope", "ImageScope (paper 002): ranks from the final re-ranked list", "composed:imagescope", 5, 10,
+        "imagescope", "ImageScope: ranks from the final re-ranked list", "composed:imagescope", 5, 10,
         stop_on_found=True, exclude_shown=False, rank_from="results", metrics_k="1,5,10",
         notes="stages 2-3 re-rank only with --vlm"),
     "fisd": Preset(
-        "fisd", "A sanity check on CIR (paper 004, FISD): 5 rounds, top-1 as the next reference, history mean",
+        "fisd", "A sanity check on CIR (FISD): 5 rounds, top-1 as the next reference, history mean",
         "composed:compose", 5, 10, stop_on_found=True, exclude_shown=False, metrics_k="1,5,10",
         notes="the paper's user simulator is llava-next-8b + Llama3-8B; here the model-free one unless --answerer"),
 }

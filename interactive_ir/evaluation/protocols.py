@@ -243,7 +243,7 @@ def _relative(engine, session: Session, k: TargetKnowledge, user: SimulatedUser,
     shown = session.last.shown if session.last else []
     if not shown:
         raise StopQuery("nothing was shown to compare with")
-    # the top result, as paper 004; but never the target itself (a user who sees it would not describe how
+    # the top result, as in A Sanity Check on Composed Image Retrieval; but never the target itself (a user who sees it would not describe how
     # it differs from itself): when the target is on top the next best result is the reference
     reference = next((i for i in shown if not k.recognise.is_target(i)), shown[0])
     reply = user.relative.describe(k, reference)

@@ -88,8 +88,8 @@ def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1,
 
     Queries that failed before any rank was recorded are left out and counted in `n_failed`; timing
     figures (which differ between identical runs) sit under `"timing"`. With `relevant` (query id ->
-    ground-truth relevant ids besides the target), `accumulated_recall` (paper 001, eq. 2), `relevant_recall@K`
-    (paper 001's single-turn Recall@K: the share of the relevant images in the top K, by round) and `map@K`
+    ground-truth relevant ids besides the target), `accumulated_recall` (Zhu et al., eq. 2), `relevant_recall@K`
+    (Zhu et al.'s single-turn Recall@K: the share of the relevant images in the top K, by round) and `map@K`
     (CIRCO: from every ground truth's rank over the index; for older checkpoints over each round's shown
     list, for K up to its length) are added. Queries with a subset group
     (CIRR) add `recall_subset@K` for K in `SUBSET_KS`, over the queries that have one (`n_subset_queries`).
@@ -168,7 +168,7 @@ def relevant_metrics(ok: Sequence[Mapping], relevant: Mapping[str, Sequence[str]
     for k in ks:
         if every:
             out[f"map@{k}"] = _padded(map_at_k_from_ranks(ranked, k), n_rounds)
-            # paper 001's Recall@K of the relevant images (single turn: round 0)
+            # Zhu et al.'s Recall@K of the relevant images (single turn: round 0)
             out[f"relevant_recall@{k}"] = _padded(relevant_recall_at_k(ranked, k), n_rounds)
         elif k <= page:  # an older checkpoint: over each round's shown list only
             out[f"map@{k}"] = _padded(map_at_k(shown_lists, rel, k), n_rounds)

@@ -72,7 +72,7 @@ class RunConfig:
     k: int = DEFAULT_K  # results shown per round
     exclude_shown: bool = True  # each round shows only images not shown before (the papers' protocols; passed to
     #                             EngineConfig.hide_seen, whose own default is off)
-    stop_on_found: bool = True  # the user stops once the target is shown (known-item search; paper 004); False:
+    stop_on_found: bool = True  # the user stops once the target is shown (known-item search; A Sanity Check on Composed Image Retrieval); False:
     #                             every round runs (PlugIR's protocol, whose simulated user never sees results)
     rank_from: str = "index"  # "index": the target's rank over the whole index; "results": its place in the round's
     #                           final (re-ranked) list when it is there, else one past the list at best (ImageScope)

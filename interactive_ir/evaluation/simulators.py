@@ -13,12 +13,12 @@ or the image itself (VLM variants), and whether it is the target (`knowledge.rec
   model) or an embedder's cosine (`--user-similarity SPEC`). `LLMAnswerer` answers from the captions with
   an LLM (PlugIR's Table 19 prompt); `VLMAnswerer` asks a VLM about the target's pixels. Both choose
   among options by the model-free rule.
-- `RelevanceActor` marks shown images by ground truth (paper 001's artificial actor): the target and
+- `RelevanceActor` marks shown images by ground truth (Zhu et al.'s artificial actor): the target and
   the query's listed relevant images; caption-word overlap counts only when asked (`relevance_overlap`).
 - Relative captioners say how the target differs from a reference: `RuleRelativeCaptioner` (model-free)
   names the target's held-out words that the reference's caption lacks (and the reference's own words
   the target lacks); it never returns a target caption verbatim. `LLMRelativeCaptioner` and
-  `VLMRelativeCaptioner` use a model (paper 004) and fall back on the rule.
+  `VLMRelativeCaptioner` use a model (A Sanity Check on Composed Image Retrieval) and fall back on the rule.
 
 Every model stage is build prompt -> call -> parse; parsers accept any string and return None for
 junk, and a None (or a backend error) falls back to the rule, recorded as `source="fallback"`.
@@ -61,7 +61,7 @@ class SimConfig:
     temperature: float = 0.0  # sampling temperature of the simulator's model (0: deterministic)
     max_words: int = 30  # parsed answers and relative captions are cut to this many words
     allow_uncertain: bool = True  # the answerer may reply "uncertain"; False: the rule answers instead
-    relevant_n: int = 2  # relevance actor: marks at most this many relevant shown images per round (paper 001)
+    relevant_n: int = 2  # relevance actor: marks at most this many relevant shown images per round (Zhu et al.)
     relevance_overlap: float = 0.0  # opt-in: a shown image also counts as relevant when at least this share of
     # its caption's content words occur in the target's captions (0: ground truth only, the default)
     mark_irrelevant: bool = True  # relevance actor marks the shown images that are not relevant as irrelevant
@@ -371,7 +371,7 @@ def overlap(candidate_captions: Sequence[str], target_captions: Sequence[str]) -
 
 
 class RelevanceActor:
-    """Marks shown images by ground truth (paper 001, section 3.2's artificial actor).
+    """Marks shown images by ground truth (Zhu et al., section 3.2's artificial actor).
 
     Relevant by ground truth: the target and the query's listed `relevant` ids (`knowledge.recognise`),
     and only when `relevance_overlap` > 0 (opt-in) any shown image whose index caption shares that share
@@ -484,7 +484,7 @@ class RuleRelativeCaptioner:
 
 
 class LLMRelativeCaptioner(RuleRelativeCaptioner):
-    """How the target differs from a candidate, from their captions, with an LLM (paper 004's simulator)."""
+    """How the target differs from a candidate, from their captions, with an LLM (the CIR sanity check's simulator)."""
 
     def __init__(self, llm, captions_of: Callable[[str], Sequence[str]], config: SimConfig = SimConfig()):
         super().__init__(captions_of, config)
@@ -510,7 +510,7 @@ VLM_RELATIVE_PROMPT = ("The first image is a search result; the second image is 
 
 
 class VLMRelativeCaptioner(RuleRelativeCaptioner):
-    """How the target differs from a candidate, from the two images, with a VLM (paper 004, Table 4)."""
+    """How the target differs from a candidate, from the two images, with a VLM (A Sanity Check on Composed Image Retrieval, Table 4)."""
 
     needs_pixels = True
 

@@ -10,7 +10,7 @@ is rebuilt from the turn the way each mode built it:
 - feedback: Rocchio's vector (`session.feedback_query`) or the rewritten query text, fused with the
   feedback config's tau;
 - relative: the composed row of this round, or the mean of the rows of the relative rounds so far when
-  the composed config ranks by the history mean (paper 004).
+  the composed config ranks by the history mean (A Sanity Check on Composed Image Retrieval).
 
 A VLM re-rank (ImageScope stages 2 and 3) reorders only the top of the list; the rank reported here is
 the first-stage rank.

@@ -1,4 +1,4 @@
-"""MSR-VTT as text-to-frame retrieval with several relevant images per query (paper 001, Zhu et al. 2024).
+"""MSR-VTT as text-to-frame retrieval with several relevant images per query (Zhu et al. 2024).
 
 Paper 001 (section 4.1) turns MSR-VTT into an image retrieval benchmark: one keyframe per second of each
 clip, 10 of them picked at random as the clip's ground truth; each of the clip's ~20 sentences is a query

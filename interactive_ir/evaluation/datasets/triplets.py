@@ -3,7 +3,7 @@
 Each loader reads a benchmark's own annotation file, as released, and returns `Query` objects whose
 `reference` is the reference image, `description` the relative caption and `target` the target image
 (`relevant`: further ground-truth targets, CIRCO). With a reference, round 0 of the composed protocols
-is that reference changed as the caption says (paper 004), not a text search.
+is that reference changed as the caption says (A Sanity Check on Composed Image Retrieval), not a text search.
 
 | benchmark | file | fields read |
 |---|---|---|

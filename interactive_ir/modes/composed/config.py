@@ -18,7 +18,7 @@ class ComposedConfig:
     method: str = "auto"  # "imagescope" (needs an LLM), "compose", or "auto": imagescope with an LLM, else compose
     tau: float | None = None  # weight of text->caption similarity; None: the retriever's (0.15 with captions, 1 on a caption index)
     text_weight: float = 1.0  # compose: weight of the relative caption's embedding added to the reference's
-    use_history_mean: bool = True  # rank by the mean query row of all relative rounds (paper 004); False: this round only
+    use_history_mean: bool = True  # rank by the mean query row of all relative rounds (A Sanity Check on Composed Image Retrieval); False: this round only
     rerank: bool = True  # run ImageScope stages 2 and 3 when a VLM is configured
     rerank_k: int = 20  # stage 2: how many top candidates the verifier checks (paper: 20)
     alpha: int = 3  # stage 3: how many top candidates the evaluator compares with the reference (paper: 3)

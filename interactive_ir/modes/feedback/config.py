@@ -24,7 +24,7 @@ class FeedbackConfig:
     keywords_prefix: str = "image of"  # prefix of the keywords query (the paper: "video or image of")
     max_tokens: int = 160  # longest LLM rewrite (tokens)
     rewrite_from: int = 1  # the LLM rewrites from this feedback round of a session on; earlier ones only expand
-    #                        with captions. 1: every round; 2: paper 001's procedure (turn 1 expands, LLM editing
+    #                        with captions. 1: every round; 2: Zhu et al.'s procedure (turn 1 expands, LLM editing
     #                        "only after turn 1")
     temperature: float = 0.0  # LLM sampling temperature
 
@@ -36,7 +36,7 @@ def feedback_config(cfg: FeedbackConfig | None = None) -> FeedbackConfig:
 MODE = Mode(
     "feedback", "More like my marks", "mark shown results relevant or not; the next page moves towards them",
     config=FeedbackConfig, section="feedback", plain="expand", best="cot",
-    methods=(  # paper 001's query editing first (the page's order), then the methods without an LLM
+    methods=(  # Zhu et al.'s query editing first (the page's order), then the methods without an LLM
         Method("summary", "feedback", "LLM summary",
                "the LLM merges the captions of your relevant images into one description", needs_llm=True,
                protocol="feedback:summary"),

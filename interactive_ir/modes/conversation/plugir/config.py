@@ -120,7 +120,7 @@ class PlugIRConfig:
 MODE = Mode(
     "conversation", "Questions", "describe the image, answer the system's questions about the results",
     config=PlugIRConfig, section="plugir",
-    methods=(  # PlugIR's ablation ladder (paper 000), strongest first
+    methods=(  # PlugIR's ablation ladder, strongest first
         Method("plugir", "conversation", "PlugIR", "context reformulation, questions from the retrieval "
                "context, filtered by KL (CR+RCE+F)", needs_llm=True, protocol="plugir"),
         Method("cr+rce", "conversation", "PlugIR without filtering", "context reformulation and questions "
