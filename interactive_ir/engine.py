@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from interactive_ir.core.belief_rounds import BeliefRounds
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.steps import QuestionStep, Refinement
 from interactive_ir.core.text_search import (
@@ -34,6 +35,7 @@ from interactive_ir.modes.conversation.mode import Conversation
 from interactive_ir.modes.conversation.plugir.config import PlugIRConfig, plugir_config
 from interactive_ir.modes import registry
 from interactive_ir.modes.feedback.mode import Feedback, FeedbackConfig, feedback_config
+from interactive_ir.retrieval.belief import BeliefConfig, belief_config
 from interactive_ir.retrieval.retriever import Retriever
 from interactive_ir.types import Question
 
@@ -47,13 +49,13 @@ class Engine(OnCore):
 
     def __init__(self, retriever: Retriever, llm=None, captioner=None, vlm=None, config: EngineConfig = EngineConfig(),
                  *, plugir: PlugIRConfig | None = None, feedback: FeedbackConfig | None = None,
-                 composed: ComposedConfig | None = None):
+                 composed: ComposedConfig | None = None, belief: BeliefConfig | None = None):
         self._assemble(TextSearch(retriever, captioner, config), llm, vlm,
                        plugir if plugir is not None else plugir_config(), feedback_config(feedback),
-                       composed_config(composed))
+                       composed_config(composed), belief_config(belief))
 
     def _assemble(self, core: TextSearch, llm, vlm, plugir: PlugIRConfig, feedback: FeedbackConfig,
-                  composed: ComposedConfig) -> None:
+                  composed: ComposedConfig, belief: BeliefConfig) -> None:
         self.llm = llm  # an LLM backend or None (grounded questions; feedback and compose still work)
         self.vlm = vlm  # a VLM or None (no re-ranking)
         self.core = core
@@ -61,13 +63,15 @@ class Engine(OnCore):
         self.conversation_mode = Conversation(core, llm, self.asker)
         self.feedback_mode = Feedback(core, llm, feedback)
         self.composed_mode = Composed(core, llm, vlm, composed)
+        self.belief_rounds = BeliefRounds(core, belief)  # "this one is closest" / "none of these" (any mode)
 
     def with_llm(self, llm) -> Engine:
         """This engine with `llm` as its LLM, sharing everything else (the core with its index, captioner,
         caption cache and record hooks; the VLM; the mode configs). Cheap: made for one piece of model work,
         e.g. with an LLM whose calls a newer action can cancel (`backends.cancel.CancellableLLM`)."""
         other = object.__new__(type(self))
-        other._assemble(self.core, llm, self.vlm, self.plugir_config, self.feedback_config, self.composed_config)
+        other._assemble(self.core, llm, self.vlm, self.plugir_config, self.feedback_config, self.composed_config,
+                        self.belief_rounds.belief_config)
         return other
 
     # --- what the engine is made of ------------------------------------------------------------------
@@ -154,6 +158,12 @@ class Engine(OnCore):
         turn = self.composed_mode.relative(session, caption, reference=reference, image=image, method=method)
         return self._then_ask(session, turn, ask)
 
+    def closest(self, session: Session, image_id: str | None, *, ask: bool = True) -> Turn:
+        """A click on the shown image closest to the one in mind (None: none of these is close): evidence for
+        the belief over the collection, whose next page shows the most probable unseen images and a few to
+        learn from (`core.belief_rounds`)."""
+        return self._then_ask(session, self.belief_rounds.closest(session, image_id), ask)
+
     def _then_ask(self, session: Session, turn: Turn, ask: bool) -> Turn:
         if ask and self.asker.asks(session):
             self.asker.ask(session)
@@ -192,10 +202,11 @@ class Engine(OnCore):
 
 
 def build_engine(retriever: Retriever, llm=None, captioner=None, vlm=None, config: EngineConfig = EngineConfig(),
-                 **mode_configs) -> Engine:
-    """An `Engine` with every mode; `mode_configs` by name: plugir=, feedback=, composed=."""
+                 belief: BeliefConfig | None = None, **mode_configs) -> Engine:
+    """An `Engine` with every mode; `mode_configs` by name: plugir=, feedback=, composed=; `belief`: the
+    belief's user model (default: `IIR_BELIEF_*` over the fitted defaults)."""
     unknown = set(mode_configs) - set(registry.sections())
     if unknown:
         raise TypeError(f"unknown mode config {sorted(unknown)[0]!r}: use "
                         f"{', '.join(f'{s}=' for s in registry.sections())}")
-    return Engine(retriever, llm=llm, captioner=captioner, vlm=vlm, config=config, **mode_configs)
+    return Engine(retriever, llm=llm, captioner=captioner, vlm=vlm, config=config, belief=belief, **mode_configs)

@@ -18,7 +18,7 @@ import numpy as np
 from interactive_ir.errors import SessionError
 from interactive_ir.types import Candidates, Question
 
-TURN_KINDS = ("describe", "answer", "skip", "feedback", "relative", "search")
+TURN_KINDS = ("describe", "answer", "skip", "feedback", "relative", "search", "closest")
 
 
 @dataclass
@@ -51,6 +51,8 @@ class Turn:
     # transient step results (never serialised): what the retrieve step computed for this round's later steps
     query_row: np.ndarray | None = field(default=None, repr=False, compare=False)  # the row it ranked with
     candidates: Candidates | None = field(default=None, repr=False, compare=False)  # S_R (rows) searched with that row
+    ranking: np.ndarray | None = field(default=None, repr=False, compare=False)  # a score per index row, when the
+    #                                   round ranked by the belief (retrieval/belief.py) instead of the query row
 
     def to_dict(self) -> dict:
         return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name not in TRANSIENT_TURN_FIELDS}
@@ -63,7 +65,8 @@ class Turn:
         return cls(**data)
 
 
-TRANSIENT_TURN_FIELDS = frozenset({"query_row", "candidates"})
+TRANSIENT_TURN_FIELDS = frozenset({"query_row", "candidates", "ranking"})
+TRANSIENT_SESSION_FIELDS = frozenset({"belief"})
 
 
 def _plain(value):
@@ -93,6 +96,8 @@ class Session:
     found: dict[str, Any] = field(default_factory=dict)  # {"id", "round", "rank"} once the user found it
     meta: dict[str, Any] = field(default_factory=dict)  # participant, task, condition, target, ...
     created_at: float = field(default_factory=time.time)
+    belief: Any = field(default=None, repr=False, compare=False)  # the belief over the collection
+    #                              (`retrieval.belief.Belief`, transient: rebuilt from the rounds when missing)
 
     # --- views -----------------------------------------------------------------------------------
     @property
@@ -156,14 +161,14 @@ class Session:
 
     # --- JSON --------------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name not in TRANSIENT_SESSION_FIELDS}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False)
 
     @classmethod
     def from_dict(cls, d: dict) -> Session:
-        names = {f.name for f in fields(cls)}
+        names = {f.name for f in fields(cls)} - TRANSIENT_SESSION_FIELDS
         data = {k: v for k, v in d.items() if k in names}
         data["turns"] = [Turn.from_dict(t) for t in d.get("turns", [])]
         data["pending"] = Question.from_dict(d.get("pending"))

@@ -15,6 +15,7 @@ Round 0 is always the query's description. Each later round is one call of an en
 | `random-questions` | `search_text` | an unrelated yes/no question, answered; the dialogue concatenated (a known-bad) | - |
 | `attribute` | `search_text` | a yes/no question on the word that best splits the candidates; "yes" adds it | - |
 | `grounded` | `start` | the engine's grounded question (`engine.ask`): options chosen, or yes/no answered | - |
+| `closest` | `search_text` | a click on the shown image most like the target, or "none of these" (`engine.closest`: the belief over the collection) | - |
 | `fixed-dialogue` (= `:concat`) | `search_text` | ChatIR's query: the caption and the first t entries joined by ", " | dialogues |
 | `fixed-dialogue:split` | `search_text` | the dialogue file's round-t entry as the query (PlugIR's released files) | dialogues |
 | `fixed-dialogue:cr` | `start` | `answer` with the dialogue's question and answer (PlugIR context reformulation) | dialogues, LLM |
@@ -61,7 +62,8 @@ FIXED = ("fixed-dialogue:concat", "fixed-dialogue:split", "fixed-dialogue:cr")
 REFERENCE = ("none", "oracle", "random-questions", "attribute")
 GROUNDED = _protocols(registry.questioners())  # the engine's questioner without an LLM
 _METHOD_OF = {m.protocol: m for name in ("conversation", "feedback", "composed") for m in registry.methods(name)}
-ALL = (*CONVERSATION, *FEEDBACK, *COMPOSED, "mixed", *REFERENCE, *GROUNDED, *FIXED)
+BELIEF = ("closest",)  # rounds moved by the belief over the collection (`retrieval.belief`)
+ALL = (*CONVERSATION, *FEEDBACK, *COMPOSED, "mixed", *REFERENCE, *GROUNDED, *BELIEF, *FIXED)
 ATTRIBUTE_CANDIDATES = 20  # the attribute questioner splits the captions of this many top images
 ALIASES = {
     "fixed-dialogue": ("fixed-dialogue:concat",),
@@ -129,6 +131,8 @@ def get_protocol(name: str) -> Protocol:
         return Protocol(n, "reference", n, False)
     if n in GROUNDED:
         return Protocol(n, "grounded", n, False)
+    if n in BELIEF:
+        return Protocol(n, "belief", n, False)
     if n in FIXED:
         m = n.split(":", 1)[1]
         return Protocol(n, "fixed-dialogue", m, m == "cr", needs_dialogues=True)
@@ -214,6 +218,8 @@ def next_round(p: Protocol, engine, session: Session, query: Query, user: Simula
         return _grounded(engine, session, k, user)
     if p.family == "fixed-dialogue":
         return _replay(p, engine, session, query, t)
+    if p.family == "belief":
+        return _closest(engine, session, k, user)
     raise BadInputError(f"protocol family {p.family!r} has no rounds")  # pragma: no cover
 
 
@@ -315,6 +321,19 @@ def _grounded(engine, session: Session, k: TargetKnowledge, user: SimulatedUser)
     act = {"action": "choose", "question": question.text, "options": len(options), **choice.to_dict(),
            "choice": index, "none": choice.index is None}
     return engine.answer_choice(session, index), act
+
+
+def _closest(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) -> tuple[Turn, dict]:
+    """A click on the shown image that looks most like the target (in caption space: the shown images' index
+    captions against the user's knowledge), or "none of these" when none is alike (`SimConfig.choice_threshold`)."""
+    shown = list(session.last.shown) if session.last else []
+    if not shown:
+        raise StopQuery("nothing was shown to choose from")
+    seen = [c or i for i, c in zip(shown, engine.captions_of(shown))]
+    choice = user.answerer.choose(k, seen)
+    picked = shown[choice.index] if choice.index is not None else None
+    act = {"action": "closest", **choice.to_dict(), "none": picked is None}
+    return engine.closest(session, picked), act
 
 
 def _replay(p: Protocol, engine, session: Session, query: Query, t: int) -> tuple[Turn, dict]:

@@ -186,7 +186,10 @@ def _subset_rank(retriever, row, query: Query, shown: Sequence[str] = ()) -> int
 def _row_rank(turn, query: Query, retriever, res: QueryResult, cfg: RunConfig) -> tuple[np.ndarray | None, int]:
     """(the turn's query row, the target's rank under it); a turn without a row keeps the previous rank."""
     row = None if turn.query_row is None else np.asarray(turn.query_row, np.float32)
-    if row is not None:
+    ranking = getattr(turn, "ranking", None)
+    if ranking is not None:  # a belief round ranks by the posterior (ties count in the target's favour)
+        rank = int(np.sum(ranking > ranking[retriever.index.row_of[query.target]])) + 1
+    elif row is not None:
         rank = retriever.rank_of(row, query.target)
     else:
         rank = res.ranks[-1] if res.ranks else len(retriever.index)

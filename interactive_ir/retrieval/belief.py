@@ -1,0 +1,228 @@
+"""A belief over the collection: a probability for every image being the one the user has in mind.
+
+PicHunter (Cox et al., IEEE TIP 2000) keeps P(target = i) for every image i and updates it by Bayes' rule
+from each user action under an explicit user model; Ferecatu and Geman (2009) do the same for a mental
+picture. Here the belief is the log-posterior over the rows of an index, as one float64 array:
+
+    log P(i | actions) = text(i) + sum over actions a of log P(a | target = i)   (+ a constant)
+
+- `text(i)` = score(query row, row i) / text_temperature: the current query (the description, or what a
+  mode made of the dialogue so far) as a softmax likelihood. It is *replaced* when the query changes, so a
+  dialogue that repeats the description is not counted twice.
+- A click on the shown image closest to the target ("closest"): P(click c | i) = softmax over the shown s
+  of sim(i, s) / click_temperature, taken at c (the user model: a person picks what looks most like what
+  they have in mind, more surely the more alike it is).
+- "None of these": the same softmax with one more option of fixed similarity `none_similarity`, taken at
+  that option: images unlike every shown one gain.
+- Shown and not found: a person who sees the target says so, so every image shown and not picked as the
+  target has probability 0 (log -inf). Nothing else ever reaches 0.
+
+Everything is vectorised over the rows (no per-image Python). An exact index up to
+`retrieval.MATRIX_ROWS_MAX` rows keeps the whole collection; larger ones (approximate kinds, Milvus) keep
+a candidate pool: the `pool` best rows of the first query, whose vectors are read once.
+
+Which images to show (`page`): the most probable unseen ones, and `explore` images chosen to learn from:
+the unseen images that best cover the rest of the probability among the next `explore_depth` (greedy
+coverage weighted by probability), so a click on one of them says which part of the belief is right.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from interactive_ir.errors import BadInputError, SessionError
+
+ENV_PREFIX = "IIR_BELIEF_"
+
+
+@dataclass(frozen=True)
+class BeliefConfig:
+    """The belief's user model and display; each field can be set by env `IIR_BELIEF_<FIELD>`. The defaults
+    were fitted on the Flickr8k dev split (bench/README.md, "A belief over the collection")."""
+
+    text_temperature: float = 0.05  # softmax temperature of text evidence (query row scores); lower: trust text more
+    click_temperature: float = 0.15  # softmax temperature of a "closest image" click among the shown images
+    none_similarity: float = 0.3  # the similarity of the "none of these" option in the click model (cosine)
+    explore: int = 4  # of each page's k images, how many are chosen to learn from (0: the k most probable)
+    explore_depth: int = 60  # the learning images are chosen among this many most probable unseen images
+    pool: int = 4000  # rows kept by the belief on a collection larger than the exact limit (approximate kinds)
+
+    def __post_init__(self):
+        for name in ("text_temperature", "click_temperature"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
+                raise BadInputError(f"belief {name} must be a positive number, got {v!r} (IIR_BELIEF_{name.upper()})")
+        if not (np.isfinite(self.none_similarity) and -1.0 <= self.none_similarity <= 1.0):
+            raise BadInputError(f"belief none_similarity must be between -1 and 1, got {self.none_similarity!r}")
+        if self.explore < 0 or self.explore_depth < 1 or self.pool < 1:
+            raise BadInputError("belief explore must be >= 0, explore_depth and pool >= 1")
+
+
+def belief_config(cfg: BeliefConfig | None = None, environ=None) -> BeliefConfig:
+    """`cfg`, else the defaults with `IIR_BELIEF_*` env vars applied (read now)."""
+    from interactive_ir.config import apply_env
+
+    return cfg if cfg is not None else apply_env(BeliefConfig(), ENV_PREFIX, os.environ if environ is None else environ)
+
+
+def log_normalise(logp: np.ndarray) -> np.ndarray:
+    """`logp` shifted so that its exponentials sum to 1; -inf stays -inf. SessionError when nothing is left."""
+    finite = np.isfinite(logp)
+    if not finite.any():
+        raise SessionError("every image in the collection has been shown and none was it: start a new search")
+    top = logp[finite].max()
+    out = np.where(finite, logp - top, -np.inf)
+    return out - np.log(np.exp(out[finite]).sum())
+
+
+def _lse(a: np.ndarray, axis: int) -> np.ndarray:
+    m = a.max(axis=axis, keepdims=True)
+    return (m + np.log(np.exp(a - m).sum(axis=axis, keepdims=True))).squeeze(axis)
+
+
+@dataclass
+class Belief:
+    """The log-posterior over `rows` of one index (all rows, or a candidate pool); see the module docstring.
+
+    `vectors` are the rows' unit vectors (the retriever's search vectors), `text` the current text term,
+    `actions` the sum of the action terms. Build one with `Belief.over` and update it with the methods."""
+
+    rows: np.ndarray  # index rows the belief covers, ascending (every row: arange(N))
+    vectors: np.ndarray  # their vectors (float32, len(rows) x d), the similarity of the user model
+    config: BeliefConfig
+    text: np.ndarray = field(default=None)  # current text term, float64 per row
+    actions: np.ndarray = field(default=None)  # summed action terms, float64 per row (-inf: ruled out)
+    query: np.ndarray | None = None  # the query row of the text term
+    norms: np.ndarray = field(default=None)  # the vectors' lengths (similarities are cosines)
+
+    def __post_init__(self):
+        n = len(self.rows)
+        if self.norms is None:
+            norms = np.linalg.norm(self.vectors, axis=1)
+            self.norms = np.where(norms > 0, norms, 1.0).astype(np.float32)
+        if self.text is None:
+            self.text = np.zeros(n)
+        if self.actions is None:
+            self.actions = np.zeros(n)
+
+    def __deepcopy__(self, memo) -> Belief:
+        """A copy whose evidence is its own while the (read-only, possibly collection-sized) vectors are shared."""
+        return Belief(self.rows, self.vectors, self.config, self.text.copy(), self.actions.copy(),
+                      None if self.query is None else self.query.copy(), self.norms)
+
+    # --- building ----------------------------------------------------------------------------------
+    @classmethod
+    def over(cls, retriever, qrow: np.ndarray, config: BeliefConfig) -> Belief:
+        """A belief with `qrow` as its text evidence, over the whole collection when the retriever keeps a
+        matrix of it, else over the `config.pool` best rows for `qrow`."""
+        matrix = retriever._matrix  # noqa: SLF001 - the retriever's own float32 copy (None above its limit)
+        if matrix is not None:
+            rows, vectors = np.arange(len(matrix)), matrix
+        else:
+            _, rows = retriever.search_rows(qrow, min(config.pool, len(retriever.index)))
+            rows = np.sort(rows)
+            vectors = retriever.index.row_vectors(rows)
+        b = cls(rows, vectors, config)
+        b.set_query(qrow)
+        return b
+
+    # --- evidence ------------------------------------------------------------------------------------
+    def set_query(self, qrow: np.ndarray) -> None:
+        """The current query's evidence: score(qrow, i) / text_temperature (replaces the previous query's)."""
+        q = np.asarray(qrow, np.float32)
+        if q.shape != (self.vectors.shape[1],) or not np.isfinite(q).all():
+            raise BadInputError(f"a query row of width {self.vectors.shape[1]} with finite values is needed")
+        self.query = q
+        self.text = (self.vectors @ q).astype(np.float64) / self.config.text_temperature
+
+    def positions(self, rows: Sequence[int]) -> np.ndarray:
+        """Positions in the belief of index rows (SessionError for a row it does not cover)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        pos = np.searchsorted(self.rows, rows)
+        ok = (pos < len(self.rows)) & (self.rows[np.minimum(pos, len(self.rows) - 1)] == rows)
+        if not ok.all():
+            raise SessionError(f"row {int(rows[~ok][0])} is not among the images this search considers")
+        return pos
+
+    def rule_out(self, rows: Sequence[int]) -> None:
+        """Images shown and not the target: probability 0 (rows outside a pool are left out already)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if len(rows):
+            rows = rows[np.isin(rows, self.rows)]
+            self.actions[self.positions(rows)] = -np.inf
+
+    def click(self, shown_rows: Sequence[int], chosen: int | None) -> None:
+        """A click on `shown_rows[chosen]` as the image closest to the target (None: "none of these").
+
+        log P(click | i) = sim(i, chosen)/T - logsumexp over the shown (and the none option) of sim/T."""
+        pos = self.positions(shown_rows)
+        if not len(pos):
+            raise SessionError("nothing was shown to choose from")
+        t = self.config.click_temperature
+        a = self.cosines(pos).astype(np.float64) / t  # rows x shown
+        none = np.full((len(a), 1), self.config.none_similarity / t)
+        a = np.concatenate([a, none], axis=1)
+        col = len(pos) if chosen is None else int(chosen)
+        if not 0 <= col <= len(pos):
+            raise SessionError(f"option {chosen} is not one of the {len(pos)} shown images")
+        with np.errstate(invalid="ignore"):
+            self.actions = self.actions + (a[:, col] - _lse(a, 1))
+
+    def cosines(self, pos: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
+        """Cosine similarities of the covered rows (or those at `among`) with the rows at positions `pos`."""
+        among = slice(None) if among is None else among
+        return (self.vectors[among] @ self.vectors[pos].T) / (self.norms[among][:, None] * self.norms[pos][None, :])
+
+    # --- reading --------------------------------------------------------------------------------------
+    def log_posterior(self) -> np.ndarray:
+        """Normalised log-probabilities per covered row (-inf: ruled out)."""
+        with np.errstate(invalid="ignore"):
+            logp = self.text + self.actions
+        logp = np.where(np.isnan(logp), -np.inf, logp)
+        return log_normalise(logp)
+
+    def ranking(self, n_rows: int) -> np.ndarray:
+        """A score for every row of the index (length `n_rows`): the log-posterior, -inf outside the pool."""
+        out = np.full(n_rows, -np.inf)
+        out[self.rows] = self.log_posterior()
+        return out
+
+    def page(self, k: int, exclude_rows: Sequence[int] = ()) -> tuple[np.ndarray, np.ndarray, int]:
+        """(rows, log-probabilities, n_best) of the next page: the `k - explore` most probable rows not in
+        `exclude_rows`, then the rows chosen to learn from. n_best: how many are there for their probability."""
+        logp = self.log_posterior()
+        if len(exclude_rows):
+            logp = logp.copy()
+            logp[self.positions(exclude_rows)] = -np.inf
+        live = int(np.isfinite(logp).sum())
+        k = min(int(k), live)
+        if k <= 0:
+            raise SessionError("every image in the collection has been shown: start a new search")
+        depth = min(live, max(k, self.config.explore_depth))
+        order = np.argpartition(-logp, depth - 1)[:depth] if depth < len(logp) else np.arange(len(logp))
+        order = order[np.argsort(-logp[order], kind="stable")]
+        n_best = max(1, k - self.config.explore) if k > 1 else k
+        chosen = list(order[:n_best])
+        chosen += self._cover(order[n_best:], logp, chosen, k - n_best)
+        pos = np.asarray(chosen, dtype=np.int64)
+        return self.rows[pos], logp[pos], n_best
+
+    def _cover(self, cand: np.ndarray, logp: np.ndarray, page: list[int], n: int) -> list[int]:
+        """Greedy: `n` of `cand` that most raise the probability-weighted similarity coverage of `cand`."""
+        if n <= 0 or not len(cand):
+            return []
+        p = np.exp(logp[cand] - logp[cand].max())
+        sim = self.cosines(cand, cand)
+        covered = self.cosines(np.asarray(page), cand).max(axis=1) if page else np.full(len(cand), -1.0)
+        out: list[int] = []
+        for _ in range(min(n, len(cand))):
+            gain = (np.maximum(sim - covered[None, :], 0.0) * p[None, :]).sum(axis=1)
+            gain[[int(np.where(cand == c)[0][0]) for c in out]] = -1.0
+            j = int(np.argmax(gain))
+            out.append(int(cand[j]))
+            covered = np.maximum(covered, sim[j])
+        return out
