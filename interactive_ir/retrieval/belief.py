@@ -119,14 +119,15 @@ class Belief:
     def over(cls, retriever, qrow: np.ndarray, config: BeliefConfig) -> Belief:
         """A belief with `qrow` as its text evidence, over the whole collection when the retriever keeps a
         matrix of it, else over the `config.pool` best rows for `qrow`."""
-        matrix = retriever._matrix  # noqa: SLF001 - the retriever's own float32 copy (None above its limit)
+        matrix, norms = retriever._matrix, retriever.matrix_norms  # noqa: SLF001 - its float32 copy (None above its limit)
         if matrix is not None:
             rows, vectors = np.arange(len(matrix)), matrix
+            norms = np.where(norms > 0, norms, 1.0).astype(np.float32)
         else:
             _, rows = retriever.search_rows(qrow, min(config.pool, len(retriever.index)))
             rows = np.sort(rows)
-            vectors = retriever.index.row_vectors(rows)
-        b = cls(rows, vectors, config)
+            vectors, norms = retriever.index.row_vectors(rows), None
+        b = cls(rows, vectors, config, norms=norms)
         b.set_query(qrow)
         return b
 

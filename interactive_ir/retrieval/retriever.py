@@ -203,6 +203,12 @@ class Retriever:
             return None
         return self.index.row_vectors(np.arange(len(self.index)))
 
+    @cached_property
+    def matrix_norms(self) -> np.ndarray | None:
+        """The lengths of the rows of `_matrix` (None without one), computed once (the belief's cosines)."""
+        m = self._matrix
+        return None if m is None else np.sqrt(np.einsum("ij,ij->i", m, m)).astype(np.float32)
+
     def all_scores(self, qrow: np.ndarray) -> np.ndarray:
         """Scores of every row for a composed query row (float32, length N), from the search's own matrix."""
         q = np.asarray(qrow, np.float32)

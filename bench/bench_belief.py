@@ -1,0 +1,82 @@
+"""Per-turn engine time of the belief's "closest image" round against paging, at N images (default 100,000).
+
+On bench_turn's synthetic index (seeded unit 512-d image + caption vectors, written by the real writer) and
+the fake embedder: sessions of one description, then rounds of `closest` (a click on a shown image, or
+"none of these" every third round), beside the same number of paging rounds (`search_text` of the same
+text with every shown image hidden: what `none` does) in the SAME process, alternating by session. Prints
+p50 / p95 of each and the ratio, with the load average (the machines are shared: read the ratio).
+
+Usage: python bench/bench_belief.py [--size 100000] [--sessions 6] [--rounds 5] [-k 10] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+
+def time_sessions(engine, sessions: int, rounds: int) -> tuple[list[float], list[float], float]:
+    """(closest round seconds, paging round seconds, first belief build seconds median)."""
+    closest, paging, builds = [], [], []
+    for s in range(sessions):
+        text = f"a red dog running on the beach {s}"
+        for kind in (("closest", "paging") if s % 2 == 0 else ("paging", "closest")):
+            session = engine.new_session(hide_seen=True, ask_questions=False)
+            engine.search_text(session, text)
+            for r in range(rounds):
+                t0 = time.perf_counter()
+                if kind == "closest":
+                    shown = session.last.shown
+                    engine.closest(session, None if r % 3 == 2 else shown[r % len(shown)])
+                    (builds if r == 0 else closest).append(time.perf_counter() - t0)
+                else:
+                    engine.search_text(session, text, kind="search")
+                    paging.append(time.perf_counter() - t0)
+    return closest, paging, float(np.median(builds)) if builds else 0.0
+
+
+def main(argv=None) -> int:
+    from bench_turn import reuse_or_build
+
+    from interactive_ir.backends.embedders import FakeEmbedder
+    from interactive_ir.engine import EngineConfig, build_engine
+    from interactive_ir.index import load_index
+    from interactive_ir.retrieval.retriever import Retriever
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", type=int, default=100_000)
+    ap.add_argument("--sessions", type=int, default=6)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("-k", type=int, default=10)
+    ap.add_argument("--keep", type=Path, default=None, help="build the index here and keep it (default: a temp dir)")
+    args = ap.parse_args(argv)
+    work = args.keep or Path(tempfile.mkdtemp(prefix="iir_bench_belief_"))
+    path, built = reuse_or_build(work / f"synthetic_{args.size}", args.size)
+    retriever = Retriever(load_index(path), FakeEmbedder(512, spec="fake:512"))
+    engine = build_engine(retriever, config=EngineConfig(k=args.k, hide_seen=True))
+    engine.search_text(engine.new_session(), "warm up")  # the matrix copy and faiss, once
+    closest, paging, build = time_sessions(engine, args.sessions, args.rounds)
+    p = lambda xs, q: 1000 * float(np.percentile(xs, q))  # noqa: E731
+    print(f"N = {args.size:,} images, k = {args.k}, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+          + (f", index built in {built:.0f} s" if built else ""))
+    print("| round | p50 ms | p95 ms | rounds |\n|---|---|---|---|")
+    print(f"| closest (belief update + page) | {p(closest, 50):.1f} | {p(closest, 95):.1f} | {len(closest)} |")
+    print(f"| first closest of a session (belief built) | {1000 * build:.1f} | - | {args.sessions // 2 + args.sessions % 2} |")
+    print(f"| paging (search_text, shown hidden) | {p(paging, 50):.1f} | {p(paging, 95):.1f} | {len(paging)} |")
+    print(f"closest / paging, p50: {p(closest, 50) / p(paging, 50):.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
