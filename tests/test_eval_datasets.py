@@ -122,8 +122,9 @@ def test_reproduce_refuses_a_folder_missing_a_file(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "lacks index/manifest.json, zs.json, plugir.json" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "o").exists()
-    assert main(["reproduce", "nope", "--data", str(tmp_path)]) == 1
-    assert "unknown reproduction 'nope'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:  # one sub-parser per reproduction: argparse names the choices
+        main(["reproduce", "nope", "--data", str(tmp_path)])
+    assert e.value.code == 2 and "invalid choice: 'nope' (choose from 'plugir-table1'" in capsys.readouterr().err
 
 
 # --- caption files of the papers' datasets ----------------------------------------------------------------

@@ -63,6 +63,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="caption weight in fused text scores (0: pure text->image, as PlugIR; default: the index's)")
     p.add_argument("--rank-from", choices=["index", "results"], default=None,
                    help="the target's rank over the whole index (default) or its place in the final re-ranked list")
+    p.add_argument("--keep-reference", action="store_true",
+                   help="composed queries (--queries-format cirr|fashioniq|circo|fisd): keep the reference image in "
+                        "the ranking, shown and counted above the target (default: left out, as those benchmarks "
+                        "score)")
     p.add_argument("--on-uncertain", choices=["answer", "skip"], default="answer",
                    help="send an 'uncertain' answer as is (default) or skip the question")
     p.add_argument("--relevant-n", type=int, default=None, help="relevance actor: most images marked relevant per round (2)")
@@ -186,7 +190,8 @@ def plan_run(args: argparse.Namespace) -> Plan:
         raise BadInputError("--limit must be at least 1")
     cfg = RunConfig(rounds=settings["rounds"], seed=args.seed, k=settings["k"], stop_on_found=settings["stop_on_found"],
                     exclude_shown=settings["exclude_shown"], rank_from=settings["rank_from"],
-                    on_uncertain=args.on_uncertain, progress=not args.no_progress, keep_sessions=args.keep_sessions)
+                    on_uncertain=args.on_uncertain, progress=not args.no_progress, keep_sessions=args.keep_sessions,
+                    keep_reference=args.keep_reference)
     sim_cfg = apply_overrides(apply_env(SimConfig(), "IIR_SIM_"), relevant_n=args.relevant_n,
                               relevance_overlap=args.relevance_overlap)
     queries, msrvtt = load_queries(args)
@@ -301,6 +306,9 @@ def header_lines(args: argparse.Namespace, plan: Plan, backends: Backends) -> li
                           + ", ".join(plan.unsupported))
         if preset.notes:
             header.append(f"note: {preset.notes}")
+    with_reference = sum(1 for q in queries if q.reference)
+    if with_reference:
+        header.append(reference_line(cfg.keep_reference, with_reference))
     if backends.user.is_fake:
         header.append("THE SIMULATED USER IS A FAKE MODEL: this run tests the loop only and compares nothing")
     several = sum(1 for q in queries if q.relevant)
@@ -309,6 +317,15 @@ def header_lines(args: argparse.Namespace, plan: Plan, backends: Backends) -> li
                       "shown; --no-stop-on-found (or --preset zhu) plays every round, as Zhu et al.'s accumulated "
                       "recall does")
     return header
+
+
+def reference_line(keep: bool, n: int) -> str:
+    """What the run does with the reference images of its `n` composed queries."""
+    if keep:
+        return (f"reference image KEPT in the ranking (--keep-reference): {n} composed queries may show it and count "
+                "it above the target, which the CIR benchmarks do not")
+    return (f"reference image left out of the ranking: {n} composed queries never show it nor count it above the "
+            "target, as the CIR benchmarks score (--keep-reference keeps it)")
 
 
 def run_one_protocol(args: argparse.Namespace, plan: Plan, backends: Backends, protocol) -> dict:

@@ -1,35 +1,12 @@
-"""`python -m interactive_ir reproduce NAME --data DIR [--llm ...] [--vlm ...] [--embedder ...]`
+"""`python -m interactive_ir reproduce NAME --data DIR [--llm ...] [--vlm ...] [--embedder ...] [--keep-reference]`
 
 Runs a paper's evaluation preset on the paper's data and prints the paper's figures beside the run's,
-with the difference. The data are downloaded by the user; DIR must hold:
+with the difference. The data are downloaded by the user. What DIR must hold for each NAME (which files,
+which fields are read, where to get them, the exact commands) is the table `LAYOUTS`, which `reproduce
+--help` and `reproduce NAME --help` print: one sub-parser per reproduction.
 
-- `plugir-table1` (PlugIR Table 1, VisDial column, BLIP retriever): `index/` (an index of the VisDial val
-  images, built with `index --embedder blip:...` to match the paper), `zs.json` (the released ZS dialogues,
-  ChatIR layout: {"img", "dialog": [caption, "q a", ...]}) and `plugir.json` (the released PlugIR
-  dialogues: the round-t entry is that round's reformulated query). ZS is scored by ChatIR's concatenation
-  (`fixed-dialogue:concat`), PlugIR by its per-round queries (`fixed-dialogue:split`); 10 rounds, every
-  round played, the target's rank over the whole index.
-- `chatir` (ChatIR, Levy et al. 2023: a BLIP retriever fine-tuned on VisDial dialogues, "FT" in PlugIR; its
-  Hits@10 by round 0-10 on VisDial val as PlugIR Table 12 reports it): `index/` (the VisDial val images,
-  built with the fine-tuned retriever to match the paper) and `dialogues.json` (ChatIR's released
-  `VisDial_v1.0_queries_val.json`, ChatIR layout). Scored by ChatIR's concatenation, 10 rounds, every round
-  played, Hits@10 (best so far) by round, printed in percent beside the paper's with the difference.
-- `imagescope-cirr` (ImageScope Table 2/4, CIRR: Recall@1/5/10/50 and Recall_subset@1/2/3 for both of its
-  CLIP retrievers): `index/` (the CIRR images of the split, e.g. `index --images CIRR/img_raw --image-list
-  split.txt`) and `cap.rc2.val.json` (CIRR's released captions, with `img_set` for the subset groups).
-  One shot (round 0), `composed:imagescope` (needs `--llm`; stages 2-3 with `--vlm`), the rank taken from the
-  final re-ranked list. The paper's figures are CIRR test1, scored by the CIRR server (its targets are not
-  released), so a run on val differs by split as well: the command says so.
-- `fisd` (A Sanity Check on Composed Image Retrieval, Table 1: single-round Recall@1 by FISD instruction type, for eleven CIR models):
-  `index/` (the FISD images) and `fisd.json` (the FISD triplets, with `type`). One shot, `composed:compose`
-  with the index's retriever; Recall@1 by type (types matched to the paper's columns by their first
-  word) and its average, beside each of the paper's models, with this run's average minus each model's.
-- `zhu-msrvtt` (Zhu et al., Table 2, MSR-VTT frames, Rocchio and "Captions Only" columns: accumulated recall by
-  turn 0-5 for its CLIP and BLIP-2 retrievers, and the single-turn Recall@20..120 of the relevant frames):
-  `index/` (the picked frames, `index --images FRAMES --image-list frames.txt`, with `--captioner` for the
-  captions "Captions Only" adds) and `queries.jsonl` (written by `queries --captions videodatainfo.json
-  --frames FRAMES --out-image-list frames.txt --out-queries queries.jsonl`). 20 images a turn, images seen
-  before not shown again, every turn played, the relevance actor marking at most 2 shown relevant frames.
+The composed benchmarks (`imagescope-cirr`, `fisd`) leave each triplet's reference image out of the ranking,
+as they score (`evaluation.runner.left_out`); `--keep-reference` keeps it, and the run's header says which.
 """
 
 from __future__ import annotations
@@ -125,14 +102,131 @@ REPRODUCTIONS = {
 }
 
 
+@dataclass(frozen=True)
+class Layout:
+    """What `reproduce NAME --data DIR` needs in DIR, for its help."""
+
+    files: tuple[tuple[str, str], ...]  # (path in DIR, what it holds: the fields read)
+    source: str  # where to get the data
+    commands: tuple[str, ...]  # the exact commands, from the downloads to the run
+    note: str = ""  # how the run differs from the paper's, when it does
+
+
+LAYOUTS = {
+    "plugir-table1": Layout(
+        (("index/", "an index of the search space, built with a BLIP retriever as in the paper (blip:SPEC): the "
+                    "VisDial 1.0 val images (the targets) and ChatIR's COCO unlabeled2017 images"),
+         ("zs.json", "the ZS dialogues, ChatIR layout: a list of {\"img\": target path, \"dialog\": [caption, "
+                     "\"question? answer\", ...]} (an LLM questioner not aligned to the retrieval context, e.g. "
+                     "ChatIR's dialogues/ChatGPT_BLIP2.json); scored by ChatIR's concatenation"),
+         ("plugir.json", "PlugIR's released dialogues (same layout; the round-t entry is that round's reformulated "
+                         "query): dialogues/ours_final_q_n_5_recall_hitting_10_thres_low_500_recon_true_referring_"
+                         "true_filtering_true_select_true_reconed.json")),
+        "images: https://visualdialog.org/data (VisualDialog_val2018.zip) and "
+        "http://images.cocodataset.org/zips/unlabeled2017.zip; the search space: "
+        "github.com/levymsn/ChatIR ChatIR_Protocol/Search_Space_val_50k.json; dialogues: github.com/levymsn/ChatIR "
+        "dialogues/ and github.com/Saehyung-Lee/PlugIR dialogues/",
+        ("git clone https://github.com/levymsn/ChatIR && git clone https://github.com/Saehyung-Lee/PlugIR",
+         "# IMAGES/: unlabeled2017/ and VisualDialog_val2018/ unzipped",
+         "python -c \"import json; print(*json.load(open('ChatIR/ChatIR_Protocol/Search_Space_val_50k.json')), "
+         "sep='\\n')\" > IMAGES/space.txt",
+         "(cd IMAGES && ls VisualDialog_val2018/*.jpg) >> IMAGES/space.txt",
+         "python -m interactive_ir index --images IMAGES --image-list IMAGES/space.txt "
+         "--embedder blip:Salesforce/blip-itm-large-coco --out DIR/index",
+         "cp ChatIR/dialogues/ChatGPT_BLIP2.json DIR/zs.json",
+         "cp PlugIR/dialogues/ours_final_*_reconed.json DIR/plugir.json",
+         "python -m interactive_ir reproduce plugir-table1 --data DIR")),
+    "chatir": Layout(
+        (("index/", "the same search space as plugir-table1, built with ChatIR's fine-tuned BLIP retriever (blip:"
+                    "FOLDER of the fine-tuned checkpoint) to match the paper"),
+         ("dialogues.json", "ChatIR's dialogues/VisDial_v1.0_queries_val.json (VisDial val: human questions and "
+                            "answers), ChatIR layout {\"img\", \"dialog\": [caption, \"q a\", ...]}")),
+        "github.com/levymsn/ChatIR (dialogues/, ChatIR_Protocol/); images as for plugir-table1",
+        ("# IMAGES/space.txt as for plugir-table1",
+         "cp ChatIR/dialogues/VisDial_v1.0_queries_val.json DIR/dialogues.json",
+         "python -m interactive_ir index --images IMAGES --image-list IMAGES/space.txt --embedder blip:FT_FOLDER "
+         "--out DIR/index",
+         "python -m interactive_ir reproduce chatir --data DIR")),
+    "imagescope-cirr": Layout(
+        (("index/", "an index of the CIRR images of the split (NLVR2 raw images, e.g. img_raw/dev/*.png), built "
+                    "with the paper's CLIP (hf:openai/clip-vit-base-patch32 or hf:openai/clip-vit-large-patch14)"),
+         ("cap.rc2.val.json", "CIRR's captions: a list of {pairid, reference, target_hard, caption, img_set: "
+                              "{members}} (members: the Recall_subset group)")),
+        "captions and splits: github.com/Cuberick-Orion/CIRR (captions/, image_splits/); images: the NLVR2 raw "
+        "images, as CIRR's README says",
+        ("python -c \"import json; print(*(p[2:] for p in json.load(open('CIRR/image_splits/split.rc2.val.json'))"
+         ".values()), sep='\\n')\" > val.txt",
+         "python -m interactive_ir index --images img_raw --image-list val.txt "
+         "--embedder hf:openai/clip-vit-large-patch14 --captioner SPEC --out DIR/index",
+         "cp CIRR/captions/cap.rc2.val.json DIR/",
+         "python -m interactive_ir reproduce imagescope-cirr --data DIR --llm SPEC [--vlm SPEC]"),
+        "the paper's figures are CIRR test1 (server-scored, targets not released): a val run differs by split too"),
+    "fisd": Layout(
+        (("index/", "an index of the FISD images (reference, target and hard negative of every triplet)"),
+         ("fisd.json", "the FISD triplets, a JSON list or JSONL of {reference, target, instruction (or caption / "
+                       "relative_caption), type, id}; type names the Table 1 column (cardinality, addition, negation, "
+                       "change, background, complex)")),
+        "the FISD release of 'A Sanity Check on Composed Image Retrieval' (its project page); image ids are matched "
+        "to the index by file name stem",
+        ("python -m interactive_ir index --images FISD/images --embedder SPEC --out DIR/index",
+         "cp FISD/fisd.json DIR/",
+         "python -m interactive_ir reproduce fisd --data DIR"),
+        "the paper ranks each type within its own 600 images; one index of all types is a harder gallery"),
+    "zhu-msrvtt": Layout(
+        (("index/", "the picked MSR-VTT frames (FRAMES/<video_id>/000001.jpg ...), with --captioner for the "
+                    "captions 'Captions Only' adds"),
+         ("queries.jsonl", "written by `queries --frames`: one query per sentence, {target, relevant: the clip's "
+                           "other picked frames, description, captions}")),
+        "annotations: https://github.com/ArrowLuo/CLIP4Clip/releases/download/v0.0/msrvtt_data.zip; clips: "
+        "https://www.robots.ox.ac.uk/~maxbain/frozen-in-time/data/MSRVTT.zip",
+        ("scripts/msrvtt_frames.sh MSRVTT/videos/all frames",
+         "python -m interactive_ir queries --captions msrvtt_data/MSRVTT_data.json --frames frames "
+         "--out-image-list frames.txt --out-queries DIR/queries.jsonl",
+         "python -m interactive_ir index --images frames --image-list frames.txt --embedder SPEC --captioner SPEC "
+         "--out DIR/index",
+         "python -m interactive_ir reproduce zhu-msrvtt --data DIR")),
+}
+
+
+def layout_help(name: str, width: int = 100) -> str:
+    """`reproduce NAME --help`'s text on the data: DIR's files and fields, where to get them, the commands."""
+    import textwrap
+
+    rep, lay = REPRODUCTIONS[name], LAYOUTS[name]
+    wrap = lambda text, first, rest: textwrap.fill(text, width, initial_indent=first,  # noqa: E731
+                                                   subsequent_indent=rest, break_on_hyphens=False,
+                                                   break_long_words=False)
+    out = [wrap(f"{name}: {rep.paper}.", "", "  "), "", "DIR (--data) holds:"]
+    out += [wrap(what, f"  {path:<16} ", " " * 19) for path, what in lay.files]
+    out += ["", wrap(f"Get them: {lay.source}.", "", "  "), "", "Commands:"]
+    out += [f"  {c}" for c in lay.commands]
+    if lay.note:
+        out += ["", wrap(f"Note: {lay.note}.", "", "  ")]
+    return "\n".join(out)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("name", help=f"what to reproduce: {', '.join(REPRODUCTIONS)}")
-    p.add_argument("--data", required=True, type=Path, help="folder with the paper's data (see the command's help)")
+    """One sub-parser per reproduction, each with its data layout as its help (`layout_help`)."""
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = "\n\n".join(layout_help(name) for name in REPRODUCTIONS)
+    sub = p.add_subparsers(dest="name", metavar="NAME", required=True,
+                           help=f"what to reproduce: {', '.join(REPRODUCTIONS)} (NAME --help: its data)")
+    for name, rep in REPRODUCTIONS.items():
+        one = sub.add_parser(name, help=rep.paper.replace("%", "%%"), description=layout_help(name),
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+        _add_options(one)
+
+
+def _add_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", required=True, type=Path, metavar="DIR", help="folder with the paper's data (see above)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default runs/reproduce/NAME)")
     p.add_argument("--embedder", default=None, help="embedder spec (default: the index manifest's)")
     p.add_argument("--llm", default=None, help="LLM spec, for reproductions whose protocol needs one")
     p.add_argument("--vlm", default=None, help="VLM spec, for reproductions that re-rank with one (ImageScope 2-3)")
     p.add_argument("--limit", type=int, default=None, help="only the first Q dialogues (a quick check)")
+    p.add_argument("--keep-reference", action="store_true",
+                   help="composed benchmarks: keep each triplet's reference image in the ranking (default: left "
+                        "out, as the benchmarks score)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -167,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
         folder = out / label.lower().replace(" ", "-")
         p = argparse.ArgumentParser(prog="eval")
         eval_cmd.add_arguments(p)
-        print(f"== {rep.name}: {label} ({protocol}, {data_file})")
+        print(f"== {rep.name}: {label} ({protocol}, {data_file}){_reference_note(rep, args)}")
         eval_cmd.run(p.parse_args(_eval_argv(rep, args, data_file, protocol, folder)))
         rows.append(_row(rep, args, label, data_file, protocol, paper, folder / protocol.replace(":", "-")))
     print(f"\n{rep.paper}\n")
@@ -189,9 +283,20 @@ def _eval_argv(rep: Reproduction, args: argparse.Namespace, data_file: str, prot
                         ("--limit", args.limit)):
         if value is not None:
             argv += [flag, str(value)]
+    if getattr(args, "keep_reference", False):
+        argv.append("--keep-reference")
     if args.no_progress:
         argv.append("--no-progress")
     return argv
+
+
+def _reference_note(rep: Reproduction, args: argparse.Namespace) -> str:
+    """The run's header: what it does with a composed benchmark's reference images ("" for the others)."""
+    if rep.queries_format not in ("cirr", "fashioniq", "circo", "fisd"):
+        return ""
+    if getattr(args, "keep_reference", False):
+        return "; reference images KEPT in the ranking (--keep-reference), unlike the benchmark"
+    return "; reference images left out of the ranking, as the benchmark scores (--keep-reference keeps them)"
 
 
 def _row(rep: Reproduction, args: argparse.Namespace, label: str, data_file: str, protocol: str, paper,

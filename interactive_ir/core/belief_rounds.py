@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from interactive_ir.core.session import Session, Turn
-from interactive_ir.core.text_search import OnCore, TextSearch
+from interactive_ir.core.text_search import OnCore, TextSearch, left_out
 from interactive_ir.errors import SessionError
 from interactive_ir.retrieval.belief import Belief, BeliefConfig
 from interactive_ir.types import Hit
@@ -54,7 +54,8 @@ class BeliefRounds(OnCore):
             session.belief = b
         elif b.query is None or not np.array_equal(b.query, qrow):
             b.set_query(qrow)
-        b.rule_out(self._rows(session.shown_ids(), strict=False))  # shown and not found: not the one
+        # shown and not found: not the one; and what the session never shows (a benchmark's reference image)
+        b.rule_out(self._rows([*session.shown_ids(), *left_out(session)], strict=False))
         return b
 
     def _rows(self, ids, strict: bool = True) -> list[int]:

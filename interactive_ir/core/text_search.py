@@ -95,14 +95,14 @@ class TextSearch:
         return self.config.hide_seen if own is None else bool(own)
 
     def exclude_for(self, session: Session, page: bool = False, before: Turn | None = None) -> list[str]:
-        """The ids a round leaves out: those shown before when it pages (`page`) or the session hides them
-        (`hides_seen`). `before`: a round already in the session (a refinement of it): only what the rounds
-        before it showed."""
+        """The ids a round leaves out: `left_out(session)`, and those shown before when it pages (`page`) or
+        the session hides them (`hides_seen`). `before`: a round already in the session (a refinement of it):
+        only what the rounds before it showed."""
+        fixed = left_out(session)
         if not (page or self.hides_seen(session)):
-            return []
-        if before is None:
-            return session.shown_ids()
-        return list(dict.fromkeys(i for t in session.turns[: session.turns.index(before)] for i in t.shown))
+            return fixed
+        turns = session.turns if before is None else session.turns[: session.turns.index(before)]
+        return list(dict.fromkeys([*fixed, *(i for t in turns for i in t.shown)]))
 
     def caption_of(self, image_id: str) -> str:
         """Stored caption, else one from the captioner, else ''."""
@@ -238,6 +238,11 @@ class TextSearch:
     def check_open(self, session: Session) -> None:
         if session.ended:
             raise SessionError("this search has ended; start a new search")
+
+
+def left_out(session: Session) -> list[str]:
+    """The ids this session never shows, `session.meta["exclude"]` (a composed benchmark's reference image)."""
+    return [str(i) for i in session.meta.get("exclude") or ()]
 
 
 def set_results(session: Session, turn: Turn, hits: Iterable[Hit]) -> None:

@@ -12,6 +12,12 @@ The round's query row is the one the turn notes itself (`Turn.query_row`: every 
 its results were searched with; a search made afterwards, e.g. for the next question's candidates, does
 not change it). A turn without a row keeps the previous rank.
 
+**The reference of a composed query.** A CIR triplet (FISD, CIRR, CIRCO, FashionIQ) asks for the reference image
+changed as the caption says, and those benchmarks score it with the reference left out: it is never shown
+(`session.meta["exclude"]`, which the engine's `exclude_for` honours) and never counted above the target
+(every rank here: the target's, each ground truth's). `RunConfig.keep_reference` (`--keep-reference`) keeps it
+in both, as this runner did before.
+
 **Resuming.** Each finished query is appended as one JSON line to `<out>/checkpoint.jsonl` (flushed
 and fsynced); its first line records the run's settings. Run the same command again and finished
 queries are skipped; a half-written last line is dropped. Changed settings are refused (use a new
@@ -79,6 +85,8 @@ class RunConfig:
     on_uncertain: str = "answer"  # an "uncertain" answer is sent as the answer ("answer") or the question is skipped
     progress: bool = True  # tqdm progress bar with ETA on stderr
     keep_sessions: bool = False  # also write every full session (with prompts and replies) to sessions.jsonl
+    keep_reference: bool = False  # a composed query's reference image stays in the ranking (shown, and counted in
+    #                               the target's rank); False: left out, as the CIR benchmarks score (`left_out`)
 
     def __post_init__(self):
         if self.rounds < 0:
@@ -153,11 +161,20 @@ def _turn_record(turn, rank: int, shown_rank: int | None, act: dict | None, wall
     return rec
 
 
-def _relevant_ranks(retriever, row, query: Query, shown: Sequence[str] = ()) -> list[int]:
-    """The rank of the target and of each other relevant image over the whole index (ties in its favour);
-    with `shown` (rank from the results), a shown one's place in that list, the others after it."""
+def left_out(query: Query, cfg: RunConfig) -> tuple[str, ...]:
+    """The images a query's search never shows nor ranks: a composed query's reference (unless `keep_reference`)."""
+    return (query.reference,) if query.reference and not cfg.keep_reference else ()
+
+
+def _relevant_ranks(retriever, row, query: Query, shown: Sequence[str] = (), exclude: Sequence[str] = ()) -> list[int]:
+    """The rank of the target and of each other relevant image over the whole index but `exclude` (ties in its
+    favour); with `shown` (rank from the results), a shown one's place in that list, the others after it."""
     scores = retriever.all_scores(row)
     index_row = retriever.index.row_of
+    gone = [index_row[i] for i in exclude if i in index_row and i not in {query.target, *query.relevant}]
+    if gone:
+        scores = scores.copy()
+        scores[gone] = -np.inf
     out = []
     for image in dict.fromkeys((query.target, *query.relevant)):
         if image in shown:
@@ -190,7 +207,7 @@ def _row_rank(turn, query: Query, retriever, res: QueryResult, cfg: RunConfig) -
     if ranking is not None:  # a belief round ranks by the posterior (ties count in the target's favour)
         rank = int(np.sum(ranking > ranking[retriever.index.row_of[query.target]])) + 1
     elif row is not None:
-        rank = retriever.rank_of(row, query.target)
+        rank = retriever.rank_of(row, query.target, exclude=left_out(query, cfg))
     else:
         rank = res.ranks[-1] if res.ranks else len(retriever.index)
     shown_rank = turn.shown.index(query.target) + 1 if query.target in turn.shown else None
@@ -199,11 +216,12 @@ def _row_rank(turn, query: Query, retriever, res: QueryResult, cfg: RunConfig) -
     return row, int(rank)
 
 
-def _group_ranks(res: QueryResult, row, query: Query, retriever, shown_results: Sequence[str]) -> None:
-    """Add the round's ranks of every ground truth and the target's rank within its subset group (carried
-    over when the turn has no row)."""
+def _group_ranks(res: QueryResult, row, query: Query, retriever, shown_results: Sequence[str],
+                 exclude: Sequence[str] = ()) -> None:
+    """Add the round's ranks of every ground truth (`exclude` left out) and the target's rank within its subset
+    group (carried over when the turn has no row)."""
     if query.relevant:
-        res.relevant_ranks.append(_relevant_ranks(retriever, row, query, shown_results)
+        res.relevant_ranks.append(_relevant_ranks(retriever, row, query, shown_results, exclude)
                                   if row is not None else list(res.relevant_ranks[-1] if res.relevant_ranks
                                                                else [len(retriever.index)] * (1 + len(query.relevant))))
     if query.subset:
@@ -223,7 +241,8 @@ def note_round(res: QueryResult, turn, act: dict | None, query: Query, retriever
     rec = _turn_record(turn, rank, shown_rank, act, now - clock[0], cpu - clock[1])
     clock[:] = [now, cpu]
     res.ranks.append(rank)
-    _group_ranks(res, row, query, retriever, list(turn.shown) if cfg.rank_from == "results" else ())
+    _group_ranks(res, row, query, retriever, list(turn.shown) if cfg.rank_from == "results" else (),
+                 left_out(query, cfg))
     res.shown_ranks.append(shown_rank)
     res.turns.append(rec)
     res.engine_llm_seconds += turn.timings.get("llm", 0.0)
@@ -240,6 +259,8 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
     res = QueryResult(query.qid, query.target)
     knowledge = knowledge_of(query, retriever.index, pixels=getattr(user, "needs_pixels", False))
     session = engine.new_session(target=query.target, query_id=query.qid, **protocol.session_meta())
+    if left_out(query, cfg):
+        session.meta["exclude"] = list(left_out(query, cfg))
     t0, c0 = time.perf_counter(), time.process_time()
     clock = [t0, c0]  # wall and CPU readings at the start of the current round
     try:
@@ -312,9 +333,12 @@ class ProtocolRun:
     seconds: float  # wall time of this call
 
 
-def run_header(protocol: Protocol, cfg: RunConfig, index_fingerprint: dict, backends: dict) -> dict:
-    """The settings a checkpoint belongs to (the query set may grow: a larger --limit resumes)."""
-    settings = {k: v for k, v in asdict(cfg).items() if k not in ("progress", "keep_sessions")}
+def run_header(protocol: Protocol, cfg: RunConfig, index_fingerprint: dict, backends: dict,
+               references: bool = False) -> dict:
+    """The settings a checkpoint belongs to (the query set may grow: a larger --limit resumes). `keep_reference`
+    only with `references` (queries with a reference image), so that other runs resume from older checkpoints."""
+    skip = ("progress", "keep_sessions") if references else ("progress", "keep_sessions", "keep_reference")
+    settings = {k: v for k, v in asdict(cfg).items() if k not in skip}
     return {"format": FORMAT, "protocol": protocol.name, **settings, "index": index_fingerprint, "backends": backends}
 
 
@@ -377,7 +401,8 @@ def run_protocol(protocol: Protocol, queries: Sequence[Query], retriever, user: 
     out.mkdir(parents=True, exist_ok=True)
     check_dialogues(protocol, queries)
     path = out / CHECKPOINT
-    header = run_header(protocol, cfg, index_fingerprint(retriever), backends or {})
+    header = run_header(protocol, cfg, index_fingerprint(retriever), backends or {},
+                        references=any(q.reference for q in queries))
     if fresh and path.exists():
         path.unlink()
         (out / "sessions.jsonl").unlink(missing_ok=True)

@@ -16,7 +16,7 @@ import numpy as np
 from interactive_ir.core.model_calls import MeteredLLM, add_llm_calls
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.steps import QuestionStep, add_timings
-from interactive_ir.core.text_search import PAGING_KINDS, TextSearch
+from interactive_ir.core.text_search import PAGING_KINDS, TextSearch, left_out
 from interactive_ir.errors import BackendError, Cancelled, IIRError, SessionError
 from interactive_ir.modes.conversation.plugir import grounded
 from interactive_ir.modes.conversation.plugir.config import PlugIRConfig, resolve_questioner
@@ -108,6 +108,7 @@ class Asker:
             return Candidates(np.asarray(turn.scores[: len(rows)], np.float32), np.asarray(rows, np.int64))
         pages = self.core.hides_seen(session) or turn.kind in PAGING_KINDS
         earlier = {i for t in session.turns if t is not turn for i in t.shown} if pages else set()
+        earlier.update(left_out(session))  # never shown: not an option either
         return Candidates(*self.core.retriever.search_rows(self.row_of(session, turn), self.n_candidates(cfg),
                                                             exclude=earlier))
 
