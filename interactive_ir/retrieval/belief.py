@@ -42,12 +42,13 @@ ENV_PREFIX = "IIR_BELIEF_"
 @dataclass(frozen=True)
 class BeliefConfig:
     """The belief's user model and display; each field can be set by env `IIR_BELIEF_<FIELD>`. The defaults
-    were fitted on the Flickr8k dev split (bench/README.md, "A belief over the collection")."""
+    were fitted on the Flickr8k dev split with the model-free simulated user (bench/README.md, "A belief over
+    the collection"): its clicks judge by shared words, so a soft click model and no learning images did best."""
 
     text_temperature: float = 0.05  # softmax temperature of text evidence (query row scores); lower: trust text more
-    click_temperature: float = 0.15  # softmax temperature of a "closest image" click among the shown images
+    click_temperature: float = 0.3  # softmax temperature of a "closest image" click among the shown images
     none_similarity: float = 0.3  # the similarity of the "none of these" option in the click model (cosine)
-    explore: int = 4  # of each page's k images, how many are chosen to learn from (0: the k most probable)
+    explore: int = 0  # of each page's k images, how many are chosen to learn from (0: the k most probable)
     explore_depth: int = 60  # the learning images are chosen among this many most probable unseen images
     pool: int = 4000  # rows kept by the belief on a collection larger than the exact limit (approximate kinds)
 
