@@ -194,6 +194,7 @@ LAWN = ("a brown and white dog running through the grass", "A dog with a ball in
     (DOG, "What breed is the dog?", UNCERTAIN),
     (DOG, "What is the weather like?", UNCERTAIN),
     (KIDS, "How old is the man?", UNCERTAIN),
+    (KIDS, "How old is the girl?", "little"),
     (DOG, "What is in the background?", UNCERTAIN),
     (DOG, "What is on the table?", UNCERTAIN),
     (DOG, "asdf qwerty?", UNCERTAIN),
