@@ -281,6 +281,7 @@ def test_a_preset_sets_the_papers_settings_and_an_explicit_flag_wins(bench, tmp_
     assert lines[0].startswith("preset fisd: A sanity check on CIR") and "rounds=5" in lines[0]
     assert "the flag wins: --rounds 2 overrides the fisd preset's 5" in text
     assert "simulated user: model-free" in text and "stop when the target is shown: yes" in text
+    assert "--no-stop-on-found" not in text
     metrics = json.loads((out / "composed-compose" / "metrics.json").read_text())
     assert metrics["settings"]["rounds"] == 2 and metrics["settings"]["k"] == 10 and metrics["preset"] == "fisd"
     rows = list(csv.DictReader(open(out / "composed-compose" / "by_round.csv")))
@@ -295,6 +296,7 @@ def test_plugir_preset_says_which_pipeline_choices_this_build_lacks(bench, tmp_p
     text = capsys.readouterr().out
     assert "preset plugir" in text and "plugir.reformulate_max_tokens=512" in text
     assert "stop when the target is shown: no" in text
+    assert "keeps the rank of the round it was found in" in text  # --no-stop-on-found says what it keeps
     metrics = json.loads((tmp_path / "p" / "plugir" / "metrics.json").read_text())
     assert metrics["costs"]["llm_round_trips_per_query"] >= 1  # the fake LLM was asked
 

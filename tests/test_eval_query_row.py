@@ -127,4 +127,6 @@ def test_run_query_ranks_are_the_spied_rows_ranks(tiny, name):
         assert res.stop == "rounds", res.stop
         (session,) = sessions
         assert len(res.ranks) == len(session.turns) == 4
-        assert res.ranks == [retriever.rank_of(seen[id(t)], target) for t in session.turns]
+        live = [retriever.rank_of(seen[id(t)], target) for t in session.turns]
+        f = res.found_round  # from the found round on, its rank is kept
+        assert res.ranks == (live if f is None else live[:f + 1] + [live[f]] * (len(live) - f - 1))

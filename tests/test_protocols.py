@@ -133,14 +133,19 @@ def test_every_protocol_runs_end_to_end_and_records_true_ranks(bench, name):
         assert [t.kind for t in session.turns] == kinds
         assert len(res.ranks) == len(res.shown_ranks) == ROUNDS + 1
         rows = expected_rows(bench.retriever, session)
+        found = next((t for t, turn in enumerate(session.turns) if q.target in turn.shown), None)
+        assert res.found_round == found
         for t, (turn, row) in enumerate(zip(session.turns, rows)):
-            assert res.ranks[t] == independent_rank(bench.retriever, row, q.target), (name, t, turn.kind)
+            live = independent_rank(bench.retriever, row, q.target)
+            # once found, the rank stays the found round's (--no-stop-on-found plays on without rewarding it)
+            assert res.ranks[t] == (live if found is None or t <= found else res.ranks[found]), (name, t, turn.kind)
             assert 1 <= res.ranks[t] <= 50
             if q.target in turn.shown:
                 pos = turn.shown.index(q.target) + 1
                 assert res.shown_ranks[t] == pos
                 earlier = len({i for u in session.turns[:t] for i in u.shown})
-                assert pos <= res.ranks[t] <= pos + earlier  # the whole index vs what was left to show
+                if t == found:
+                    assert pos <= res.ranks[t] <= pos + earlier  # the whole index vs what was left to show
             else:
                 assert res.shown_ranks[t] is None
         assert not session.turns[0].shown or res.ranks[0] > 10 or q.target in session.turns[0].shown
@@ -225,6 +230,41 @@ def test_stop_on_found_ends_the_search(bench):
     res, sessions, _ = run(bench, "feedback:expand", queries=[q], llm=None, stop_on_found=True)
     assert res[0].stop == "found" and len(res[0].ranks) == 1
     assert sessions[0].found["id"] == q.target and sessions[0].found["round"] == 0
+
+
+def test_a_target_marked_relevant_is_found_and_stops_feedback(bench):
+    """Feedback: the round that showed the target is the found round, before any mark is made."""
+    results, sessions, _ = run(bench, "rocchio", queries=bench.queries, llm=None, stop_on_found=True)
+    found = [(r, s) for r, s in zip(results, sessions) if r.found_round is not None]
+    assert found
+    for r, s in found:
+        f = r.found_round
+        assert r.stop == "found" and len(r.ranks) == f + 1 and r.shown_ranks[f] is not None
+        assert s.found["round"] == f and all(r.target not in t.relevant for t in s.turns)
+
+
+@pytest.mark.parametrize("name", ["feedback:expand", "rocchio", "mixed"])
+def test_without_stop_on_found_the_found_rounds_rank_is_kept(bench, name):
+    """--no-stop-on-found plays on, and feedback marks the shown target relevant, so its own caption joins
+    the query and it ranks 1 next round; the recorded rank stays the found round's instead."""
+    results, sessions, _ = run(bench, name, queries=bench.queries, llm=None, stop_on_found=False)
+    leaked = 0
+    for r, s in zip(results, sessions):
+        f = next((t for t, turn in enumerate(s.turns) if r.target in turn.shown), None)  # the found round
+        if f is None:
+            assert None not in r.ranks and r.stop == "rounds"
+            continue
+        assert r.stop == "rounds" and len(r.ranks) == ROUNDS + 1 and r.shown_ranks[f] is not None
+        assert all(r.target not in t.shown for t in s.turns[:f])
+        for t in range(f + 1, ROUNDS + 1):
+            live = bench.retriever.rank_of(np.asarray(s.turns[t].query_row, np.float32), r.target)
+            leaked += live == 1 and r.ranks[f] > 1 and r.target in s.turns[t].relevant
+        assert r.ranks[f:] == [r.ranks[f]] * (ROUNDS + 1 - f)
+        assert r.found_round == f
+        for t in range(f + 1, ROUNDS + 1):
+            assert r.turns[t]["rank"] == r.ranks[f] and "rank then is kept" in r.turns[t]["rank_note"]
+    if name != "mixed":  # the case this guards: the marked target would have ranked 1 through its caption
+        assert leaked > 0
 
 
 def test_a_dialogue_that_runs_out_stops_the_query_early(bench):
@@ -350,7 +390,9 @@ def test_rank_from_results_takes_the_place_in_the_final_list(bench):
     by_list, sessions, _ = run(bench, "composed:compose", llm=None, stop_on_found=False, rank_from="results")
     for a, b, s in zip(by_index, by_list, sessions):
         for t, turn in enumerate(s.turns):
-            if b.shown_ranks[t] is not None:
+            if b.found_round is not None and t > b.found_round:  # found: the found round's rank is kept
+                assert b.ranks[t] == b.ranks[b.found_round]
+            elif b.shown_ranks[t] is not None:
                 assert b.ranks[t] == b.shown_ranks[t]
             else:
                 assert b.ranks[t] == max(a.ranks[t], len(turn.shown) + 1)

@@ -55,8 +55,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-k", type=int, default=None, help="results shown per round (default 10)")
     p.add_argument("--metrics-k", default=None, help="cut-offs for Hits/Recall/MRR/NDCG (default 1,5,10)")
     p.add_argument("--stop-on-found", action=argparse.BooleanOptionalAction, default=None,
-                   help="the simulated user stops once the target is shown (default: yes, known-item search; "
-                        "--no-stop-on-found runs every round, as PlugIR)")
+                   help="the simulated user stops once the target is shown or marked relevant (default: yes, "
+                        "known-item search; --no-stop-on-found runs every round, as PlugIR, keeping the target's rank "
+                        "from the round it was found in)")
     p.add_argument("--exclude-shown", action=argparse.BooleanOptionalAction, default=None,
                    help="each round shows only images not shown before (default: yes)")
     p.add_argument("--tau", type=float, default=None,
@@ -309,6 +310,9 @@ def header_lines(args: argparse.Namespace, plan: Plan, backends: Backends) -> li
     with_reference = sum(1 for q in queries if q.reference)
     if with_reference:
         header.append(reference_line(cfg.keep_reference, with_reference))
+    if not cfg.stop_on_found:
+        header.append("--no-stop-on-found: every round is played, but a target once shown (or marked relevant) keeps "
+                      "the rank of the round it was found in; later rounds do not move it")
     if backends.user.is_fake:
         header.append("THE SIMULATED USER IS A FAKE MODEL: this run tests the loop only and compares nothing")
     several = sum(1 for q in queries if q.relevant)

@@ -23,11 +23,14 @@ and fsynced); its first line records the run's settings. Run the same command ag
 queries are skipped; a half-written last line is dropped. Changed settings are refused (use a new
 `--out` or `--fresh`).
 
-**Stopping.** Known-item search has one target: once it is shown the simulated user has found it and
-stops (`RunConfig.stop_on_found`, on by default), and its last rank is carried over the remaining
-rounds. No protocol is then rewarded twice for it (e.g. feedback marking the shown target relevant, so
-that its index caption joins the query). `--no-stop-on-found` runs every round regardless (PlugIR's
-own evaluation, which never shows results to its simulated user).
+**Stopping.** Known-item search has one target: once it is shown the simulated user has found it (in
+feedback, marking it relevant is finding it: the round it was shown in is the found round) and stops
+(`RunConfig.stop_on_found`, on by default, in every protocol); its last rank is carried over the
+remaining rounds. `--no-stop-on-found` plays every round regardless (PlugIR's own evaluation, which
+never shows results to its simulated user), but the target's ranks from the found round on stay those
+of the found round (`QueryResult.found_round`; the turn records say "rank kept"): otherwise feedback
+marking the shown target relevant puts its index caption into the query and ranks it 1 next round, a
+reward for finding what was already found.
 
 **The information boundary.** The simulated user is handed `knowledge.knowledge_of(query)` only (held-out
 captions, a hashed recogniser of the target, pixels for VLM users): never the query, its id or rank.
@@ -119,6 +122,7 @@ class QueryResult:
     subset_ranks: list[int] = field(default_factory=list)  # the target's rank within its subset group, by round
     relevant_ranks: list[list[int]] = field(default_factory=list)  # with several ground truths: the rank of each
     #   (target first, then `relevant`) over the whole index, by round (CIRCO's mAP@K)
+    found_round: int | None = None  # the first round that showed the target (None: never shown)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -251,6 +255,19 @@ def note_round(res: QueryResult, turn, act: dict | None, query: Query, retriever
     return shown_rank is not None
 
 
+def keep_found_rank(res: QueryResult) -> None:
+    """After the found round (--no-stop-on-found): the round just noted keeps the found round's target ranks
+    (over the index, in its subset group, and its own entry among several ground truths)."""
+    f = res.found_round
+    res.ranks[-1] = res.ranks[f]
+    if res.subset_ranks:
+        res.subset_ranks[-1] = res.subset_ranks[f]
+    if res.relevant_ranks:
+        res.relevant_ranks[-1] = [res.relevant_ranks[f][0], *res.relevant_ranks[-1][1:]]
+    res.turns[-1]["rank"] = res.ranks[f]
+    res.turns[-1]["rank_note"] = f"target found at round {f}: its rank then is kept"
+
+
 def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg: RunConfig,
               on_session: Callable | None = None) -> QueryResult:
     """One simulated search: round 0, then up to `cfg.rounds` rounds; ranks recorded after each."""
@@ -265,15 +282,21 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
     clock = [t0, c0]  # wall and CPU readings at the start of the current round
     try:
         shown = note_round(res, first_round(protocol, engine, session, query), None, query, retriever, cfg, clock)
+        res.found_round = 0 if shown else None
         for t in range(1, cfg.rounds + 1):
-            if shown and cfg.stop_on_found:
-                engine.found(session, query.target)
-                res.stop = "found"
+            if res.found_round is not None and cfg.stop_on_found:
                 break
             ts = time.perf_counter()
             turn, act = next_round(protocol, engine, session, query, user, t, cfg.on_uncertain, knowledge)
             res.sim_seconds += time.perf_counter() - ts - turn.timings.get("total", 0.0)
             shown = note_round(res, turn, act, query, retriever, cfg, clock)
+            if res.found_round is not None:
+                keep_found_rank(res)
+            elif shown:
+                res.found_round = t
+        if res.found_round is not None and cfg.stop_on_found:  # found, in the last round too
+            engine.found(session, query.target)
+            res.stop = "found"
     except StopQuery as e:
         res.stop = f"stopped: {e}"
     except IIRError as e:

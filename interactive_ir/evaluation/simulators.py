@@ -6,12 +6,14 @@ and held-out captions, and (VLM users only) its pixels; never its id, its rank o
 stores for it. Of a *shown* image, a user sees what anyone would: its index captions (`captions_of`),
 or the image itself (VLM variants), and whether it is the target (`knowledge.recognise`).
 
-- Answerers: `CaptionAnswerer` is model-free (the default): yes/no questions by word presence in the
-  held-out captions; other questions from the best-matching held-out caption's words ("uncertain" when
-  nothing matches); choice questions by the option whose caption is most like the held-out captions,
+- Answerers: `CaptionAnswerer` is model-free (the default; `answers.rule_answer`): yes/no questions by
+  word presence in the held-out captions; open questions with the part of them that answers what was
+  asked (a colour, a count, a place, an action, a short phrase), "not sure" when they say nothing on it,
+  never a whole caption; choice questions by the option whose caption is most like the held-out captions,
   or "none of these" under `SimConfig.choice_threshold`. "Alike" is `similarity.WordSimilarity` (no
   model) or an embedder's cosine (`--user-similarity SPEC`). `LLMAnswerer` answers from the captions with
-  an LLM (PlugIR's Table 19 prompt); `VLMAnswerer` asks a VLM about the target's pixels. Both choose
+  an LLM (PlugIR's Table 19 prompt, asking for a few words; a long reply is cut to the answering
+  phrase); `VLMAnswerer` asks a VLM about the target's pixels. Both choose
   among options by the model-free rule.
 - `RelevanceActor` marks shown images by ground truth (Zhu et al.'s artificial actor): the target and
   the query's listed relevant images; caption-word overlap counts only when asked (`relevance_overlap`).
@@ -42,15 +44,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from interactive_ir.errors import BackendError, BadInputError
+from interactive_ir.evaluation.answers import NOT_SURE, SHORT_WORDS, is_yes_no, rule_answer
 from interactive_ir.evaluation.knowledge import TargetKnowledge
 from interactive_ir.evaluation.similarity import WordSimilarity
 from interactive_ir.evaluation.words import content_words, cut_repetition, norm, stem, surface_words
 
-__all__ = ["stem", "content_words", "cut_repetition"]  # re-exported for older callers (see evaluation.words)
+__all__ = ["stem", "content_words", "cut_repetition", "is_yes_no", "rule_answer"]  # re-exported for older callers
 
 log = logging.getLogger(__name__)
 
-UNCERTAIN = "uncertain"
+UNCERTAIN = NOT_SURE  # what the simulated user says when what it knows does not answer the question
 
 
 @dataclass(frozen=True)
@@ -116,7 +119,7 @@ _UNCERTAIN_RE = re.compile(
     r"\buncertain\b|\bunsure\b|\bunknown\b|\bunclear\b|\bcannot (?:be )?(?:determine|tell|say|know|answer|see)|"
     r"\bcan't (?:determine|tell|say|know|answer|see)|\bunable to\b|\bdon't know\b|\bdo not know\b|"
     r"\bnot (?:sure|certain|mentioned|specified|stated|known|clear|given|provided|visible)\b|"
-    r"\bno (?:information|mention|indication)\b|\bnot enough information\b|\bn/a\b|\bnot possible\b|"
+    r"\bno (?:information|mention|indication)\b|\b(?:does|do|did)(?:n't| not) (?:mention|say|specify|show)\b|\bnot enough information\b|\bn/a\b|\bnot possible\b|"
     r"\bimpossible\b", re.IGNORECASE)
 _QUOTES = "\"'`\u201c\u201d\u2018\u2019*_ \t"
 
@@ -154,7 +157,8 @@ def parse_answer(reply: str, question: str = "", max_words: int = 30) -> tuple[s
     """(answer, is_uncertain) from a model's reply to an answer prompt; (None, False) for junk.
 
     Takes the first usable line (labels like "Answer:" and an echoed question removed), keeps its
-    first sentence, and maps any way of saying "I cannot tell" to "uncertain".
+    first sentence, maps any way of saying "I cannot tell" to "not sure" (`UNCERTAIN`), and cuts a long
+    reply to the phrase that answers `question` (`_answering_phrase`).
     """
     line = _first_usable_line(reply, [question])
     if line is None:
@@ -163,7 +167,22 @@ def parse_answer(reply: str, question: str = "", max_words: int = 30) -> tuple[s
     if _UNCERTAIN_RE.search(first):
         return UNCERTAIN, True
     first = _words_cut(cut_repetition(first), max_words).strip(_QUOTES).rstrip(".!").strip()
-    return (first, False) if re.search(r"[A-Za-z0-9]", first) else (None, False)
+    if not re.search(r"[A-Za-z0-9]", first):
+        return None, False
+    return _answering_phrase(first, question), False
+
+
+def _answering_phrase(reply: str, question: str) -> str:
+    """A long reply cut to the part that answers `question`: "Yes, there is a dog in the picture" -> "Yes";
+    "The dog is black and white" -> "black and white" (the model-free rule run on the reply). A reply of
+    `SHORT_WORDS` words or fewer, or one the rule finds no answer in, is kept."""
+    if len(reply.split()) <= SHORT_WORDS or not question:
+        return reply
+    if is_yes_no(question):
+        m = re.match(r"^(yes|no)\b", reply, re.IGNORECASE)
+        return m.group(1) if m else reply
+    short, unsure = rule_answer([reply], question)
+    return reply if unsure else short
 
 
 def parse_relative(reply: str, candidate: Sequence[str] = (), max_words: int = 30) -> str | None:
@@ -183,13 +202,15 @@ _PROMPT_WORDS = frozenset({"instruction", "candidate", "target", "description", 
 
 # --- answerers -----------------------------------------------------------------------------------------
 
-ANSWER_SYSTEM = (  # PlugIR Appendix A, Table 19 (its answerer for the question filter), verbatim
+SHORT_ANSWER = ("Answer in a few words (a colour, a number, a place or a short phrase; yes or no for a yes/no "
+                "question), never a whole sentence.")
+ANSWER_SYSTEM = (  # PlugIR Appendix A, Table 19 (its answerer for the question filter), verbatim, then SHORT_ANSWER
     "Answer the question only according to the given context. If you cannot determine the answer or there are no "
-    "objects that are asked by the question in the context , answer \"Uncertain\"."
+    "objects that are asked by the question in the context , answer \"Uncertain\". " + SHORT_ANSWER
 )
 ANSWER_SYSTEM_CERTAIN = (
-    "Answer the question only according to the given context, in a few words. If the context does not say, give "
-    "your best guess from it."
+    "Answer the question only according to the given context. If the context does not say, give your best guess "
+    "from it. " + SHORT_ANSWER
 )
 
 
@@ -202,49 +223,7 @@ def build_answer_prompt(context: Sequence[str], question: str, allow_uncertain: 
 
 
 # --- the model-free rules --------------------------------------------------------------------------------
-
-_YES_NO = re.compile(r"^\s*(?:is|are|was|were|does|do|did|can|could|has|have|had|will|would|should|am)\b", re.I)
-_GENERIC = frozenset("visible present there thing something anything someone anyone person people".split())
-
-
-def is_yes_no(question: str) -> bool:
-    """A question answered by yes or no ("Is there a dog?"), not one offering alternatives ("Is it red or blue?")."""
-    return bool(_YES_NO.match(question or "")) and " or " not in f" {(question or '').lower()} "
-
-
-def _best_caption(context: Sequence[str], question: str, similarity) -> tuple[str, float]:
-    if not context:
-        return "", 0.0
-    if similarity is None or isinstance(similarity, WordSimilarity):
-        q = set(content_words(question))
-        scores = [len(q & set(content_words(c))) for c in context]
-    else:
-        scores = [float(x) for x in similarity.matrix([question], list(context))[0]]
-    i = max(range(len(context)), key=lambda j: (scores[j], -j))
-    return context[i], float(scores[i])
-
-
-def rule_answer(context: Sequence[str], question: str, allow_uncertain: bool = True, similarity=None,
-                threshold: float = 0.25) -> tuple[str, bool]:
-    """Model-free answer to `question` from the target's captions `context`.
-
-    Yes/no questions: "yes" when every content word of the question occurs in the captions, "no" when some
-    does not, "uncertain" when the question names nothing. Other questions: the caption most alike the
-    question (most shared content words; with an embedder `similarity`, highest cosine), "uncertain"
-    when none shares a word (cosine below `threshold`). Without `allow_uncertain` the best guess is given.
-    """
-    if is_yes_no(question):
-        words = [w for w in content_words(question) if w not in _GENERIC]
-        known = {w for c in context for w in content_words(c)}
-        if words:
-            return ("yes" if all(w in known for w in words) else "no"), False
-    best, score = _best_caption(context, question, similarity)
-    weak = score <= 0 if (similarity is None or isinstance(similarity, WordSimilarity)) else score < threshold
-    if weak or not best:
-        if allow_uncertain or not context:
-            return UNCERTAIN, True
-        best = context[0]
-    return best.strip().rstrip("."), False
+# Answers: `evaluation.answers.rule_answer` (what was asked, in a few words, or "not sure").
 
 
 def rule_choice(context: Sequence[str], options: Sequence[str], similarity=None, threshold: float = 0.3) -> Choice:
