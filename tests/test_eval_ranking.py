@@ -8,8 +8,12 @@ embedder is deterministic: a seeded random vector per content word (function wor
 sharing content words are alike, as with a real text embedder.
 
 Known strategies must come out in their known order: an oracle revealing a held-out caption each round
-beats a grounded questioner, which beats random irrelevant questions; no interaction is the worst of the
-interactive baselines on BRI.
+beats a grounded questioner, which beats random irrelevant questions.
+
+The validity suite (issue 23): the headline metrics (targets found within the budget, the log-ratio of the
+final rank to round 0, both paired with paging) must rank every known-bad strategy (random questions, wrong
+relevance marks, an inverted pull, a shuffled page) below paging and the oracle above everything. BRI does
+not: it prefers wrong marks to paging on this fixture, which is why it is not a headline metric.
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ import pytest
 
 from interactive_ir.backends.embedders import FakeEmbedder
 from interactive_ir.engine import EngineConfig, build_engine
+from interactive_ir.evaluation import headline
 from interactive_ir.evaluation.metrics import bri, hits_at_k, rank_matrix, recall_at_k
-from interactive_ir.evaluation.protocols import get_protocol
+from interactive_ir.evaluation.protocols import KNOWN_BAD, get_protocol
 from interactive_ir.evaluation.queries import make_queries, write_index_captions
-from interactive_ir.evaluation.runner import RunConfig, run_query
+from interactive_ir.evaluation.runner import RunConfig, protocol_engine, run_query
 from interactive_ir.evaluation.simulators import make_user
 from interactive_ir.evaluation.words import content_words
 
@@ -82,15 +87,33 @@ def bench(tmp_path_factory):
 def _run(bench, name: str, user=None, rounds: int = ROUNDS):
     retriever, queries = bench
     p = get_protocol(name)
-    engine = build_engine(retriever, config=EngineConfig(k=K), **p.mode_configs())
+    cfg = RunConfig(rounds=rounds, k=K, progress=False)
+    engine = protocol_engine(p, retriever, cfg)  # the engine `eval` runs: shown images hidden, as paging needs
     user = user or make_user(retriever.index, seed=0)
-    return [run_query(engine, p, q, user, RunConfig(rounds=rounds, k=K, progress=False)) for q in queries]
+    return [run_query(engine, p, q, user, cfg) for q in queries]
+
+
+NAMES = ("none", "attribute", "grounded", "oracle", "rocchio", "composed:compose", *KNOWN_BAD)
 
 
 @pytest.fixture(scope="module")
-def results(bench):
-    names = ("none", "random-questions", "attribute", "grounded", "oracle", "rocchio", "composed:compose")
-    return {n: {r.qid: r.ranks for r in _run(bench, n)} for n in names}
+def records(bench):
+    return {n: [r.to_dict() for r in _run(bench, n)] for n in NAMES}
+
+
+@pytest.fixture(scope="module")
+def results(records):
+    return {n: {r["qid"]: r["ranks"] for r in recs} for n, recs in records.items()}
+
+
+@pytest.fixture(scope="module")
+def outcomes(records):
+    return {n: headline.outcomes(recs, K, ROUNDS) for n, recs in records.items()}
+
+
+@pytest.fixture(scope="module")
+def vs_paging(outcomes):
+    return {n: headline.versus(o, outcomes["none"]) for n, o in outcomes.items() if n != "none"}
 
 
 def _bri(ranks):
@@ -110,12 +133,85 @@ def test_oracle_beats_grounded_beats_random_questions(results, grounded):
     assert at["oracle"] > at[grounded] + 0.2 > at["random-questions"] + 0.2, at
 
 
-def test_no_interaction_is_the_worst_interactive_baseline_on_bri(results):
-    b = {n: _bri(r) for n, r in results.items()}
-    for n in ("oracle", "grounded", "attribute", "rocchio", "composed:compose"):
-        assert b["none"] > b[n] + 0.1, (n, b)
-    # no interaction stays where it started: same rank every round
-    assert all(len(set(r)) == 1 for r in results["none"].values())
+# --- the validity suite: metrics that cannot be fooled ------------------------------------------------------
+
+
+def _found(o) -> float:
+    return sum(x.found for x in o.values()) / len(o)
+
+
+def _log_ratio(o) -> float:
+    return sum(x.log_ratio for x in o.values()) / len(o)
+
+
+def test_the_fixture_has_hard_targets_and_paging_finds_most_of_them(outcomes):
+    """The suite means something only if paging is a real bar: it finds hard targets by scrolling."""
+    paging = outcomes["none"]
+    hard = [o for o in paging.values() if o.hard]
+    assert len(hard) >= 50
+    assert 0.5 < sum(o.found for o in hard) / len(hard) < 1.0
+
+
+@pytest.mark.parametrize("bad", KNOWN_BAD)
+@pytest.mark.parametrize("scope", ["all", "hard"])
+def test_every_known_bad_strategy_scores_below_paging_on_the_headline_metrics(vs_paging, bad, scope):
+    d = vs_paging[bad][scope]
+    assert d["n"] >= 50
+    assert d["found"]["ci"][1] < 0, (bad, scope, d)  # finds fewer targets than paging, interval clear of zero
+    assert d["log_ratio"]["ci"][0] > 0, (bad, scope, d)  # leaves the target further than paging does
+
+
+def test_the_oracle_beats_everything_on_the_headline_metrics(outcomes, vs_paging):
+    for scope in ("all", "hard"):
+        assert vs_paging["oracle"][scope]["found"]["ci"][0] > 0 and vs_paging["oracle"][scope]["log_ratio"]["ci"][1] < 0
+    for n, o in outcomes.items():
+        if n != "oracle":
+            assert _found(outcomes["oracle"]) > _found(o), n
+            assert _log_ratio(outcomes["oracle"]) < _log_ratio(o), n
+
+
+def test_bri_prefers_wrong_marks_to_paging_which_is_why_it_is_not_a_headline_metric(results, outcomes):
+    """Wrong marks find far fewer targets than paging, yet their query moves, and BRI (best rank so far over the
+    whole index) credits every lucky move; paging's rank over the index never moves. The headline metrics
+    count what was shown and where the target is now, so they cannot be fooled so."""
+    assert _found(outcomes["wrong-marks"]) < _found(outcomes["none"]) - 0.2
+    assert _bri(results["wrong-marks"]) < _bri(results["none"])
+    assert all(len(set(r)) == 1 for r in results["none"].values())  # paging's rank over the index stays put
+
+
+def test_paging_rank_counts_what_is_left_to_scroll(records):
+    """`unseen_ranks`: each page of k takes k images off the target's rank until it is shown (then its place)."""
+    for rec in records["none"]:
+        for t in range(1, len(rec["unseen_ranks"])):
+            before, now = rec["unseen_ranks"][t - 1], rec["unseen_ranks"][t]
+            shown = rec["shown_ranks"][t]
+            assert now == (shown if shown is not None else before - K), rec
+        assert rec["unseen_ranks"][0] == rec["ranks"][0] or rec["shown_ranks"][0] is not None  # shown: its place
+
+
+def test_the_known_bad_strategies_do_what_they_say(bench, records):
+    retriever, queries = bench
+    target = {q.qid: q.target for q in queries}
+    for rec in records["wrong-marks"]:
+        for turn in rec["turns"][1:]:  # the honest actor marks every shown non-target not relevant: now relevant
+            assert turn["user"]["inverted"] and turn["user"]["relevant"] == K and turn["user"]["irrelevant"] == 0
+    for rec in records["inverted-pull"]:
+        for turn in rec["turns"][1:]:
+            u = turn["user"]
+            assert u["inverted"]
+            if u.get("scores"):  # a picture question: the least alike option (ties: the last)
+                assert u["scores"][u["choice"]] == min(u["scores"]) and not u["none"]
+    paging = {r["qid"]: r for r in records["none"]}
+    for rec in records["shuffled-page"]:
+        pages = [t["shown"] for t in rec["turns"]]
+        assert pages[0] == paging[rec["qid"]]["turns"][0]["shown"]  # round 0 is the description's page
+        flat = [i for p in pages for i in p]
+        assert len(flat) == len(set(flat)) and all(len(p) == K for p in pages)  # k unseen images a round
+        assert rec["ranks"] == [rec["ranks"][0]] * len(rec["ranks"])  # the query never moves
+        assert target[rec["qid"]] not in flat[:-K] or rec["stop"] == "found"  # a shown target ends the search
+    shuffled = {r["qid"]: [t["shown"] for t in r["turns"]][1:2] for r in records["shuffled-page"]}
+    differ = sum(shuffled[q] != [t["shown"] for t in r["turns"]][1:2] for q, r in paging.items() if len(r["turns"]) > 1)
+    assert differ > 0.9 * sum(len(r["turns"]) > 1 for r in paging.values())
 
 
 def test_best_so_far_rewards_noise_and_at_round_shows_it(results):

@@ -12,7 +12,7 @@ import pytest
 from interactive_ir.cli import main
 from interactive_ir.errors import BadInputError
 from interactive_ir.study.analysis.export import COLUMNS, event_rows, export_events, to_bytes
-from interactive_ir.study.analysis.report import build_report, read_sessions, write_report
+from interactive_ir.study.analysis.report import build_report, read_sessions, summary_markdown, write_report
 from interactive_ir.study.analysis.stats import average_ranks, mean_ci, pearson, spearman, t_quantile, t_quantile_table
 from interactive_ir.study.log import Event, StudyLog
 
@@ -164,6 +164,20 @@ def test_report_values_by_hand(db):
     # within B (3 sessions): BRI ranks 2, 1, 3 against ratings 4, 5, 1 (ranks 2, 3, 1): perfectly reversed
     assert b["correlation_bri_rating"]["effective"]["spearman"] == pytest.approx(-1.0)
     assert a["correlation_bri_rating"]["effective"]["spearman"] is None  # two sessions: undefined
+
+
+def test_report_headline_by_hand(db, tmp_path):
+    """Found rate, the rank at each round itself (median), ln(final / round-0 rank); hard = round 0 beyond k=10."""
+    rep = build_report(db)
+    a, b = rep["conditions"]["A"]["headline"], rep["conditions"]["B"]["headline"]
+    # A: (100, 10, 1) found and (50, 50, 50); B: (20, 5, 5) found, (1, 1, 1) found, (100, 100, 100)
+    assert a["all"]["median_rank"] == [75.0, 30.0, 25.5] and a["all"]["found_rate"] == 0.5
+    assert a["all"]["log_ratio"]["mean"] == pytest.approx((LN(1 / 100) + 0) / 2)
+    assert b["all"]["log_ratio"]["mean"] == pytest.approx(LN(5 / 20) / 3)
+    assert a["hard"]["n"] == 2 and b["hard"]["n"] == 2 and b["hard"]["found_rate"] == 0.5
+    md = summary_markdown(rep)
+    assert md.index("## Retrieval: headline") < md.index("for comparison with the papers") < md.index("BRI (lower")
+    assert "| A | 2 | 0.500 |" in md and "75 > 30 > 26" in md
 
 
 def test_report_needs_ended_tasks(tmp_path):

@@ -343,7 +343,8 @@ def run_one_protocol(args: argparse.Namespace, plan: Plan, backends: Backends, p
                         vlm=backends.vlm, backends=backends.names, fresh=args.fresh, retry_failed=args.retry_failed,
                         plugir_overrides=plan.plugir_overrides)
     relevant = {q.qid: list(q.relevant) for q in plan.queries if q.relevant}
-    ranks, metrics = summarise(run_.results, len(backends.retriever.index), plan.ks, relevant, rounds=plan.cfg.rounds)
+    ranks, metrics = summarise(run_.results, len(backends.retriever.index), plan.ks, relevant, rounds=plan.cfg.rounds,
+                               page=plan.cfg.k)
     metrics = {"protocol": protocol.name, "simulated_user": backends.user.describe_self(), "preset": args.preset,
                "settings": dict(plan.settings), **metrics}
     why = _not_comparable(protocol, backends.user, backends.engine_fake)
@@ -361,11 +362,16 @@ def run_one_protocol(args: argparse.Namespace, plan: Plan, backends: Backends, p
 
 
 def write_results(out: Path, results: dict[str, dict], ks: list[int]) -> None:
-    """The summary across protocols (files), then the table and the group metrics (printed)."""
+    """The summary across protocols (files), then the tables (headline first, then the papers' metrics) and the
+    group metrics (printed)."""
+    from interactive_ir.evaluation import headline
     from interactive_ir.evaluation.report import markdown_table, write_summary
 
+    has_paging = headline.compare_with_paging(results, headline.stored_targets(out, results))
     write_summary(out, {p: m for p, m in results.items() if m.get("n_queries")}, ks)
     k_table = 10 if 10 in ks else max(ks)
+    print(headline.report_text(results, has_paging))
+    print(f"\n## BRI and best-so-far Hits@{k_table}: {headline.PAPERS_LABEL}\n")
     print(markdown_table(results, k=k_table, extra=("s/query", "cpu/query", "llm")))
     for name, m in results.items():
         for line in _group_metrics(m):

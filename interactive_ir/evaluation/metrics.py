@@ -395,6 +395,24 @@ def recall_subset_at_k(subset_ranks: RanksByQuery | RankMatrix, k: int) -> list[
     return recall_at_k(subset_ranks, k)
 
 
+# ---------------------------------------------------------------- intervals
+
+
+BOOTSTRAP = 2000  # bootstrap resamples of the queries for the 95% intervals
+
+
+def bootstrap_ci(values, n: int = BOOTSTRAP, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of `values` (resampling queries; seeded). For a paired
+    comparison pass the per-query differences."""
+    v = np.asarray(values, np.float64)
+    if len(v) == 0:
+        return (float("nan"), float("nan"))
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, len(v), size=(n, len(v)))].mean(axis=1)
+    a = (1 - level) / 2
+    return float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
+
+
 # ---------------------------------------------------------------- everything at once
 
 

@@ -13,6 +13,9 @@ Round 0 is always the query's description. Each later round is one call of an en
 | `none` | `search_text` | the same description again (no interaction: the next page of results) | - |
 | `oracle` | `search_text` | the description and one more held-out caption each round (an upper reference) | - |
 | `random-questions` | `search_text` | an unrelated yes/no question, answered; the dialogue concatenated (a known-bad) | - |
+| `wrong-marks` | `search_text` | `feedback` with the relevance actor's marks inverted: what it would mark relevant is marked not relevant and vice versa (a known-bad) | - |
+| `inverted-pull` | `start` | the engine's grounded question answered backwards: the option the user judges LEAST like its target, the opposite yes/no (a known-bad: an honest engine fed adversarial clicks) | - |
+| `shuffled-page` | `search_text` | the description again, but the page shows k random images not shown before (a known-bad) | - |
 | `attribute` | `search_text` | a yes/no question on the word that best splits the candidates; "yes" adds it | - |
 | `grounded` | `start` | the engine's grounded question (`engine.ask`): options chosen, or yes/no answered | - |
 | `closest` | `search_text` | a click on the shown image most like the target, or "none of these" (`engine.closest`: the belief over the collection) | - |
@@ -20,9 +23,11 @@ Round 0 is always the query's description. Each later round is one call of an en
 | `fixed-dialogue:split` | `search_text` | the dialogue file's round-t entry as the query (PlugIR's released files) | dialogues |
 | `fixed-dialogue:cr` | `start` | `answer` with the dialogue's question and answer (PlugIR context reformulation) | dialogues, LLM |
 
-`none`, `oracle`, `random-questions` and `attribute` are the reference strategies of
-`evaluation.questioners`: the benchmark must rank `oracle` above `attribute`/`grounded` above
-`random-questions`, and `none` below every interactive baseline (tests/test_eval_ranking.py).
+`none`, `oracle`, `attribute` and the known-bad `random-questions`, `wrong-marks`, `inverted-pull` and
+`shuffled-page` are the reference strategies of `evaluation.questioners`, never offered in the web app. They
+check the metrics (tests/test_eval_ranking.py): every known-bad one must score worse than paging (`none`) on
+the headline metrics (targets found within the budget, the log-ratio of the final rank to round 0) and the
+`oracle` better than everything; a metric that ranks a known-bad above paging rewards random movement.
 
 The simulated user receives only a `TargetKnowledge` (held-out captions, pixels, a recogniser of the
 target): these functions never hand it the query, its target id or rank.
@@ -59,7 +64,9 @@ CONVERSATION = _protocols(registry.methods("conversation"))
 FEEDBACK = _protocols(registry.methods("feedback"), registry.mode("feedback").plain)
 COMPOSED = _protocols(registry.methods("composed"), registry.mode("composed").plain)
 FIXED = ("fixed-dialogue:concat", "fixed-dialogue:split", "fixed-dialogue:cr")
-REFERENCE = ("none", "oracle", "random-questions", "attribute")
+KNOWN_BAD = ("random-questions", "wrong-marks", "inverted-pull", "shuffled-page")  # must score below paging
+REFERENCE = ("none", "oracle", "attribute", *KNOWN_BAD)
+ENGINE_QUESTIONS = ("inverted-pull",)  # reference strategies that answer the engine's own (grounded) questions
 GROUNDED = _protocols(registry.questioners())  # the engine's questioner without an LLM
 _METHOD_OF = {m.protocol: m for name in ("conversation", "feedback", "composed") for m in registry.methods(name)}
 BELIEF = ("closest",)  # rounds moved by the belief over the collection (`retrieval.belief`)
@@ -93,7 +100,7 @@ class Protocol:
     def asks_questions(self) -> bool:
         """The engine asks questions (its LLM questioner, or the grounded one); the reference strategies ask
         their own."""
-        return self.family in ("conversation", "mixed", "grounded")
+        return self.family in ("conversation", "mixed", "grounded") or self.name in ENGINE_QUESTIONS
 
     def mode_configs(self) -> dict:
         """Keyword mode configs for `build_engine` (env `IIR_PLUGIR_*` etc. still apply underneath)."""
@@ -110,7 +117,7 @@ class Protocol:
 
     def session_meta(self) -> dict:
         meta = {"protocol": self.name, "ask_questions": self.asks_questions}
-        if self.family == "grounded":
+        if self.family == "grounded" or self.name in ENGINE_QUESTIONS:
             meta["questioner"] = "grounded"
         elif self.family == "conversation":
             meta["questioner"] = "llm"  # PlugIR's questioner, whatever the engine's default
@@ -179,7 +186,7 @@ def expand_protocols(spec: str | Sequence[str], has_llm: bool, has_dialogues: bo
 
 def first_round(p: Protocol, engine, session: Session, query: Query) -> Turn:
     """Round 0."""
-    if p.family in ("conversation", "mixed", "grounded"):
+    if p.family in ("conversation", "mixed", "grounded") or p.name in ENGINE_QUESTIONS:
         return engine.start(session, query.description)
     if p.family == "fixed-dialogue":
         if p.variant == "cr":
@@ -236,13 +243,17 @@ def _answer(engine, session: Session, k: TargetKnowledge, user: SimulatedUser, o
 
 
 def _feedback(engine, session: Session, k: TargetKnowledge, user: SimulatedUser, t: int,
-              method: str | None) -> tuple[Turn, dict]:
+              method: str | None, inverted: bool = False) -> tuple[Turn, dict]:
+    """The relevance actor's marks on the last page (`inverted`: relevant and not relevant swapped, `wrong-marks`)."""
     shown = session.last.shown if session.last else []
     j = user.actor.judge(k, shown, t)
-    if not j.relevant and not j.irrelevant:
+    relevant, irrelevant = (j.irrelevant, j.relevant) if inverted else (j.relevant, j.irrelevant)
+    if not relevant and not irrelevant:
         raise StopQuery("nothing was shown to mark")
-    act = {"action": "feedback", "relevant": len(j.relevant), "irrelevant": len(j.irrelevant), "truth": len(j.truth)}
-    return engine.feedback(session, j.relevant, j.irrelevant, method=method), act
+    act = {"action": "feedback", "relevant": len(relevant), "irrelevant": len(irrelevant), "truth": len(j.truth)}
+    if inverted:
+        act["inverted"] = True
+    return engine.feedback(session, relevant, irrelevant, method=method), act
 
 
 def _relative(engine, session: Session, k: TargetKnowledge, user: SimulatedUser, method: str | None) -> tuple[Turn, dict]:
@@ -289,13 +300,44 @@ def _reference(variant: str, engine, session: Session, k: TargetKnowledge, user:
             state["yes"].append(question[len("Is there "):-1])
         turn = engine.search_text(session, qs.attribute_query(description, state["yes"]), kind="search")
         return turn, {"action": "answer", "question": question, **reply.to_dict()}
+    if variant == "wrong-marks":
+        return _feedback(engine, session, k, user, t, None, inverted=True)
+    if variant == "inverted-pull":
+        return _grounded(engine, session, k, user, inverted=True)
+    if variant == "shuffled-page":
+        return _shuffled_page(engine, session, k, t), {"action": "none", "page": "random unseen"}
     raise BadInputError(f"unknown reference strategy {variant!r}")  # pragma: no cover
 
 
-def _grounded(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) -> tuple[Turn, dict]:
+def _shuffled_page(engine, session: Session, k: TargetKnowledge, t: int) -> Turn:
+    """The description searched again, its page replaced by as many random images not shown before (seeded by
+    the target's key and the round); the turn keeps the description's query row, so ranks are the paging ones."""
+    import random
+
+    seen = set(session.shown_ids())
+    turn = engine.search_text(session, session.description, kind="search")
+    index = engine.retriever.index
+    n_page = len(turn.shown)  # the engine's page size (fewer when few unseen images are left)
+    rng = random.Random(f"shuffled:{k.key}:{t}")
+    unseen = [r for r in rng.sample(range(len(index)), min(len(index), n_page + len(seen)))
+              if index.ids[r] not in seen][:n_page]
+    turn.shown = [index.ids[r] for r in unseen]
+    if turn.query_row is not None:
+        scores = engine.retriever.all_scores(turn.query_row)
+        turn.scores = [float(scores[r]) for r in unseen]
+    else:
+        turn.scores = []
+    turn.seen = []
+    return turn
+
+
+def _grounded(engine, session: Session, k: TargetKnowledge, user: SimulatedUser,
+              inverted: bool = False) -> tuple[Turn, dict]:
     """The engine's grounded question (issue 13), answered from `k`: a choice among the candidate clusters
     (the option whose representative looks most like the held-out captions, or "none of these"), or
-    yes/no on a word (by word presence)."""
+    yes/no on a word (by word presence). `inverted` (`inverted-pull`): the option judged LEAST like the
+    target (never "none of these") and the opposite yes/no, so every click pushes the query away; an open
+    question is answered honestly."""
     if "conversation" not in registry.offered(engine):
         raise BadInputError("this engine has no conversation mode, so no grounded questions")
     question = getattr(session, "question", None) or engine.ask(session)
@@ -309,17 +351,26 @@ def _grounded(engine, session: Session, k: TargetKnowledge, user: SimulatedUser)
     if question.kind == "yesno" or set(labels) == {"yes", "no"}:
         reply = user.answerer.answer(k, question.text)
         said = "yes" if reply.text.lower().startswith("yes") else "no"
+        if inverted:
+            said = "no" if said == "yes" else "yes"
         index = labels.index(said) if said in labels else 0
         act = {"action": "choose", "question": question.text, "choice": index, **reply.to_dict()}
+        if inverted:
+            act["inverted"] = True
         return engine.answer_choice(session, index), act
     real = [i for i, o in enumerate(options) if o.image_id]
     none = next((i for i, lab in enumerate(labels) if lab == NONE_OF_THESE), None)
     # what the user sees of each option is its image; in caption space, the representative's index caption
     seen = [c or options[i].label for i, c in zip(real, engine.captions_of([options[i].image_id for i in real]))]
     choice = user.answerer.choose(k, seen)
+    if inverted and real:  # the least alike (the last of equals): a click that pulls away from the target
+        worst = min(range(len(real)), key=lambda i: (choice.scores[i] if i < len(choice.scores) else 0.0, -i))
+        choice = type(choice)(worst, choice.scores, choice.source)
     index = real[choice.index] if choice.index is not None else (none if none is not None else real[0])
     act = {"action": "choose", "question": question.text, "options": len(options), **choice.to_dict(),
            "choice": index, "none": choice.index is None}
+    if inverted:
+        act["inverted"] = True
     return engine.answer_choice(session, index), act
 
 

@@ -1,9 +1,15 @@
 """Evaluation outputs: ranks.json, metrics.json, a CSV by round, and PNG plots.
 
+The headline metrics (`evaluation.headline`: targets found within the budget, the rank at each round among
+the unseen images, the log-ratio of the final rank to round 0, each against paging) come first in every
+output; BRI and best-so-far Hits@K stay, labelled as being for comparison with the papers.
+
 Per protocol (folder ``OUT/<protocol>/``):
 - ``ranks.json``: query id -> the target's rank at each round (what ``python -m interactive_ir metrics`` reads);
-- ``metrics.json``: `metrics.compute_all` plus run facts (queries, errors, seconds, model calls);
-- ``by_round.csv``: one row per round: hits@K (best so far), at_round@K (the target in the top K at that
+- ``metrics.json``: `metrics.compute_all` plus run facts (queries, errors, seconds, model calls) and ``headline``;
+- ``targets.json``: query id -> its headline outcome (found, rank by round, images viewed, hard), for the
+  paired comparison with paging;
+- ``by_round.csv``: one row per round: median_rank (headline: among the unseen images), hits@K (best so far), at_round@K (the target in the top K at that
   round itself; = recall@K), mrr@K, ndcg@K, best rank, rank percentile, shown, and the round's costs
   (wall and CPU seconds, engine LLM round trips, simulated-user model round trips, per query);
 - ``hits_recall.png``: Hits@10 (cumulative) and Recall@10 (per round) by round.
@@ -19,7 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from interactive_ir.evaluation.metrics import compute_all
+from interactive_ir.evaluation.metrics import BOOTSTRAP, bootstrap_ci, compute_all  # noqa: F401 (re-exported)
 
 PLOT_K = 10  # the K of the Hits@K / Recall@K plots and tables (PlugIR reports Hits@10)
 SUBSET_KS = (1, 2, 3)  # the K of CIRR's Recall_subset@K (a subset group holds 5 candidates)
@@ -83,8 +89,12 @@ def costs(records: Sequence[Mapping], n_rounds: int) -> dict:
 
 def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1, 5, 10),
               relevant: Mapping[str, Sequence[str]] | None = None,
-              rounds: int | None = None) -> tuple[dict[str, list[int]], dict]:
+              rounds: int | None = None, page: int | None = None) -> tuple[dict[str, list[int]], dict]:
     """(ranks by query, metrics) from a protocol's checkpoint records.
+
+    `headline` holds the headline metrics (`evaluation.headline`: found within the budget of `page` images a
+    round, by default the largest page shown, the rank at each round, the log-ratio) and `headline_targets`
+    each target's outcome (written to targets.json, not to metrics.json), for the paired comparison with paging.
 
     Queries that failed before any rank was recorded are left out and counted in `n_failed`; timing
     figures (which differ between identical runs) sit under `"timing"`. With `relevant` (query id ->
@@ -104,13 +114,36 @@ def summarise(records: Sequence[Mapping], n_images: int, ks: Sequence[int] = (1,
     for k in ks:
         metrics[f"at_round@{k}"] = metrics[f"recall@{k}"]  # the target in the top k at that round itself
     metrics["costs"] = costs(ok, metrics["n_rounds"])
+    metrics["labels"] = {"headline": "headline (found within the budget, rank at each round, log-ratio; vs paging)",
+                         "bri, best_rank, hits@K": "for comparison with the papers (best so far: rewards a query "
+                                                   "that moves at random)"}
     metrics["intervals"] = intervals(ranks, n_images, rounds, ks)
     if shown:  # known-item success: the target was shown to the user at some round
         metrics["intervals"]["found"] = found_interval(shown)
     if relevant:
         metrics.update(relevant_metrics(ok, relevant, ks, metrics["n_rounds"]))
     metrics.update(subset_metrics(ok, rounds))
+    metrics.update(headline_metrics(ok, rounds if rounds is not None else metrics["n_rounds"] - 1, page))
     return ranks, metrics
+
+
+def headline_metrics(ok: Sequence[Mapping], rounds: int, page: int | None = None) -> dict:
+    """{"headline": the summary, "headline_targets": per-target outcomes} (`evaluation.headline`)."""
+    from interactive_ir.evaluation import headline
+
+    k = page or max((len(t.get("shown") or ()) for r in ok for t in r.get("turns", [])), default=0)
+    if k < 1:
+        return {}
+    rows = headline.outcomes(ok, k, rounds)
+    return {"headline": headline.summary(rows, k, rounds, headline.rank_source(ok)),
+            headline.TARGETS: {q: o.to_dict() for q, o in rows.items()}}
+
+
+def _public(metrics: Mapping) -> dict:
+    """The metrics without the per-target outcomes (they go to targets.json)."""
+    from interactive_ir.evaluation.headline import TARGETS
+
+    return {k: v for k, v in metrics.items() if k != TARGETS}
 
 
 def run_facts(records: Sequence[Mapping], ok: Sequence[Mapping]) -> dict:
@@ -188,22 +221,6 @@ def subset_metrics(ok: Sequence[Mapping], rounds: int | None) -> dict:
     return out
 
 
-BOOTSTRAP = 2000  # bootstrap resamples of the queries for the 95% intervals
-
-
-def bootstrap_ci(values, n: int = BOOTSTRAP, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of `values` (resampling queries)."""
-    import numpy as np
-
-    v = np.asarray(values, np.float64)
-    if len(v) == 0:
-        return (float("nan"), float("nan"))
-    rng = np.random.default_rng(seed)
-    means = v[rng.integers(0, len(v), size=(n, len(v)))].mean(axis=1)
-    a = (1 - level) / 2
-    return float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
-
-
 def per_query_values(ranks: Mapping[str, Sequence[int]], n_images: int, rounds: int | None, k: int) -> dict:
     """Per-query BRI, best-so-far hit@k and at-round hit@k at the last round (query order kept)."""
     import numpy as np
@@ -241,6 +258,9 @@ def by_round_rows(metrics: Mapping, ks: Sequence[int]) -> list[dict]:
     rows = []
     for t in range(metrics.get("n_rounds", 0)):
         row: dict = {"round": t}
+        median = ((metrics.get("headline") or {}).get("all") or {}).get("median_rank") or []
+        if t < len(median):
+            row["median_rank"] = median[t]
         for k in ks:
             for name in ("hits", "at_round", "mrr", "ndcg"):
                 key = f"{name}@{k}" if f"{name}@{k}" in metrics else f"recall@{k}"
@@ -298,7 +318,7 @@ def plot_hits_recall(path: Path, results: Mapping[str, Mapping], k: int = PLOT_K
         style = {"color": _colour(i, len(results)), "marker": markers[i % len(markers)], "ms": 4, "label": name}
         axes[0].plot(rounds, m[f"hits@{k}"], "-", **style)
         axes[1].plot(rounds, m[f"recall@{k}"], "--", **style)
-    for ax, title in zip(axes, (f"Hits@{k}, best so far (in the top {k} at some round so far)",
+    for ax, title in zip(axes, (f"Hits@{k}, best so far (for comparison with the papers)",
                                 f"at-round@{k} (in the top {k} at that round itself)")):
         ax.set_xlabel("round")
         ax.set_ylim(-0.02, 1.05)  # lines at 0 and 1 stay visible
@@ -328,7 +348,7 @@ def plot_bri(path: Path, results: Mapping[str, Mapping]) -> Path | None:
     ax.set_xticks(range(len(items)))
     ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("BRI (lower is better)")
-    ax.set_title("Best log Rank Integral by protocol")
+    ax.set_title("Best log Rank Integral by protocol (for comparison with the papers)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -340,11 +360,15 @@ def write_protocol_report(folder: Path, ranks: Mapping[str, Sequence[int]], metr
     """ranks.json, metrics.json, by_round.csv and hits_recall.png in `folder`."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    from interactive_ir.evaluation.headline import TARGETS
+
     files = {
         "ranks": _write_json(folder / "ranks.json", {q: list(r) for q, r in ranks.items()}),
-        "metrics": _write_json(folder / "metrics.json", dict(metrics)),
+        "metrics": _write_json(folder / "metrics.json", _public(metrics)),
         "csv": _write_csv(folder / "by_round.csv", by_round_rows(metrics, ks)),
     }
+    if metrics.get(TARGETS):
+        files["targets"] = _write_json(folder / "targets.json", metrics[TARGETS])
     png = plot_hits_recall(folder / "hits_recall.png", {name or folder.name: metrics})
     if png:
         files["plot"] = png
@@ -366,7 +390,7 @@ def write_summary(folder: Path, results: Mapping[str, Mapping], ks: Sequence[int
         except (OSError, json.JSONDecodeError):
             previous = {}
     results = {**{p: m for p, m in previous.items() if p not in results}, **results}
-    files = {"json": _write_json(folder / "summary.json", {p: dict(m) for p, m in results.items()})}
+    files = {"json": _write_json(folder / "summary.json", {p: _public(m) for p, m in results.items()})}
     rows = []
     for p, m in results.items():
         for r in by_round_rows(m, ks):
@@ -393,8 +417,9 @@ def _ci(m: Mapping, name: str, scale: float = 1.0, fmt: str = "{:.1f}") -> str:
 
 
 def markdown_table(results: Mapping[str, Mapping], k: int = PLOT_K, extra: Sequence[str] = ("s/query",)) -> str:
-    """A Markdown table: protocol, BRI [95% CI], best-so-far Hits@k at each round and at the last round with
-    its interval, at-round Hits@k at the last round [95% CI] (percent), and costs per query.
+    """A Markdown table of the papers' metrics (not the headline: see `headline.markdown`): protocol, BRI
+    [95% CI], best-so-far Hits@k at each round and at the last round with its interval, at-round Hits@k at the
+    last round [95% CI] (percent), and costs per query.
 
     A protocol run with a fake simulated user or a fake engine LLM is marked and a note under the table
     says it is a loop test, not a comparison."""

@@ -6,7 +6,9 @@ nothing excluded). This is how ChatIR and PlugIR evaluate, and what `ranks.json`
 two things the user sees: the images the engine leaves out because they were shown before
 (`EngineConfig.exclude_shown`), and a VLM re-ranking of the top (composed mode with `--vlm`). What was
 really shown is recorded separately: `shown_rank` is the target's position in the round's results
-(null when it was not shown), summarised as `shown` (share of targets shown so far) in metrics.json.
+(null when it was not shown), summarised as `shown` (share of targets shown so far) in metrics.json, and
+`unseen_ranks` is the target's rank among the images no earlier round showed (its place on the page when
+shown): the rank the headline metrics use (`evaluation.headline`), under which paging moves too.
 
 The round's query row is the one the turn notes itself (`Turn.query_row`: every mode sets it to the row
 its results were searched with; a search made afterwards, e.g. for the next question's candidates, does
@@ -110,6 +112,8 @@ class QueryResult:
     target: str
     ranks: list[int] = field(default_factory=list)  # the target's rank over the whole index, by round
     shown_ranks: list[int | None] = field(default_factory=list)  # its position in what was shown, by round
+    unseen_ranks: list[int] = field(default_factory=list)  # its rank among the images not shown in earlier rounds
+    #   (its place on the page when shown): how far the user would still scroll; the headline rank (`headline`)
     turns: list[dict] = field(default_factory=list)  # a compact record of each round (see `_turn_record`)
     stop: str = "rounds"  # why it ended: "rounds", "found", "stopped: ..." or "error: ..."
     seconds: float = 0.0  # wall time of the whole search
@@ -233,6 +237,19 @@ def _group_ranks(res: QueryResult, row, query: Query, retriever, shown_results: 
                                 else (res.subset_ranks[-1] if res.subset_ranks else len(query.subset)))
 
 
+def _unseen_rank(res: QueryResult, row, rank: int, shown_rank: int | None, query: Query, retriever,
+                 cfg: RunConfig) -> int:
+    """The target's rank among the images earlier rounds did not show (its page position when shown now)."""
+    if shown_rank is not None:
+        return shown_rank
+    if row is None:
+        return res.unseen_ranks[-1] if res.unseen_ranks else rank
+    seen = {i for t in res.turns for i in t.get("shown", ())}
+    if cfg.rank_from == "results" or not seen:
+        return rank
+    return min(rank, retriever.rank_of(row, query.target, seen | set(left_out(query, cfg))))
+
+
 def note_round(res: QueryResult, turn, act: dict | None, query: Query, retriever, cfg: RunConfig,
                clock: list[float]) -> bool:
     """Record a round into `res` (ranks, the turn record, costs); `clock`: the wall and CPU readings at the
@@ -245,6 +262,9 @@ def note_round(res: QueryResult, turn, act: dict | None, query: Query, retriever
     rec = _turn_record(turn, rank, shown_rank, act, now - clock[0], cpu - clock[1])
     clock[:] = [now, cpu]
     res.ranks.append(rank)
+    # a belief round's rank is already among the unseen images (shown ones are ruled out of its posterior)
+    res.unseen_ranks.append(rank if getattr(turn, "ranking", None) is not None and shown_rank is None
+                            else _unseen_rank(res, row, rank, shown_rank, query, retriever, cfg))
     _group_ranks(res, row, query, retriever, list(turn.shown) if cfg.rank_from == "results" else (),
                  left_out(query, cfg))
     res.shown_ranks.append(shown_rank)

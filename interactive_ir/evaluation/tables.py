@@ -1,5 +1,8 @@
-"""Benchmark tables from finished `eval` runs: per protocol BRI, best-so-far and at-round Hits@10 with 95%
-bootstrap intervals, costs, and paired differences against baselines (no interaction, zs).
+"""Benchmark tables from finished `eval` runs: first the headline metrics (`evaluation.headline`: targets found
+within the budget, median rank by round, log-ratio of the final rank to round 0, each against paging with 95%
+paired intervals, over every target and the hard ones), then, for comparison with the papers, BRI,
+best-so-far and at-round Hits@10 with 95% bootstrap intervals, costs, and paired differences against
+baselines (no interaction, zs).
 
     python -m interactive_ir.evaluation.tables RUNS_DIR PASS [PASS ...] [--rounds 5] [--baselines none,zs]
 
@@ -13,6 +16,7 @@ import json
 import os
 from pathlib import Path
 
+from interactive_ir.evaluation import headline
 from interactive_ir.evaluation.report import markdown_table, paired_difference
 
 
@@ -30,12 +34,25 @@ def _subset(ranks: dict, qids: set) -> dict:
     return {q: r for q, r in ranks.items() if q in qids}
 
 
+def _targets(folder: Path, summary: dict) -> dict:
+    """protocol -> its per-target headline outcomes (targets.json), for the protocols that wrote them."""
+    out = {}
+    for p in summary:
+        path = folder / p.replace(":", "-") / "targets.json"
+        if path.exists():
+            out[p] = json.loads(path.read_text(encoding="utf-8"))
+    return out
+
+
 def pass_tables(folder: Path, rounds: int, baselines=("none", "zs"), k: int = 10) -> str:
     summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
     first = next(iter(summary.values()))
     n_images = first["n_images"]
+    has_paging = headline.compare_with_paging(summary, _targets(folder, summary))
     lines = [f"### {folder.name}: {', '.join(sorted({str(m['n_queries']) for m in summary.values()}))} targets, "
              f"index of {n_images} images, {rounds} rounds; simulated user: {first.get('simulated_user', '?')}", "",
+             headline.report_text(summary, has_paging) or "(no headline metrics: runs recorded before them)", "",
+             f"#### BRI and Hits@{k}: {headline.PAPERS_LABEL}", "",
              markdown_table(summary, k=k, extra=("s/query", "cpu/query", "llm")), ""]
     for base, hard in [(b, h) for b in baselines for h in (False, True)]:
         if base not in summary:
@@ -54,7 +71,8 @@ def pass_tables(folder: Path, rounds: int, baselines=("none", "zs"), k: int = 10
             rows.append(f"| {p} | {d['n']} | {_cell(d, 'bri', 1, '{:+.3f}')} | {_cell(d, f'hits@{k}', 100)} | "
                         f"{_cell(d, f'at_round@{k}', 100)} |")
         scope = (f"on the {len(keep)} targets not in the top {k} at round 0" if hard else "on every target")
-        lines += [f"Paired differences against `{base}`, {scope} (protocol minus {base}; negative dBRI is better):",
+        lines += [f"Paired differences against `{base}`, {scope} (protocol minus {base}; negative dBRI is better; "
+                  "for comparison with the papers):",
                   "", *rows, ""]
     return "\n".join(lines)
 

@@ -5,7 +5,13 @@ A *session* is one participant's task. Only ended sessions (found, gave up, or b
 - Ranks: the target's collection rank after each round (the `results` events, round 0 = the
   description). A session that ended before its budget carries its last rank forward to round
   T = its round budget (the convention of `interactive_ir.evaluation.metrics`).
-- BRI per session: PlugIR's Best log Rank Integral of its padded ranks (lower is better); per condition
+- Headline (first in summary.md): found rate within the round budget, the target's rank at each round
+  itself (median over sessions, by round), and the log-ratio ``ln(rank_T / rank_0)`` of the session's final
+  rank to its round 0 (mean with a 95% t-interval; below 0: the search brought the target closer), over
+  every session and over the "hard" ones (round-0 rank beyond the page of k). Every condition searches the
+  same ranked collection, so a paging condition (if the study has one) is the bar.
+- For comparison with the papers (not headline: best-so-far metrics reward a query that moves at random):
+  BRI per session: PlugIR's Best log Rank Integral of its padded ranks (lower is better); per condition
   the mean with a 95% t-interval. Hits@K by round, success rate and rounds to success@K come from
   `evaluation.metrics.compute_all` over the condition's sessions.
 - Found rate, rounds to found (the round in which the participant picked the target) and time to found
@@ -142,6 +148,25 @@ def ended_sessions(sessions: Sequence[SessionSummary], n_images: int | None) -> 
     return out
 
 
+def headline(group: Sequence[SessionSummary], n_rounds: int, k: int | None) -> dict:
+    """Found rate, median rank by round and mean log-ratio [95% t-interval] of `group`, over every session
+    ("all") and over those whose round-0 rank is beyond `k` ("hard"; none without `k`)."""
+    import numpy as np
+
+    def one(sessions: Sequence[SessionSummary]) -> dict:
+        rows = [[float(r) for r in padded_ranks(s, n_rounds)] for s in sessions
+                if all(r is not None for r in padded_ranks(s, n_rounds))]
+        if not rows:
+            return {"n": len(sessions), "found_rate": None, "median_rank": [], "log_ratio": mean_ci([]).to_dict()}
+        m = np.array(rows)
+        return {"n": len(sessions), "found_rate": sum(s.ended == "found" for s in sessions) / len(sessions),
+                "median_rank": [float(np.median(m[:, t])) for t in range(m.shape[1])],
+                "log_ratio": mean_ci([math.log(r[-1] / r[0]) for r in rows]).to_dict()}
+
+    hard = [s for s in group if k and s.ranks and s.ranks[0] is not None and s.ranks[0] > k]
+    return {"all": one(group), "hard": one(hard) if hard else {"n": 0}}
+
+
 def build_report(log: StudyLog, study_id: str | None = None, ks: Sequence[int] = DEFAULT_REPORT_KS,
                  sessions: Sequence[SessionSummary] | None = None) -> dict:
     """Everything the report shows, as a JSON-able dict."""
@@ -167,6 +192,7 @@ def build_report(log: StudyLog, study_id: str | None = None, ks: Sequence[int] =
         metrics = compute_all({s.key: padded_ranks(s, n_rounds) for s in group}, ks=ks, n_images=n_images)
         found = [s for s in group if s.ended == "found"]
         per_condition[c] = {
+            "headline": headline(group, n_rounds, (study or {}).get("k")),
             "n_sessions": len(group),
             "n_participants": len({s.participant for s in group}),
             "bri": mean_ci([s.bri for s in group], 0.0, bri_max).to_dict(),
@@ -205,7 +231,10 @@ def build_report(log: StudyLog, study_id: str | None = None, ks: Sequence[int] =
         "likert_questions": qids,
         "conditions": per_condition,
         "correlation_bri_rating": _correlations(ended, qids),
-        "notes": ["practice and timed-out tasks are left out of every analysis (counted under excluded)",
+        "notes": ["headline: found rate, rank at each round (not best so far) and ln(final rank / round-0 rank); "
+                  "BRI and Hits@K are for comparison with the papers (best so far: they reward a query that moves "
+                  "at random)",
+                  "practice and timed-out tasks are left out of every analysis (counted under excluded)",
                   "BRI is lower-better: agreement with ratings shows as a negative correlation",
                   "ranks are collection ranks of the target; sessions that ended early carry their last rank "
                   "forward to their round budget"],
@@ -234,14 +263,27 @@ def summary_markdown(rep: dict) -> str:
              f"least one after searching; {rep['n_sessions_ended']} task(s) with a search ended of "
              f"{rep['n_sessions_started']} started (sessions.csv lists every started task); index of "
              f"{rep['n_images']} images.", "",
-             "## Retrieval (95% t-intervals)", "",
-             "| condition | sessions | BRI (lower is better) | found rate | rounds to found | time to found (s) | "
-             + " | ".join(f"Hits@{k} (last round)" for k in ks) + " |",
-             "|---" * (6 + len(ks)) + "|"]
+             "## Retrieval: headline (95% t-intervals)", "",
+             "Found within the round budget; the target's rank at each round itself (median over sessions); "
+             "ln(final rank / round-0 rank), below 0 = brought closer. Hard: round-0 rank beyond the page.", "",
+             "| condition | sessions | found rate | rounds to found | time to found (s) | median rank by round | "
+             "mean ln(rank_T/rank_0) | hard: sessions | hard: found rate | hard: mean ln-ratio |",
+             "|---" * 10 + "|"]
+    for c, d in rep["conditions"].items():
+        h = d.get("headline") or {}
+        a, hd = h.get("all") or {}, h.get("hard") or {}
+        med = " > ".join(f"{x:.0f}" for x in a.get("median_rank") or []) or "-"
+        lines.append(f"| {c} | {d['n_sessions']} | {_fmt(d['found_rate'])} | {_ci(d['rounds_to_found'], 2)} | "
+                     f"{_ci(d['time_to_found_s'], 1)} | {med} | "
+                     f"{_ci(a['log_ratio'], 2) if a.get('log_ratio') else '-'} | {hd.get('n', 0)} | "
+                     f"{_fmt(hd.get('found_rate'))} | {_ci(hd['log_ratio'], 2) if hd.get('log_ratio') else '-'} |")
+    lines += ["", "## Retrieval: for comparison with the papers (best so far; not headline: rewards a query that "
+              "moves at random)", "",
+              "| condition | sessions | BRI (lower is better) | " + " | ".join(f"Hits@{k} (last round)" for k in ks)
+              + " |", "|---" * (3 + len(ks)) + "|"]
     for c, d in rep["conditions"].items():
         hits = [_fmt(d["metrics"][f"hits@{k}"][-1]) for k in ks]
-        lines.append(f"| {c} | {d['n_sessions']} | {_ci(d['bri'])} | {_fmt(d['found_rate'])} | "
-                     f"{_ci(d['rounds_to_found'], 2)} | {_ci(d['time_to_found_s'], 1)} | " + " | ".join(hits) + " |")
+        lines.append(f"| {c} | {d['n_sessions']} | {_ci(d['bri'])} | " + " | ".join(hits) + " |")
     if rep["likert_questions"]:
         lines += ["", "## Questionnaire (means, 95% t-intervals)", "",
                   "| condition | " + " | ".join(rep["likert_questions"]) + " |",
@@ -249,7 +291,7 @@ def summary_markdown(rep: dict) -> str:
         for c, d in rep["conditions"].items():
             lines.append(f"| {c} | " + " | ".join(_ci(d["questionnaire"][q], 2) for q in rep["likert_questions"])
                          + " |")
-        lines += ["", "## Correlation of per-session BRI with ratings (PlugIR Table 2)", "",
+        lines += ["", "## Correlation of per-session BRI with ratings (PlugIR Table 2; for comparison with the papers)", "",
                   "| question | n | Spearman | Pearson |", "|---|---|---|---|"]
         for q, r in rep["correlation_bri_rating"].items():
             lines.append(f"| {q} | {r['n']} | {_fmt(r['spearman'])} | {_fmt(r['pearson'])} |")
