@@ -14,13 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from interactive_ir.config import DEFAULT_K, apply_env, apply_overrides
+from interactive_ir.config import PAGE_K, apply_env, apply_overrides
 from interactive_ir.errors import IIRError
 from interactive_ir.ui.demo import prepare
 
 log = logging.getLogger(__name__)
 
-PAGE_K = 2 * DEFAULT_K  # results per round on the page: a screenful of its dense grid (evaluations set their own k)
 NO_MODEL = {"", "none", "off", "no", "false", "0"}
 
 
