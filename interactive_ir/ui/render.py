@@ -185,7 +185,7 @@ def options_html(engine, q) -> str:
 
     items = []
     for n, o in enumerate(q.options):
-        label = o.label.strip() or f"option {n + 1}"
+        label = answer = o.label.strip() or f"option {n + 1}"  # the tooltip: the answer a click gives
         if o.image_id and label != NONE_OF_THESE:  # a picture's caption, in plain words and short
             label = plain_caption(label, OPTION_CHARS) or f"option {n + 1}"
         pic = ""
@@ -195,7 +195,7 @@ def options_html(engine, q) -> str:
         cls = "iir-opt" + (" iir-opt-pic" if o.image_id else "") + (" iir-opt-none" if label == NONE_OF_THESE else "")
         text = label[0].upper() + label[1:] if label == NONE_OF_THESE or not o.image_id else label
         items.append(f'<button type="button" class="{cls}" data-action="choose" data-index="{n}" '
-                     f'data-question="{esc(q.text)}" data-round="{q.round}" title="{esc(label)}">'
+                     f'data-question="{esc(q.text)}" data-round="{q.round}" title="{esc(answer)}">'
                      f'{pic}<span class="iir-opt-label">{esc(text)}</span></button>')
     kind = "iir-opts-yesno" if q.kind == "yesno" else "iir-opts-choice"
     hint = '<div class="iir-qnote">Click the closest one (or type an answer below).</div>' if q.kind == "choice" else ""
