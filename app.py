@@ -20,8 +20,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Interactive, language-guided image retrieval: the web app.")
     p.add_argument("--index", type=Path, help="a built index folder (default: the demo gallery, built on first start)")
     p.add_argument("--embedder", help="embedder spec (default: the index's own; demo: IIR_EMBEDDER or CLIP ViT-B-32)")
-    p.add_argument("--llm", help="LLM spec for questions (default: IIR_LLM, an OpenAI endpoint when configured, "
-                                 "else the offline SmolLM2 when installed); 'none' turns questions off")
+    p.add_argument("--llm", help="LLM spec for written questions and query rewriting (default: IIR_LLM, an OpenAI "
+                                 "endpoint or the Hugging Face router when configured, a small instruct model on a "
+                                 "GPU; else none: picture questions); 'transformers:smollm2' loads the tiny offline "
+                                 "model, 'none' loads no LLM")
     p.add_argument("--captioner", help="captioner spec for uploaded references (default: IIR_CAPTIONER or none)")
     p.add_argument("--vlm", help="VLM spec re-ranking reference + caption results (default: IIR_VLM or none)")
     p.add_argument("-k", type=int, help="results per round (default 10, IIR_K)")

@@ -23,7 +23,8 @@ T = TypeVar("T")
 ENV_PREFIX = "IIR_"
 
 # --- shared defaults: declared here once, read by every config that has them ----------------------------
-DEFAULT_K = 10  # results shown per round (EngineConfig, AppConfig, SearchConfig, eval's RunConfig, a study)
+DEFAULT_K = 10  # results shown per round (EngineConfig, SearchConfig, eval's RunConfig, a study)
+PAGE_K = 2 * DEFAULT_K  # results per round on the web app's page (AppConfig): a screenful of its dense grid
 MAX_TEXT_CHARS = 2000  # longest description, answer or relative caption accepted (the engine and the retriever)
 TEXT_LIMIT_ENV = ENV_PREFIX + "MAX_TEXT_CHARS"  # the one variable that raises it (EngineConfig.max_text_chars)
 DEFAULT_EMBEDDER = "open_clip:ViT-B-32:laion2b_s34b_b79k"

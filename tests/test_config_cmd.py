@@ -92,8 +92,9 @@ def test_k_and_the_text_limit_have_one_default():
     from interactive_ir.study.config import StudyConfig
     from interactive_ir.ui.startup import AppConfig
 
-    for cls in (EngineConfig, SearchConfig, AppConfig, RunConfig, StudyConfig):
+    for cls in (EngineConfig, SearchConfig, RunConfig, StudyConfig):
         assert {f.name: f.default for f in dataclasses.fields(cls)}["k"] == config.DEFAULT_K, cls
+    assert {f.name: f.default for f in dataclasses.fields(AppConfig)}["k"] == config.PAGE_K  # the page's grid
     assert EngineConfig().max_text_chars == config.MAX_TEXT_CHARS
     # and no second declaration creeps back: a literal k of 10 or a literal text limit in a signature or field
     again = []

@@ -416,7 +416,7 @@ def test_strip_dialogue_reference_and_status(tmp_path):
     assert "Questions are off: no LLM." in off
     assert "top result of the last round" in render.reference_html(eng, st)
     st.reference = "i1.png"
-    assert "a dog" in render.reference_html(eng, st)
+    assert "A dog" in render.reference_html(eng, st)  # the caption in plain words
     st.marks = {"i2.png": True, "i3.png": False}
     assert "Round 2 · 2 results · marked 1 relevant, 1 not relevant" in render.status_md(st)
 

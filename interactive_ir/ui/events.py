@@ -266,13 +266,20 @@ def quick(ctx: PageContext, fn, st: UIState, *args, clear=(), on_error_clear=())
 # A button on a result card, through the HTTP API (for scripts): its parameters are named `a` (the action) and
 # `i` (the image id) there.
 def card(ctx: PageContext, st: UIState, a, i):
-    return quick(ctx, handlers.card_action, st, a or "", i or "")
+    return quick(ctx, _card_action, st, a or "", i or "")
+
+
+def _card_action(engine, st: UIState, action: str, image_id: str) -> UIState:
+    """A card's button, or "Refined results ready: show" (action "refined") in the results' heading."""
+    if action == "refined":
+        return work.show_offer(engine, st)
+    return handlers.card_action(engine, st, action, image_id)
 
 
 # A button on a result card, or "Found" under an earlier round's thumbnail.
 def on_card(ctx: PageContext, st: UIState, evt: gr.EventData):
     data = getattr(evt, "_data", None) or {}
-    return quick(ctx, handlers.card_action, st, str(data.get("action", "")), str(data.get("id", "")))
+    return quick(ctx, _card_action, st, str(data.get("action", "")), str(data.get("id", "")))
 
 
 def on_upload(ctx: PageContext, st: UIState, path, request: gr.Request):

@@ -9,9 +9,8 @@ from interactive_ir.ui.state import UIState
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets" / "ui"
 TITLE = "Interactive image search"
-INTRO = ("Describe the image you have in mind. Then narrow it down: answer the system's questions, "
-         "mark results as relevant or not, or pick a reference image and say how yours differs. "
-         "Press **I found it** on your image to finish.")
+INTRO = ("Describe the image you have in mind, then narrow it down: answer the questions, mark results, or "
+         "say how yours differs from one. Press **Found it** on your image to finish.")
 
 
 def notes_markdown(notes) -> str:
@@ -62,44 +61,52 @@ def lay_out(ctx, setup_notes, title: str) -> Page:
     js = (ASSETS / "cards.js").read_text()
     # a closed or idle tab's state is dropped (and its upload deleted) after `tab_ttl_s`
     parts = {"state": gr.State(UIState(), time_to_live=tab_limits().tab_ttl_s, delete_callback=drop_tab)}
-    gr.Markdown(f"# {title}\n{INTRO}", elem_id="iir-head")
-    with gr.Accordion("Models and data", open=False, elem_id="iir-notes-panel"):
-        gr.Markdown(notes_markdown(setup_notes), elem_id="iir-notes")
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=3, min_width=320):
-            parts |= _search_column(ctx, js)
-        with gr.Column(scale=2, min_width=300):
-            parts |= _dialogue_panel(ctx, js)
-            parts |= _composed_panel(ctx)
-            parts |= _options(ctx)
-    with gr.Accordion("Earlier rounds", open=True, elem_id="iir-strip-panel"):
-        parts["strip"] = gr.HTML(render.strip_html(ctx.engine, UIState()), elem_id="iir-strip", js_on_load=js)
+    # one column, its parts placed by app.css (grid areas): on a wide screen the question bar and the
+    # reference sit side by side under the search bar, the results take the whole width below; on a phone
+    # the reference goes under the results and the question bar sticks to the bottom of the screen
+    with gr.Column(elem_id="iir-page"):
+        with gr.Row(elem_id="iir-top", equal_height=False):
+            gr.Markdown(f"# {title}\n{INTRO}", elem_id="iir-head")
+            with gr.Accordion("Models and data", open=False, elem_id="iir-notes-panel"):
+                gr.Markdown(notes_markdown(setup_notes), elem_id="iir-notes")
+        parts |= _search_column(ctx, js)
+        parts |= _dialogue_panel(ctx, js)
+        parts |= _composed_panel(ctx)
+        parts |= _results(ctx, js)
+        with gr.Accordion("Earlier rounds", open=True, elem_id="iir-strip-panel"):
+            parts["strip"] = gr.HTML(render.strip_html(ctx.engine, UIState()), elem_id="iir-strip", js_on_load=js)
+        parts |= _options(ctx)
     with gr.Row(visible=False):  # the HTTP API's inputs for what the page does with clicks (for scripts)
         parts |= _api_inputs()
     return Page(**{f.name: parts[f.name] for f in fields(Page)})
 
 
 def _search_column(ctx, js: str) -> dict:
-    """The description, New search, the status line with More like my marks, and the results."""
+    """The description, New search, and the status line with More like my marks."""
     import gradio as gr
 
     from interactive_ir.ui.events import DESC_FIRST
 
-    engine, m, examples = ctx.engine, ctx.modes, ctx.examples
-    with gr.Row(equal_height=True):
-        desc = gr.Textbox(label=DESC_FIRST, elem_id="iir-desc",
-                          placeholder="e.g. a cartoon cat sleeping on a red sofa", lines=1, max_lines=4,
-                          submit_btn="Search", scale=5, min_width=220)
-        new_btn = gr.Button("New search", elem_id="iir-new", scale=1, min_width=110)
+    m = ctx.modes
+    with gr.Row(equal_height=True, elem_id="iir-search-row"):
+        desc = gr.Textbox(label=DESC_FIRST, show_label=False, elem_id="iir-desc",  # the label is for screen readers
+                          placeholder="Describe the image you are looking for, e.g. a cartoon cat on a red sofa",
+                          lines=1, max_lines=4, submit_btn="Search", scale=5, min_width=200)
+        new_btn = gr.Button("New search", elem_id="iir-new", scale=0, min_width=100)
     with gr.Row(equal_height=True, elem_id="iir-status-row"):
         status = gr.Markdown(render.status_md(UIState()), elem_id="iir-status")
         fb_btn = gr.Button("More like my marks", variant="secondary", elem_id="iir-feedback", size="md",
                            visible=m.feedback, scale=0, min_width=190,
                            interactive=False)
-    results = gr.HTML(render.results_html(engine, UIState(), examples), elem_id="iir-results",
-                      js_on_load=js,
-                      min_height=120)
-    return {"desc": desc, "new_btn": new_btn, "status": status, "fb_btn": fb_btn, "results": results}
+    return {"desc": desc, "new_btn": new_btn, "status": status, "fb_btn": fb_btn}
+
+
+def _results(ctx, js: str) -> dict:
+    """The results: a grid of cards (the page head says the round; a click on a picture opens it large)."""
+    import gradio as gr
+
+    return {"results": gr.HTML(render.results_html(ctx.engine, UIState(), ctx.examples), elem_id="iir-results",
+                               js_on_load=js, min_height=120)}
 
 
 def _dialogue_panel(ctx, js: str) -> dict:
@@ -110,11 +117,13 @@ def _dialogue_panel(ctx, js: str) -> dict:
     with gr.Group(elem_id="iir-dialogue-panel"):
         dialogue = gr.HTML(render.dialogue_html(UIState(), m.questions, off, engine),
                            elem_id="iir-dialogue", js_on_load=js, padding=True)
-        answer_box = gr.Textbox(label="Your answer", elem_id="iir-answer", lines=1, max_lines=4,
-                                submit_btn="Answer", interactive=False,
-                                placeholder="Questions are off (no LLM)" if not m.questions
-                                else "Describe your image first")
-        skip_btn = gr.Button("Skip question", elem_id="iir-skip", size="sm", interactive=False)
+        with gr.Row(equal_height=True, elem_id="iir-answer-row"):
+            answer_box = gr.Textbox(label="Your answer", show_label=False, elem_id="iir-answer", lines=1,
+                                    max_lines=4, submit_btn="Answer", interactive=False, scale=4, min_width=160,
+                                    placeholder="Questions are off (no LLM)" if not m.questions
+                                    else "Describe your image first")
+            skip_btn = gr.Button("Skip question", elem_id="iir-skip", size="sm", interactive=False, scale=0,
+                                 min_width=90)
     return {"dialogue": dialogue, "answer_box": answer_box, "skip_btn": skip_btn}
 
 
@@ -124,14 +133,17 @@ def _composed_panel(ctx) -> dict:
 
     engine, m = ctx.engine, ctx.modes
     with gr.Group(elem_id="iir-composed-panel", visible=m.composed):
-        reference = gr.HTML(render.reference_html(engine, UIState()), elem_id="iir-reference",
-                            js_on_load=None, padding=True)
-        upload = gr.File(label="Upload a reference image", file_types=["image"], type="filepath",
-                         elem_id="iir-upload", height=110, visible=m.upload)
-        caption_box = gr.Textbox(label="How does your image differ from the reference?",
-                                 elem_id="iir-caption", lines=1, max_lines=4, submit_btn="Search",
-                                 placeholder="e.g. the same, but at night with two dogs")
-        clear_ref_btn = gr.Button("Clear reference", elem_id="iir-clear-ref", size="sm")
+        with gr.Row(equal_height=True, elem_id="iir-ref-row"):
+            reference = gr.HTML(render.reference_html(engine, UIState()), elem_id="iir-reference",
+                                js_on_load=None, padding=True, min_width=160)
+            upload = gr.File(label="Upload a reference image", file_types=["image"], type="filepath",
+                             elem_id="iir-upload", height=72, visible=m.upload, scale=0, min_width=150)
+        with gr.Row(equal_height=True, elem_id="iir-caption-row"):
+            caption_box = gr.Textbox(label="How does your image differ from the reference?", show_label=False,
+                                     elem_id="iir-caption", lines=1, max_lines=4, submit_btn="Search", scale=4,
+                                     min_width=160,
+                                     placeholder="How does yours differ? e.g. the same, but at night")
+            clear_ref_btn = gr.Button("Clear reference", elem_id="iir-clear-ref", size="sm", scale=0, min_width=90)
     return {"reference": reference, "upload": upload, "caption_box": caption_box, "clear_ref_btn": clear_ref_btn}
 
 

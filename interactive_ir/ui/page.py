@@ -25,7 +25,7 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
     from interactive_ir.ui.serving.uploads import delete_cache
 
     ctx = events.page_context(engine, questions_off_reason, examples)
-    with gr.Blocks(title=title, delete_cache=delete_cache()) as demo:
+    with gr.Blocks(title=title, delete_cache=delete_cache(), fill_width=True) as demo:
         page = lay_out(ctx, setup_notes, title)
         listeners.wire(demo, page, ctx, search_concurrency=search_concurrency, click_concurrency=click_concurrency)
     return demo
@@ -43,6 +43,7 @@ def launch_options(engine) -> dict:
     store = default_store()
     return {
         "css_paths": [ASSETS / "app.css"],
+        "js": (ASSETS / "page.js").read_text(),  # after "Use as reference": the caption box in view, focused
         "max_file_size": store.policy.max_bytes,
         "state_session_capacity": tab_limits().max_tabs,
         "app_kwargs": {"routes": media_routes(engine.index, store), "middleware": [Middleware(UploadGuard)]},

@@ -8,6 +8,7 @@ from __future__ import annotations
 from html import escape
 
 from interactive_ir.core.session import Session, Turn
+from interactive_ir.ui.captions import plain_caption
 from interactive_ir.ui.handlers import modes
 from interactive_ir.ui.serving.media import image_url, upload_url
 from interactive_ir.ui.state import UIState
@@ -18,6 +19,8 @@ ACTIONS = {  # data-action -> (label, tooltip)
     "reference": ("Use as reference", "Describe how your image differs from this one"),
     "found": ("Found it", "This is the image I was looking for: end the search"),
 }
+CARD_CHARS = 90  # a result card's caption is cut (at a word) beyond this; its full text is its tooltip
+OPTION_CHARS = 40  # the same for a picture option's label
 EXAMPLES = ("a puppy sitting on the grass", "a red sports car", "a slice of birthday cake",
             "a small house with a chimney")  # the empty page's example descriptions (demo gallery)
 
@@ -28,7 +31,7 @@ def esc(text) -> str:
 
 
 def _alt(caption: str, image_id: str) -> str:
-    return caption or f"image {image_id}"
+    return plain_caption(caption) or f"image {image_id}"
 
 
 def _img(url: str, alt: str, cls: str = "") -> str:
@@ -93,7 +96,7 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
             cls.append("is-found")
         if h.id in seen:
             cls.append("is-seen")
-        cap = h.caption or h.id
+        cap = plain_caption(h.caption) or h.id  # in plain words, not the index's metadata
         url = image_url(engine.index, h.id)
         full = image_url(engine.index, h.id, full=True) if url else ""
         pic = _img(url, _alt(h.caption, h.id))
@@ -113,12 +116,16 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
         cards.append(
             f'<article class="{" ".join(cls)}" data-id="{esc(h.id)}" data-rank="{rank}" role="listitem">'
             f'<div class="iir-pic">{badges}{pic}</div>'
-            f'<p class="iir-cap" title="{esc(cap)}">{esc(cap)}</p>'
+            f'<p class="iir-cap" title="{esc(cap)}">{esc(plain_caption(h.caption, CARD_CHARS) or h.id)}</p>'
             f"{_why(turn.why.get(h.id, []))}{actions}</article>")
     badge = ""
     if st.refined:
         badge = (' <span class="iir-badge iir-refined" title="The LLM rewrote the query: these results replace the '
                  'first ones">Refined</span>')
+    elif st.offer is not None:  # held while the person acts on these results: shown on request
+        badge = (' <button type="button" class="iir-badge iir-offer" data-action="refined" title="The LLM rewrote '
+                 'the query: show its results in place of these (your marks stay on images still shown)">'
+                 "Refined results ready: show</button>")
     elif "refine" in st.todo or st.working == "refine":
         badge = (' <span class="iir-badge iir-quick" title="Results of the plain text; the LLM is refining them">'
                  "Quick results, refining…</span>")
@@ -162,9 +169,9 @@ def strip_html(engine, st: UIState) -> str:
                 " is-found" if h.id == found_id else "")
             pick = ("" if s.ended else  # a result passed over earlier can still be the one
                     f'<button type="button" class="iir-thumb-found" data-action="found" data-id="{esc(h.id)}" '
-                    f'title="I found it: this is my image" aria-label="I found it: {esc(h.caption or h.id)}">'
+                    f'title="I found it: this is my image" aria-label="I found it: {esc(_alt(h.caption, h.id))}">'
                     "Found</button>")
-            thumbs.append(f'<figure class="{cls}" title="{esc(h.caption or h.id)}">'
+            thumbs.append(f'<figure class="{cls}" title="{esc(_alt(h.caption, h.id))}">'
                           f'{_img(image_url(engine.index, h.id), _alt(h.caption, h.id))}{pick}</figure>')
         rows.append(f'<section class="iir-round"><h4>{esc(_turn_label(t))}</h4>'
                     f'<div class="iir-thumbs">{"".join(thumbs)}</div></section>')
@@ -178,7 +185,9 @@ def options_html(engine, q) -> str:
 
     items = []
     for n, o in enumerate(q.options):
-        label = o.label.strip() or f"option {n + 1}"
+        label = answer = o.label.strip() or f"option {n + 1}"  # the tooltip: the answer a click gives
+        if o.image_id and label != NONE_OF_THESE:  # a picture's caption, in plain words and short
+            label = plain_caption(label, OPTION_CHARS) or f"option {n + 1}"
         pic = ""
         if o.image_id:
             url = image_url(engine.index, o.image_id)
@@ -186,7 +195,7 @@ def options_html(engine, q) -> str:
         cls = "iir-opt" + (" iir-opt-pic" if o.image_id else "") + (" iir-opt-none" if label == NONE_OF_THESE else "")
         text = label[0].upper() + label[1:] if label == NONE_OF_THESE or not o.image_id else label
         items.append(f'<button type="button" class="{cls}" data-action="choose" data-index="{n}" '
-                     f'data-question="{esc(q.text)}" data-round="{q.round}" title="{esc(label)}">'
+                     f'data-question="{esc(q.text)}" data-round="{q.round}" title="{esc(answer)}">'
                      f'{pic}<span class="iir-opt-label">{esc(text)}</span></button>')
     kind = "iir-opts-yesno" if q.kind == "yesno" else "iir-opts-choice"
     hint = '<div class="iir-qnote">Click the closest one (or type an answer below).</div>' if q.kind == "choice" else ""
@@ -246,7 +255,7 @@ def reference_html(engine, st: UIState) -> str:
                 "<span>Reference: <b>your uploaded image</b></span></div>")
     if st.reference:
         row = engine.index.row_of.get(st.reference)
-        cap = engine.index.records[row].caption if row is not None else ""
+        cap = plain_caption(engine.index.records[row].caption) if row is not None else ""
         url = image_url(engine.index, st.reference)
         return (f'<div class="iir-ref">{_img(url, _alt(cap, st.reference), "iir-ref-img")}'
                 f"<span>Reference: <b>{esc(cap or st.reference)}</b></span></div>")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from interactive_ir.config import DEFAULT_K, apply_env, apply_overrides
+from interactive_ir.config import PAGE_K, apply_env, apply_overrides
 from interactive_ir.errors import IIRError
 from interactive_ir.ui.demo import prepare
 
@@ -29,10 +29,10 @@ class AppConfig:
 
     index: Path | None = None  # a built index folder; None serves the demo gallery (built on first start)
     embedder: str = ""  # embedder spec (flag only); "" = the index's own (demo: IIR_EMBEDDER or the default CLIP)
-    llm: str = ""  # LLM spec for questions and query rewriting; "" = default_llm_spec(); "none" = no LLM
+    llm: str = ""  # LLM spec for questions and query rewriting; "" = a capable default (default_llm_spec(), not the tiny SmolLM2: none then); "none" = no LLM
     captioner: str = ""  # captioner spec for uncaptioned references; "" = none
     vlm: str = ""  # VLM spec re-ranking composed results; "" = none
-    k: int = DEFAULT_K  # results per round
+    k: int = PAGE_K  # results per round on the page
     host: str = "0.0.0.0"  # interface to listen on
     port: int = 7860  # port (also from PORT or GRADIO_SERVER_PORT)
     concurrency: int = 2  # model steps running at once across all users (queue concurrency limit)
@@ -133,13 +133,29 @@ def llm_note(spec: str) -> str:
     return f"LLM {spec}: asks the questions and rewrites queries."
 
 
+NO_CAPABLE_LLM = ("no capable language model is set up here (the small offline SmolLM2 asks worse questions "
+                  "than picture questions, so it is not loaded; start with --llm transformers:smollm2 to use it)")
+
+
+def default_app_llm() -> tuple[str, str]:
+    """(LLM spec the app loads when none is given, why it loads none): `default_llm_spec()` when it names a
+    capable model; none in place of the tiny SmolLM2 fallback, whose written questions do worse than the
+    picture questions that need no LLM and whose loading delays every start by a minute or more on a CPU
+    (issue 25). SmolLM2 is still loaded when named (`--llm transformers:smollm2`, IIR_LLM)."""
+    from interactive_ir.backends.llms import default_llm_spec, is_tiny_llm
+
+    spec = default_llm_spec() or ""
+    if spec and is_tiny_llm(spec) and not os.environ.get("IIR_LLM", "").strip():  # named in IIR_LLM: loaded
+        return "", NO_CAPABLE_LLM
+    return spec, ""
+
+
 def _load_llm(cfg: AppConfig) -> tuple[object | None, str, str]:
     """(LLM or None, what it does for the page, why there is none ("" with one))."""
     from interactive_ir.backends import make_llm
     from interactive_ir.backends.guard import probe
-    from interactive_ir.backends.llms import default_llm_spec
 
-    llm_spec = cfg.llm or default_llm_spec() or ""
+    llm_spec, skipped = (cfg.llm, "") if cfg.llm else default_app_llm()
     t = time.perf_counter()
     llm, failed = load_optional("LLM", llm_spec, make_llm)
     if llm is not None:
@@ -149,6 +165,8 @@ def _load_llm(cfg: AppConfig) -> tuple[object | None, str, str]:
                      + (" Its server answers." if reach else "")), ""
     if failed:
         why = failed
+    elif skipped:
+        why = skipped
     elif llm_spec.strip().lower() in NO_MODEL - {""}:
         why = "this app runs without an LLM"  # the operator turned questions off (--llm none)
     else:

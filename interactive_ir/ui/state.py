@@ -38,6 +38,7 @@ class UIState:
     refined: bool = False  # this round's results were replaced by the model's ("refine" adopted)
     questioner: str = ""  # the kind of questions chosen in Options ("" automatic, "grounded", "llm")
     hide_seen: bool | None = None  # Options' "Hide images already shown" (None: the engine's EngineConfig.hide_seen)
+    offer: object = None  # the model's refined round, held while the person acts on the quick one (`work.adopt`)
 
     def __post_init__(self) -> None:
         self.lock = threading.RLock()  # not a field: asdict/deepcopy/pickle of the state never touch it
@@ -46,7 +47,7 @@ class UIState:
     def __deepcopy__(self, memo) -> UIState:
         return UIState(copy.deepcopy(self.session, memo), dict(self.marks), self.reference, self.upload, self.notice,
                        self.epoch, list(self.todo), copy.deepcopy(self.redo, memo), self.working, self.refined,
-                       self.questioner, self.hide_seen)
+                       self.questioner, self.hide_seen, copy.deepcopy(self.offer, memo))
 
     def __getstate__(self) -> dict:  # picklable (a spaces.GPU worker receives a copy)
         d = dict(self.__dict__)
@@ -87,6 +88,11 @@ class UIState:
         """Model work for this round is due or running."""
         return bool(self.todo or self.working)
 
+    @property
+    def acted(self) -> bool:
+        """The person has acted on the results on the page (marked one, or chose one as the reference)."""
+        return bool(self.marks or self.reference)
+
     def marked(self) -> tuple[list[str], list[str]]:
         """(relevant, not relevant) ids marked on this page, in the page's order."""
         order = {i: n for n, i in enumerate(self.current_ids)}
@@ -105,6 +111,7 @@ class UIState:
         self.redo = None
         self.working = ""
         self.refined = False
+        self.offer = None
 
     def new_page(self) -> None:
         """A new round was shown: marks and a chosen reference belong to the old page."""

@@ -93,6 +93,8 @@ def adopt(engine, st: UIState, work: Work, result) -> bool:
                 engine.apply_question(st.session, result)
                 if result.error:
                     st.notice = f"⚠ The question step had a problem: {result.error}"
+            elif work.step == "refine" and st.acted and _moves(st, result):
+                st.offer = result  # the person acts on the quick results: offered, not swapped under the cursor
             elif isinstance(result, Refinement):
                 engine.apply_refine(st.session, result)
                 st.refined = result.reformulated
@@ -109,6 +111,42 @@ def adopt(engine, st: UIState, work: Work, result) -> bool:
             st.redo = None
             st.keep_marks_on_page()
         return True
+
+
+def _moves(st: UIState, result) -> bool:
+    """Would the refined round change the results on the page?"""
+    from interactive_ir.core.steps import Refinement
+
+    now = st.current_ids
+    if isinstance(result, Refinement):
+        new = [h.id for h in result.hits][:len(now)]
+    else:
+        last = getattr(result, "last", None)
+        new = list(last.shown) if last is not None else now
+    return new != now
+
+
+def show_offer(engine, st: UIState) -> UIState:
+    """"Refined results ready: show": the held refined round replaces the quick one (a question asked about
+    the quick results meanwhile stays pending); marks and the reference stay on images still shown."""
+    from interactive_ir.core.steps import Refinement
+    from interactive_ir.errors import SessionError
+
+    with st.lock:
+        result, st.offer = st.offer, None
+        if result is None or st.session is None or st.ended:
+            raise SessionError("there are no refined results to show for this round")
+        if isinstance(result, Refinement):
+            engine.apply_refine(st.session, result)
+            st.refined = result.reformulated
+        else:
+            question = st.session.question
+            st.session = result
+            if question is not None and not result.pending_question:
+                result.set_question(question)
+            st.refined = bool(result.last is not None and result.last.llm_calls)
+        st.keep_marks_on_page()
+        return st
 
 
 def failed(st: UIState, work: Work, note: str) -> bool:

@@ -1,0 +1,31 @@
+() => {
+  // The page's own behaviour outside its HTML components (demo.launch(js=...), run once on load):
+  // after "Use as reference" on a result, the caption box comes into view and gets the focus, so the next
+  // thing to do (say how your image differs) is where the eye and the keyboard are (issue 25).
+  // The question bar's conversation scrolls to its foot when it changes: the question and its options in view.
+  if (window.iirPageJs) return;
+  window.iirPageJs = true;
+  let wanted = 0;  // when "Use as reference" was clicked (0: not waiting)
+  document.addEventListener("click", (ev) => {
+    const b = ev.target.closest && ev.target.closest('#iir-results button[data-action="reference"]');
+    if (b && !b.disabled && b.getAttribute("aria-pressed") !== "true") wanted = Date.now();
+  }, true);
+  let lastDialogue = "";
+  const toQuestion = () => {
+    const d = document.querySelector("#iir-page #iir-dialogue .iir-dialogue");
+    if (!d || !d.querySelector(".iir-question") || d.innerHTML === lastDialogue) return;
+    lastDialogue = d.innerHTML;
+    d.scrollTop = d.scrollHeight;
+  };
+  const chosen = () => document.querySelector("#iir-reference .iir-ref:not(.iir-ref-none)");
+  new MutationObserver(() => {
+    toQuestion();
+    if (!wanted) return;
+    if (Date.now() - wanted > 10000) { wanted = 0; return; }
+    const box = document.querySelector("#iir-caption textarea");
+    if (!box || !chosen() || document.body.classList.contains("iir-lb-open")) return;
+    wanted = 0;
+    box.scrollIntoView({ block: "center" });
+    box.focus({ preventScroll: true });
+  }).observe(document.body, { childList: true, subtree: true, characterData: true });
+}
