@@ -170,9 +170,9 @@ def test_overlong_answer_is_refused_and_the_session_still_works(started):
 def test_questions_off_without_llm(engine_no_llm):
     st = h.start(engine_no_llm, UIState(), "a red dog")
     assert not st.session.pending_question
-    with pytest.raises(BadInputError, match="questions are off"):
+    with pytest.raises(BadInputError, match="does not ask questions"):
         h.answer(engine_no_llm, st, "yes")
-    with pytest.raises(BadInputError, match="questions are off"):
+    with pytest.raises(BadInputError, match="does not ask questions"):
         h.skip(engine_no_llm, st)
     h.toggle_mark(engine_no_llm, st, st.current_ids[0], True)  # feedback still works
     h.feedback(engine_no_llm, st)
@@ -652,3 +652,34 @@ def test_no_question_for_an_ended_search(started):
     h.found(engine, st, st.current_ids[0])  # found while the question is being written
     h.ask_question(engine, st)
     assert not st.question_due and not st.session.pending_question
+
+
+def test_an_upload_is_kept_for_the_model_step_then_released(engine, tmp_path):
+    """Issue 25 item 1: a later (LLM) relative search keeps the upload until its refinement is done."""
+    from interactive_ir.ui import work
+
+    img = tmp_path / "ref.png"
+    Image.new("RGB", (40, 30), (200, 20, 20)).save(img)
+    st = h.set_upload(engine, UIState(), str(img))
+    kept = st.upload
+    h.relative(engine, st, "the same in blue", "imagescope", later=True)
+    assert st.upload == "" and h.held_upload(st) == kept and _kept(kept)  # quick results; the file stays
+    job = work.claim(st)
+    result = work.run(engine, job)  # the model step reads the upload again
+    assert _kept(kept) and work.adopt(engine, st, job, result)
+    assert not Path(kept).exists()  # done: released
+
+
+def test_a_newer_action_releases_the_held_upload(engine, tmp_path):
+    img = tmp_path / "ref.png"
+    Image.new("RGB", (40, 30), (20, 200, 20)).save(img)
+    st = h.set_upload(engine, UIState(), str(img))
+    kept = st.upload
+    h.relative(engine, st, "the same in blue", "imagescope", later=True)
+    h.start(engine, st, "a new search")  # supersedes the refinement
+    assert not Path(kept).exists() and h.held_upload(st) == ""
+
+
+def test_messages_never_show_server_paths():
+    said = render.no_paths("Image /srv/cache/uploads/u2c9f.jpg does not exist; see /home/x/app/log.txt")
+    assert "/" not in said and said.startswith("the uploaded image does not exist")

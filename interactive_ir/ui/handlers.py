@@ -416,7 +416,8 @@ def relative(engine, st: UIState, caption: str, method: str | None = None, *,
 def found(engine, st: UIState, image_id: str) -> UIState:
     s = _session(st)
     if s.found:
-        raise SessionError(f"this search already ended: you found {s.found['id']}; press New search to start again")
+        raise SessionError(f"this search already ended: you found your image in round {s.found['round'] + 1}; "
+                           "press New search to start again")
     engine.found(s, (image_id or "").strip())
     release_redo(st)
     st.supersede()  # no question or refinement is wanted any more

@@ -175,7 +175,7 @@ def test_found_on_an_earlier_round_in_the_strip(app, shot):
     assert thumbs.count() == K and "Passed over your image?" in page.locator("#iir-strip").inner_text()
     thumbs.nth(3).click()
     app.expect_status("Found")
-    assert "round 1, at place 4" in app.status()
+    assert "round 1, at place 4" in app.status() and first[3] not in app.status()  # no file name
     assert page.locator("#iir-strip .iir-thumb.is-found").count() == 1
     assert page.locator("#iir-strip .iir-thumb-found").count() == 0  # the search ended: no more buttons
     shot(page, "found-in-strip")

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from pageobj import K, AppPage, expect
+from pageobj import AppPage, K, expect
 
 pytestmark = pytest.mark.browser
 
@@ -293,7 +293,7 @@ def test_study_end_and_admin_count_give_ups_and_show_no_gradio_links(browser, gi
         assert page.get_by_role("link", name="Home").count() == 0 and page.get_by_text("Use via API").count() == 0
         shot(page, "consent-no-gradio-links")
         page.click("#iir-agree")
-        for n in (1, 2):
+        for _ in (1, 2):
             expect(page.locator("#iir-start-task")).to_be_visible(timeout=TIMEOUT_MS)
             page.click("#iir-start-task")
             page.fill("#iir-desc textarea", "something blue")
