@@ -204,7 +204,7 @@ def test_the_page_offers_automatic_or_a_questioner_and_the_config_takes_every_ch
     assert [v for _, v in h.choices(h.QUESTIONER_CHOICES, False)] == [
         "", *(q for q in registry.questioner_names() if q not in needs)]
     for q in needs:
-        with pytest.raises(BadInputError, match="need an LLM"):
+        with pytest.raises(BadInputError, match="need a language model"):
             h.set_questioner(no_llm, UIState(), q)
 
 

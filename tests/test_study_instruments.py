@@ -50,8 +50,12 @@ def test_a_form_is_checked_then_scored():
     clean = check_answers(items, answers)
     assert score_form(items, clean) == {"sus": 90.0, "ueqs_pragmatic": 0.0, "ueqs_hedonic": 0.0,
                                         "ueqs_overall": 0.0}
-    with pytest.raises(BadInputError, match="please answer: I thought the system was easy"):
+    with pytest.raises(BadInputError, match=r"please answer question 3 of 18 \(I thought the system was easy to use\): choose a number from 1"):
         check_answers(items, {**answers, "sus_3": None})
+    # a UEQ-S item says which it is and what to do, not only its two words
+    with pytest.raises(BadInputError, match=r"question 11 of 18 \(obstructive \.\.\. supportive\): choose a number "
+                                            r"from 1 \(obstructive\) to 7 \(supportive\)"):
+        check_answers(items, {**answers, "ueqs_1": None})
     with pytest.raises(BadInputError, match="from 1 to 7"):
         check_answers(items, {**answers, "ueqs_1": 8})
     tlx = instrument_items("nasa_tlx")

@@ -221,7 +221,7 @@ def test_questionnaire_validation(tiny, tmp_path):
     runner.consent("g", True)
     runner.start_task("g")
     runner.give_up("g")
-    for answers, msg in [({"efficient": 3}, "please answer: The system was effective"),
+    for answers, msg in [({"efficient": 3}, "please answer question 1 of 3 \\(The system was effective\\): choose a number"),
                          ({"effective": 6, "efficient": 3}, "choose a number from 1 to 5"),
                          ({"effective": "great", "efficient": 3}, "choose a number from 1 to 5"),
                          ({"effective": 3, "efficient": 3, "colour": 1}, "unknown question 'colour'")]:

@@ -84,7 +84,7 @@ def test_a_participant_through_the_page(tiny, tmp_path):
     v = page.view(pid, tab)
     assert v.phase == "questionnaire" and "rate the system" in v.status
     pid, tab = page.act("submit", pid, tab, {"effective": None, "efficient": 2})
-    assert tab.notice.startswith("⚠️ Please answer: The system was effective")
+    assert tab.notice.startswith("⚠️ Please answer question 1 of 3 (The system was effective): choose a number")
     pid, tab = page.act("submit", pid, tab, {"effective": 3, "efficient": 2, "comments": ""})
     v = page.view(pid, tab)
     assert v.phase == "briefing" and "Task 2 of 2" in v.header
@@ -95,6 +95,21 @@ def test_a_participant_through_the_page(tiny, tmp_path):
                       ("mark_relevant", extra)]
     assert events[1].type == "consent" and events[1].client_ts == NOW and [e for e in events if e.type == "description"][0].client_ts == NOW + 1
     assert [e for e in events if e.type == "task_start"][0].client_ts is None  # not sent
+
+
+def test_give_ups_are_not_called_completed(tiny, tmp_path):
+    """The end page and the admin page count give-ups as what they are (issue 25, item 10)."""
+    page, caps = make_page(tiny, tmp_path)
+    pid, tab = page.act("join", "", TabState(), True)
+    for _ in range(2):
+        for name, args in (("start", ()), ("describe", ("a dog",)), ("give_up", ()), ("give_up_yes", ()),
+                           ("submit", ({"effective": 3, "efficient": 2, "comments": ""},))):
+            pid, tab = page.act(name, pid, tab, *args)
+    v = page.view(pid, tab)
+    assert v.phase == "done" and "completed all" not in v.done
+    assert "You found the image in 0 of 2 tasks; 2 ended without it (2 you ended yourself)" in v.done
+    text, rows = page.admin_view()
+    assert rows[0][3:6] == [0, 2, 2] and "2 task(s) ended: 0 found, 2 given up" in text
 
 
 def test_mixed_condition_views_and_reference(tiny, tmp_path):
@@ -216,7 +231,7 @@ def test_admin_view_and_export(tiny, tmp_path):
     b, _ = page.act("join", "", TabState(), False)
     text, rows = page.admin_view()
     assert "2 participant(s)" in text and "1 declined" in text
-    assert [r[:5] for r in rows] == [[page.who(a), 0, "briefing", 0, 2], [page.who(b), 1, "declined", 0, 2]]
+    assert [r[:6] for r in rows] == [[page.who(a), 0, "briefing", 0, 0, 2], [page.who(b), 1, "declined", 0, 0, 2]]
     path = page.export("jsonl")
     assert path.endswith("ui.events.jsonl") and len(open(path).read().splitlines()) == page.runner.log.count()
 

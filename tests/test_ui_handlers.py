@@ -89,7 +89,8 @@ def test_uploads_on_a_caption_index_need_a_captioner(tmp_path):
     r, ids, caps = build_tiny(tmp_path, embedder=TextOnly(32))
     eng = build_engine(r, config=EngineConfig(k=K))
     assert not h.modes(eng).upload and h.modes(eng).composed
-    assert "upload" not in render.reference_html(eng, UIState()).lower()
+    ref = render.reference_html(eng, UIState())  # no upload offered, and the page says why in plain words
+    assert "Upload a reference" not in ref and render.esc(render.NO_UPLOAD) in ref
     img = tmp_path / "ref.png"
     Image.new("RGB", (30, 30), (10, 200, 10)).save(img)
     st = h.start(eng, UIState(), "a dog")
@@ -169,9 +170,9 @@ def test_overlong_answer_is_refused_and_the_session_still_works(started):
 def test_questions_off_without_llm(engine_no_llm):
     st = h.start(engine_no_llm, UIState(), "a red dog")
     assert not st.session.pending_question
-    with pytest.raises(BadInputError, match="questions are off"):
+    with pytest.raises(BadInputError, match="does not ask questions"):
         h.answer(engine_no_llm, st, "yes")
-    with pytest.raises(BadInputError, match="questions are off"):
+    with pytest.raises(BadInputError, match="does not ask questions"):
         h.skip(engine_no_llm, st)
     h.toggle_mark(engine_no_llm, st, st.current_ids[0], True)  # feedback still works
     h.feedback(engine_no_llm, st)
@@ -387,9 +388,11 @@ def test_cards_escape_text_and_carry_alt_text_and_reasons(tmp_path):
     html = render.results_html(eng, st)
     assert "<script>" not in html and "${x}" not in html and "{{y}}" not in html
     assert "&lt;script&gt;" in html
-    assert html.count("<img ") == 2 and 'alt="image i3.png"' in html  # no caption: the id as alt text
+    # the round's 2 results, and first the image liked in the round before (a feedback round shows new images)
+    assert html.count("<img ") == 3 and 'alt="image i3.png"' in html  # no caption: the id as alt text
+    assert html.index('data-id="i0.png"') < html.index('data-id="i2.png"') and "You liked" in html
     assert "the dog is red" in html and "Why it ranks here (2)" in html
-    assert html.count('data-action="found"') == 2 and 'aria-pressed="false"' in html
+    assert html.count('data-action="found"') == 3 and 'aria-pressed="false"' in html
     st.marks["i2.png"] = True
     st.reference = "i3.png"
     html = render.results_html(eng, st)
@@ -402,7 +405,8 @@ def test_found_page_has_no_actions(tmp_path):
     html = render.results_html(eng, st)
     actions = set(re.findall(r'data-action="(\w+)"', html))
     assert actions == {"open"} and "is-found" in html  # the large view stays, the card actions go
-    assert "round 2 at rank 2" in render.status_md(st)
+    found = render.status_md(st)
+    assert "round 2, at place 2" in found and "i3.png" not in found  # plain words, no file name
 
 
 def test_strip_dialogue_reference_and_status(tmp_path):
@@ -418,7 +422,8 @@ def test_strip_dialogue_reference_and_status(tmp_path):
     st.reference = "i1.png"
     assert "A dog" in render.reference_html(eng, st)  # the caption in plain words
     st.marks = {"i2.png": True, "i3.png": False}
-    assert "Round 2 · 2 results · marked 1 relevant, 1 not relevant" in render.status_md(st)
+    assert ("Round 2 · 2 new results; the one you liked stays first · marked 1 relevant, 1 not relevant"
+            in render.status_md(st))
 
 
 # --- media ------------------------------------------------------------------------------------------------
@@ -647,3 +652,34 @@ def test_no_question_for_an_ended_search(started):
     h.found(engine, st, st.current_ids[0])  # found while the question is being written
     h.ask_question(engine, st)
     assert not st.question_due and not st.session.pending_question
+
+
+def test_an_upload_is_kept_for_the_model_step_then_released(engine, tmp_path):
+    """Issue 25 item 1: a later (LLM) relative search keeps the upload until its refinement is done."""
+    from interactive_ir.ui import work
+
+    img = tmp_path / "ref.png"
+    Image.new("RGB", (40, 30), (200, 20, 20)).save(img)
+    st = h.set_upload(engine, UIState(), str(img))
+    kept = st.upload
+    h.relative(engine, st, "the same in blue", "imagescope", later=True)
+    assert st.upload == "" and h.held_upload(st) == kept and _kept(kept)  # quick results; the file stays
+    job = work.claim(st)
+    result = work.run(engine, job)  # the model step reads the upload again
+    assert _kept(kept) and work.adopt(engine, st, job, result)
+    assert not Path(kept).exists()  # done: released
+
+
+def test_a_newer_action_releases_the_held_upload(engine, tmp_path):
+    img = tmp_path / "ref.png"
+    Image.new("RGB", (40, 30), (20, 200, 20)).save(img)
+    st = h.set_upload(engine, UIState(), str(img))
+    kept = st.upload
+    h.relative(engine, st, "the same in blue", "imagescope", later=True)
+    h.start(engine, st, "a new search")  # supersedes the refinement
+    assert not Path(kept).exists() and h.held_upload(st) == ""
+
+
+def test_messages_never_show_server_paths():
+    said = render.no_paths("Image /srv/cache/uploads/u2c9f.jpg does not exist; see /home/x/app/log.txt")
+    assert "/" not in said and said.startswith("the uploaded image does not exist")

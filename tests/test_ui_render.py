@@ -102,7 +102,7 @@ def test_the_chosen_kind_of_question_holds_for_this_and_later_searches(grounded,
     st = h.set_questioner(grounded, UIState(), "grounded")
     st = h.start(grounded, st, "a red dog")
     assert st.session.meta["questioner"] == "grounded"
-    with pytest.raises(BadInputError, match="need an LLM"):
+    with pytest.raises(BadInputError, match="need a language model"):
         h.set_questioner(grounded, st, "llm")
     eng = build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=K))
     st = h.set_questioner(eng, st, "llm")

@@ -38,7 +38,8 @@ if (!element.dataset.iirBound) {
         lastHead = key;
       }
       if (window.iirLightboxSync) window.iirLightboxSync();
-    }).observe(element, { childList: true, subtree: true });
+    }).observe(element, { childList: true, subtree: true, attributes: true, characterData: true });
+    // (Gradio may update the cards in place, changing only attributes such as aria-pressed)
   }
 }
 
@@ -92,19 +93,74 @@ function iirOpen(id) {
     });
     document.addEventListener("keydown", (ev) => {
       if (box.hidden) return;
-      if (ev.key === "Escape") iirClose();
+      if (ev.key === "Escape") { ev.preventDefault(); iirClose(); }
       else if (ev.key === "ArrowLeft") iirStep(-1);
       else if (ev.key === "ArrowRight") iirStep(1);
+      else if (ev.key === "Tab") iirTrapTab(box, ev);
     });
+    // focus that leaves the open view (a click outside, a script) comes back to it
+    document.addEventListener("focusin", (ev) => {
+      if (!box.hidden && !box.contains(ev.target)) iirFocusIn(box);
+    });
+    // the page re-renders the cards after each action: the open view follows (pressed states, a new round);
+    // only what changed is redrawn, so a button being pressed or holding the focus stays where it is
     window.iirLightboxSync = () => { if (!box.hidden) iirShow(box.dataset.id, true); };
-    // the page re-renders the cards after each action: the open view follows (pressed states, a new round)
-    setInterval(window.iirLightboxSync, 400);
   }
   box.dataset.returnFocus = id;
   box.hidden = false;
   document.body.classList.add("iir-lb-open");
   iirShow(id, false);
-  box.querySelector(".iir-lb-close").focus();
+  iirFocusIn(box);
+}
+
+function iirFocusable(box) {
+  return [...box.querySelectorAll("button:not([disabled]), [href], [tabindex]:not([tabindex='-1'])")]
+    .filter((el) => !el.hidden && el.offsetParent !== null);
+}
+
+function iirFocusIn(box) {
+  const first = box.querySelector(".iir-lb-close") || iirFocusable(box)[0];
+  if (first) first.focus();
+}
+
+// Tab and Shift+Tab go round the buttons of the open view, never to the page behind it
+function iirTrapTab(box, ev) {
+  const els = iirFocusable(box);
+  if (!els.length) return;
+  const i = els.indexOf(document.activeElement);
+  ev.preventDefault();
+  const next = i < 0 ? (ev.shiftKey ? els.length - 1 : 0) : (i + (ev.shiftKey ? -1 : 1) + els.length) % els.length;
+  els[next].focus();
+}
+
+// The card's actions in the open view: the same buttons are kept and only their state (pressed, disabled,
+// label) follows the card's; they are replaced only when the set of actions changes (e.g. the search ended).
+function iirSyncActions(acts, src) {
+  const html = src ? src.outerHTML : "";
+  if (acts.dataset.html === html) return;
+  const want = src ? src.cloneNode(true) : null;
+  const have = acts.firstElementChild;
+  const key = (el) => el ? el.className + "|" +
+    [...el.querySelectorAll("button[data-action]")].map((b) => b.dataset.action + ":" + b.dataset.id).join(",") : "";
+  if (want && have && key(want) === key(have)) {
+    const now = [...have.querySelectorAll("button[data-action]")];
+    [...want.querySelectorAll("button[data-action]")].forEach((b, n) => {
+      const old = now[n];
+      for (const attr of ["aria-pressed", "title", "class"]) {
+        const v = b.getAttribute(attr);
+        if (v === null) old.removeAttribute(attr); else if (old.getAttribute(attr) !== v) old.setAttribute(attr, v);
+      }
+      old.disabled = b.disabled;
+      if (old.textContent !== b.textContent) old.textContent = b.textContent;
+    });
+  } else {
+    const focused = acts.contains(document.activeElement) ? document.activeElement.dataset.action : "";
+    acts.replaceChildren(...(want ? [want] : []));
+    const again = focused && acts.querySelector(`button[data-action="${focused}"]`);
+    if (again) again.focus();
+    else if (focused) iirFocusIn(document.getElementById("iir-lightbox"));
+  }
+  acts.dataset.html = html;
 }
 
 function iirShow(id, sync) {
@@ -119,7 +175,7 @@ function iirShow(id, sync) {
     miss.hidden = false;
     miss.textContent = "This image is no longer on the page: a newer round replaced the results.";
     box.querySelector(".iir-lb-cap").textContent = "";
-    acts.innerHTML = "";
+    iirSyncActions(acts, null);
     return;
   }
   const open = card.querySelector("button[data-action=open]");
@@ -128,13 +184,14 @@ function iirShow(id, sync) {
     miss.hidden = true;
     img.src = open.dataset.src;
   }
-  img.alt = card.querySelector(".iir-cap").textContent;
+  const alt = card.querySelector(".iir-cap").textContent;
+  if (img.alt !== alt) img.alt = alt;
   const cards = iirCards();
-  box.querySelector(".iir-lb-cap").textContent =
-    `#${card.dataset.rank} of ${cards.length} · ` + card.querySelector(".iir-cap").textContent +
-    (card.classList.contains("is-seen") ? " · seen in an earlier round" : "");
-  const a = card.querySelector(".iir-actions, .iir-found-badge");
-  acts.innerHTML = a ? a.outerHTML : "";
+  const where = card.dataset.rank ? `#${card.dataset.rank} of ${cards.length} · ` : "You liked this · ";
+  const cap = where + alt + (card.classList.contains("is-seen") ? " · seen in an earlier round" : "");
+  const capEl = box.querySelector(".iir-lb-cap");
+  if (capEl.textContent !== cap) capEl.textContent = cap;
+  iirSyncActions(acts, card.querySelector(".iir-actions, .iir-found-badge"));
 }
 
 function iirStep(d) {

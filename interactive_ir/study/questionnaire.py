@@ -65,15 +65,26 @@ def check_answers(questions: Sequence[Question], answers: Mapping[str, Any]) -> 
     if extra:
         raise BadInputError(f"unknown question {extra[0]!r}")
     out: dict[str, Any] = {}
-    for q in questions:
+    for n, q in enumerate(questions, 1):
         v = answers.get(q.id)
         if _empty(v):
             if q.required:
-                raise BadInputError(f"please answer: {q.text}")
+                raise BadInputError(f"please answer question {n} of {len(questions)} ({q.text.rstrip(' .')}): {how_to_answer(q)}")
             out[q.id] = "" if q.type == "text" else None
             continue
         out[q.id] = check_one(q, v)
     return out
+
+
+def how_to_answer(q: Question) -> str:
+    """What to do to answer `q`, in a few words (for the message on a required item left empty)."""
+    if q.type == "likert":
+        return f"choose a number from 1 ({q.low_label}) to {q.points} ({q.high_label})"
+    if q.type == "choice":
+        return "choose one of its options"
+    if q.type in ("slider", "number"):
+        return f"choose a value from {q.minimum:g} ({q.low_label}) to {q.maximum:g} ({q.high_label})"
+    return "write a short answer"
 
 
 def attention_results(questions: Sequence[Question], answers: Mapping[str, Any]) -> dict[str, bool]:

@@ -11,6 +11,7 @@ concurrency group and show what they are doing.
 
 import contextvars
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -32,9 +33,9 @@ log = logging.getLogger(__name__)
 TICK_S = 1.0  # how often the status line's timer moves while a model step runs
 POLL_S = 0.2  # how often a waiting step checks whether its job is done or no longer wanted
 DESC_FIRST = "Describe the image you are looking for"
-DESC_AGAIN = "Describe it again to start a new search (Enter); to narrow these results, answer, mark or use a reference"
-QUESTIONS_OFF = ("Questions are off: no LLM is loaded. Marking results and searching with a reference image "
-                 "still work.")
+DESC_AGAIN = "A new description starts a new search"  # short: narrowing the results is said by the status line
+QUESTIONS_OFF = ("The system does not ask questions in this demo. Mark results you like, or pick one as a "
+                 "reference and say how your image differs.")
 # what every event returns, in this order (`listeners` passes the page's components in the same order)
 OUTPUTS = ("state", "status", "results", "dialogue", "strip", "reference", "desc", "answer_box", "caption_box",
            "upload", "skip_btn", "fb_btn")
@@ -75,16 +76,26 @@ def _engine_steps(engine) -> tuple[Callable, Callable]:
     return gpu(act_step), gpu(model_step)
 
 
+_JARGON = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|--\w|\bpip install\b|\b\w+:\S*\w")  # env vars, flags, specs
+
+
+def plain_reason(reason: str) -> str:
+    """What the dialogue says with questions off: `reason` when it is in plain words; a plain sentence when it
+    names settings or model specs (those stay in the page's notes on the models)."""
+    return reason if reason and not _JARGON.search(reason) else QUESTIONS_OFF
+
+
 def page_context(engine, questions_off_reason: str = "", examples: Sequence[str] = render.EXAMPLES) -> PageContext:
-    """The context of a page over `engine` (`questions_off_reason`: what the dialogue says with questions off)."""
+    """The context of a page over `engine` (`questions_off_reason`: what the dialogue says with questions off,
+    in plain words: `plain_reason`)."""
     act_step, model_step = _engine_steps(engine)
-    return PageContext(engine, modes(engine), questions_off_reason or QUESTIONS_OFF, examples, act_step, model_step)
+    return PageContext(engine, modes(engine), plain_reason(questions_off_reason), examples, act_step, model_step)
 
 
 # --- the page's outputs --------------------------------------------------------------------------------
 def message(e: BaseException) -> str:
-    """An engine error as a sentence for the page."""
-    text = str(e).strip() or e.__class__.__name__
+    """An engine error as a sentence for the page (never a server path: `render.no_paths`)."""
+    text = render.no_paths(str(e).strip()) or e.__class__.__name__
     first = text.split(" ", 1)[0]
     if any(c in first for c in "./\\'\"") or not first.isalpha():  # a file name or an id: leave it as it is
         return text
@@ -103,7 +114,7 @@ def asks(ctx: PageContext, st: UIState) -> bool:
 
 def answer_hint(ctx: PageContext, st: UIState) -> str:
     if not ctx.modes.questions:
-        return "Questions are off (no LLM)"
+        return "No questions in this demo"
     if asks(ctx, st):
         return "Answer the question and press Enter"
     return "The system's next question will appear above" if st.started else "Describe your image first"
@@ -155,7 +166,7 @@ def refused(ctx: PageContext, st: UIState, e: BaseException, clear: tuple[str, .
         msg = message(e)
     else:
         log.exception("unexpected error in the page")
-        msg = f"Something went wrong ({e.__class__.__name__}: {e}). Your search is unchanged: try again."
+        msg = f"Something went wrong ({e.__class__.__name__}: {render.no_paths(str(e))}). Your search is unchanged: try again."
     st.notice = f"⚠ {msg}"
     gr.Warning(msg, title="Cannot do that" if isinstance(e, IIRError) else "Error")
     return view(ctx, st, clear)
@@ -199,7 +210,7 @@ def in_background(fn, *args) -> futures.Future:
 
 def failure_note(step: str, e: BaseException) -> str:
     what = "refine these results" if step == "refine" else "write a question"
-    why = message(e) if isinstance(e, IIRError) else f"{e.__class__.__name__}: {e}"
+    why = message(e) if isinstance(e, IIRError) else f"{e.__class__.__name__}: {render.no_paths(str(e))}"
     return f"The model could not {what} ({why}). The results shown stand; you can go on."
 
 

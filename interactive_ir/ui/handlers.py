@@ -35,7 +35,7 @@ def _options(automatic: str, entries) -> tuple[tuple[str, str, bool], ...]:
 # the Options panel, from the mode table
 FEEDBACK_CHOICES = _options("the best method available here", FEEDBACK.methods)
 COMPOSED_CHOICES = _options("the best method available here", COMPOSED.methods)
-QUESTIONER_CHOICES = _options("written questions with a good LLM, picture questions otherwise",
+QUESTIONER_CHOICES = _options("written questions with a capable language model, picture questions otherwise",
                               registry.questioners())
 
 
@@ -105,6 +105,7 @@ ENGINE_REFINE = Redo("engine", UIState())  # "refine" by the engine's own step (
 def _moved(st: UIState, redo: Redo | None = None) -> None:
     """A new round is on the page: older model work is superseded; `redo` (when given) is refined next."""
     ask = "ask" in st.todo
+    release_redo(st)  # the older round's model work is superseded: its upload is no longer needed
     st.supersede()
     st.redo = redo
     st.todo = (["refine"] if redo is not None else []) + (["ask"] if ask else [])
@@ -132,7 +133,7 @@ def set_questioner(engine, st: UIState, questioner: str) -> UIState:
     if questioner and questioner not in QUESTIONERS:
         raise BadInputError(f"unknown kind of question {questioner!r}; choose one of {', '.join(QUESTIONERS)}")
     if questioner and registry.questioner(questioner).needs_llm and getattr(engine, "llm", None) is None:
-        raise BadInputError("written questions need an LLM, and none is loaded: picture questions are used")
+        raise BadInputError("written questions need a language model, and this demo has none: it asks picture questions")
     st.questioner = questioner
     if st.session is not None:
         if questioner:
@@ -193,6 +194,7 @@ def start(engine, st: UIState, description: str, *, defer_question: bool = False
 def new_search(engine, st: UIState) -> UIState:
     """Forget this tab's search; the next description starts afresh."""
     _drop_upload(st)
+    release_redo(st)
     st.reset()
     return st
 
@@ -203,7 +205,7 @@ def _require_questions(engine) -> None:
     if not m.conversation:
         raise BadInputError("the question mode is not available in this app")
     if not m.questions:
-        raise BadInputError("questions are off because no LLM is loaded: mark results or use a reference instead")
+        raise BadInputError("this demo does not ask questions: mark results or use a reference instead")
 
 
 def answer(engine, st: UIState, text: str, *, defer_question: bool = False, later: bool = False) -> UIState:
@@ -304,6 +306,22 @@ def _drop_upload(st: UIState) -> None:
     st.upload = ""
 
 
+def held_upload(st: UIState) -> str:
+    """The uploaded reference the round's model work still needs (its `Redo` searches it again), or ""."""
+    redo = st.redo
+    return getattr(redo.tab, "upload", "") if redo is not None and redo.action == "relative" else ""
+
+
+def release_redo(st: UIState) -> None:
+    """The round's model work is done or superseded: delete the upload it kept (`held_upload`), unless the
+    tab still shows it as its reference."""
+    held = held_upload(st)
+    if held and held != st.upload:
+        from interactive_ir.ui.serving.uploads import default_store
+
+        default_store().release(held)
+
+
 def set_upload(engine, st: UIState, path: str | None, tab: str = "") -> UIState:
     """Check an uploaded file is a usable image and make it the reference (None clears it).
 
@@ -359,9 +377,11 @@ def clear_reference(engine, st: UIState) -> UIState:
 
 
 def relative(engine, st: UIState, caption: str, method: str | None = None, *,
-             defer_question: bool = False, later: bool = False) -> UIState:
+             defer_question: bool = False, later: bool = False, held_by_caller: bool = False) -> UIState:
     """Results for a relative caption on the chosen, uploaded, or last top-1 reference image. With `later`,
-    the composed vector is searched at once and imagescope (LLM) follows in the "refine" step."""
+    the composed vector is searched at once and imagescope (LLM) follows in the "refine" step: the upload is
+    then kept for that step (`release_redo` deletes it). `held_by_caller`: the caller (that step, on a copy
+    of the tab) releases the upload itself."""
     if not modes(engine).composed:
         raise BadInputError("reference + caption search is not available in this app")
     if method:
@@ -383,7 +403,11 @@ def relative(engine, st: UIState, caption: str, method: str | None = None, *,
         st.session = session
     _moved(st, redo)
     st.new_page()
-    _drop_upload(st)  # the search used it
+    if redo is not None and st.upload:
+        st.upload = ""  # the search used it, and the model step searches it again: the file is kept until that
+        #                 step is done or superseded (`release_redo`), the page no longer shows it as the reference
+    elif not held_by_caller:
+        _drop_upload(st)  # the search used it
     st.notice = ""
     return st
 
@@ -392,8 +416,10 @@ def relative(engine, st: UIState, caption: str, method: str | None = None, *,
 def found(engine, st: UIState, image_id: str) -> UIState:
     s = _session(st)
     if s.found:
-        raise SessionError(f"this search already ended: you found {s.found['id']}; press New search to start again")
+        raise SessionError(f"this search already ended: you found your image in round {s.found['round'] + 1}; "
+                           "press New search to start again")
     engine.found(s, (image_id or "").strip())
+    release_redo(st)
     st.supersede()  # no question or refinement is wanted any more
     st.marks.clear()
     _drop_upload(st)  # the search ended

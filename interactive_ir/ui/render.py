@@ -5,6 +5,7 @@ Pure functions of the engine (read only) and a `UIState`; every user-supplied or
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 from interactive_ir.core.session import Session, Turn
@@ -21,6 +22,9 @@ ACTIONS = {  # data-action -> (label, tooltip)
 }
 CARD_CHARS = 90  # a result card's caption is cut (at a word) beyond this; its full text is its tooltip
 OPTION_CHARS = 40  # the same for a picture option's label
+# why the page offers no upload (a caption index and no captioner: `handlers.modes`), in plain words
+NO_UPLOAD = ("You cannot upload a photo of your own here: this demo finds pictures by their descriptions, and "
+             "it has no model that could describe a new photo.")
 EXAMPLES = ("a puppy sitting on the grass", "a red sports car", "a slice of birthday cake",
             "a small house with a chimney")  # the empty page's example descriptions (demo gallery)
 
@@ -28,6 +32,21 @@ EXAMPLES = ("a puppy sitting on the grass", "a red sports car", "a slice of birt
 def esc(text) -> str:
     """HTML-escaped text, with template braces neutralised (gr.HTML templates read `${` and `{{`)."""
     return escape(str(text), quote=True).replace("{", "&#123;").replace("}", "&#125;").replace("$", "&#36;")
+
+
+_PATH = r"(?<![\w.:/])(?:[A-Za-z]:)?[/\\](?:[^\s/\\'\"()<>,;]+[/\\])+[^\s/\\'\"()<>,;]*"
+_IMAGE_AT_PATH = re.compile(r"\b([Ii]mage|[Ff]ile)\s+'?(" + _PATH + r")'?")
+_A_PATH = re.compile(_PATH)
+
+
+def no_paths(text: str) -> str:
+    """`text` (an error for the page) without the server's file paths: "image /x/uploads/u2c.jpg" becomes
+    "the uploaded image", any other path "a file on the server"."""
+    def what(path: str) -> str:
+        return "the uploaded image" if "/uploads/" in path.replace("\\", "/") else "a file on the server"
+
+    text = _IMAGE_AT_PATH.sub(lambda m: what(m.group(2)), text)
+    return _A_PATH.sub(lambda m: what(m.group(0)), text)
 
 
 def _alt(caption: str, image_id: str) -> str:
@@ -118,27 +137,66 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
             f'<div class="iir-pic">{badges}{pic}</div>'
             f'<p class="iir-cap" title="{esc(cap)}">{esc(plain_caption(h.caption, CARD_CHARS) or h.id)}</p>'
             f"{_why(turn.why.get(h.id, []))}{actions}</article>")
+    liked = "".join(_liked_card(engine, i) for i in liked_ids(st)) if not ended else ""
     badge = ""
     if st.refined:
-        badge = (' <span class="iir-badge iir-refined" title="The LLM rewrote the query: these results replace the '
+        badge = (' <span class="iir-badge iir-refined" title="The language model rewrote your words: these results replace the '
                  'first ones">Refined</span>')
     elif st.offer is not None:  # held while the person acts on these results: shown on request
         badge = (' <button type="button" class="iir-badge iir-offer" data-action="refined" title="The LLM rewrote '
                  'the query: show its results in place of these (your marks stay on images still shown)">'
                  "Refined results ready: show</button>")
     elif "refine" in st.todo or st.working == "refine":
-        badge = (' <span class="iir-badge iir-quick" title="Results of the plain text; the LLM is refining them">'
+        badge = (' <span class="iir-badge iir-quick" title="Results of your words as typed; the language model is refining them">'
                  "Quick results, refining…</span>")
     n_seen = sum(1 for h in hits if h.id in seen)
     seen_note = f' <span class="iir-seen-note">{n_seen} seen before</span>' if n_seen else ""
+    n_liked = len(liked_ids(st)) if liked else 0
+    kept = f", with {_the_liked(n_liked)} first" if n_liked else ""
     head = (f'<div class="iir-page-head" data-round="{turn.round + 1}" data-epoch="{st.epoch}">'
-            f"Round {turn.round + 1}: {len(hits)} results{badge}{seen_note}</div>")
+            f"Round {turn.round + 1}: {len(hits)} {'new ' if n_liked else ''}results{kept}{badge}{seen_note}</div>")
     ask = ""  # on a phone the dialogue bar is stuck to the bottom: the question is said there too
     q = s.question if not ended else None
     if q is not None:
         ask = (f'<div class="iir-ask-narrow">System asks: <b>{esc(q.text)}</b> '
                '<a href="#iir-dialogue-panel">Answer ↓</a></div>')
-    return f'{head}{ask}<div class="iir-grid" role="list" aria-label="results">{"".join(cards)}</div>'
+    return f'{head}{ask}<div class="iir-grid" role="list" aria-label="results">{liked}{"".join(cards)}</div>'
+
+
+def _the_liked(n: int) -> str:
+    return "the one you liked" if n == 1 else f"the {n} you liked"
+
+
+def liked_ids(st: UIState) -> list[str]:
+    """The images marked relevant for the round on the page ("More like my marks"), when that round does not
+    show them again: it pages through unseen images (`core.text_search.PAGING_KINDS`), so the page keeps them
+    in view, first, with a "You liked" badge."""
+    if not st.started:
+        return []
+    turn = st.session.last
+    if turn.kind != "feedback":
+        return []
+    shown = set(turn.shown)
+    return [i for i in turn.relevant if i not in shown]
+
+
+def _liked_card(engine, image_id: str) -> str:
+    """A result the person liked in the round before: kept first on the page, with only "Found it"."""
+    row = engine.index.row_of.get(image_id)
+    if row is None:
+        return ""
+    cap = engine.index.records[row].caption or image_id
+    url = image_url(engine.index, image_id)
+    full = image_url(engine.index, image_id, full=True) if url else ""
+    pic = _img(url, _alt(cap, image_id))
+    if url:
+        pic = (f'<button type="button" class="iir-open" data-action="open" data-id="{esc(image_id)}" '
+               f'data-src="{esc(full or url)}" title="Larger view" aria-label="Larger view: {esc(cap)}">{pic}</button>')
+    return (f'<article class="iir-card is-liked is-rel" data-id="{esc(image_id)}" role="listitem">'
+            '<div class="iir-pic"><span class="iir-liked" title="You marked it relevant: kept in view while the '
+            f'round shows new images">You liked</span>{pic}</div>'
+            f'<p class="iir-cap" title="{esc(cap)}">{esc(cap)}</p>'
+            f'<div class="iir-actions">{_button("found", image_id)}</div></article>')
 
 
 def _turn_label(t: Turn) -> str:
@@ -223,29 +281,33 @@ def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "
             lines.append(("error", t.error))
         if t.question and t is not (s.last if s else None):
             lines.append(("system", t.question))
-    out = []
+    history = []
     for who, text in lines:
         role = {"you": "You", "system": "System", "note": "", "error": "Note"}[who]
         label = f'<b class="iir-who">{role}:</b> ' if role else ""
-        out.append(f'<div class="iir-msg iir-{who}">{label}{esc(text)}</div>')
+        history.append(f'<div class="iir-msg iir-{who}">{label}{esc(text)}</div>')
+    now = []  # what waits for the person: always in view, under the (scrolled, capped) history
     pending = s.pending_question if s else ""
     if st.pending and s and s.turns and not s.ended:
         say = working_md(st).lstrip(" ·").rstrip("…") or "the system is working on these results"
-        out.append(f'<div class="iir-msg iir-note iir-asking" role="status">{esc(say[0].upper() + say[1:])}… '
+        now.append(f'<div class="iir-msg iir-note iir-asking" role="status">{esc(say[0].upper() + say[1:])}… '
                    "(you can mark results or start again meanwhile)</div>")
     elif pending and not (s and s.ended):
         q = s.question
         fb = q is not None and q.kind == "fallback"
-        note = ('<div class="iir-qnote">A question built from these results (the LLM gave none that helps).</div>'
+        note = ('<div class="iir-qnote">A question built from these results (the language model gave none that helps).</div>'
                 if fb else "")
         opts = options_html(engine, q) if engine is not None and q is not None and q.options else ""
-        out.append(f'<div class="iir-question" role="status"><b class="iir-who">System asks:</b> '
+        now.append(f'<div class="iir-question" role="status"><b class="iir-who">System asks:</b> '
                    f"{esc(pending)}{note}{opts}</div>")
     elif not questions_on:
-        out.append(f'<div class="iir-qoff" role="note">{esc(questions_off_reason or "Questions are off.")}</div>')
+        now.append(f'<div class="iir-qoff" role="note">{esc(questions_off_reason or "Questions are off.")}</div>')
     elif not s or not s.turns:
-        out.append('<div class="iir-msg iir-note">The system will ask questions about your image here.</div>')
-    return f'<div class="iir-dialogue" aria-label="dialogue">{"".join(out)}</div>'
+        now.append('<div class="iir-msg iir-note">The system will ask questions about your image here.</div>')
+    # the history is a bottom-anchored scroll box (column-reverse around one block): its newest lines show
+    past = (f'<div class="iir-history" tabindex="0" role="log" aria-label="the dialogue so far"><div>'
+            f'{"".join(history)}</div></div>' if history else "")
+    return f'<div class="iir-dialogue" aria-label="dialogue">{past}{"".join(now)}</div>'
 
 
 def reference_html(engine, st: UIState) -> str:
@@ -260,13 +322,14 @@ def reference_html(engine, st: UIState) -> str:
         return (f'<div class="iir-ref">{_img(url, _alt(cap, st.reference), "iir-ref-img")}'
                 f"<span>Reference: <b>{esc(cap or st.reference)}</b></span></div>")
     upload = modes(engine).upload
+    why = "" if upload else f'<p class="iir-no-upload">{esc(NO_UPLOAD)}</p>'
     if st.started:
         return ('<div class="iir-ref iir-ref-none">Reference: the top result of the last round. '
-                f"Pick another with “Use as reference”{', or upload one' if upload else ''}.</div>")
+                f"Pick another with “Use as reference”{', or upload one' if upload else ''}.{why}</div>")
     if upload:
         return '<div class="iir-ref iir-ref-none">Upload a reference image, or start with a description.</div>'
     return ('<div class="iir-ref iir-ref-none">Start with a description, then pick a result with “Use as '
-            "reference” and say how your image differs from it.</div>")
+            f"reference” and say how your image differs from it.{why}</div>")
 
 
 def status_md(st: UIState) -> str:
@@ -277,20 +340,23 @@ def status_md(st: UIState) -> str:
     s = st.session
     if s.found:
         f = s.found
-        return (notice + f"✓ **Found** `{f['id']}` in round {f['round'] + 1} at rank {f['rank']}. "
+        return (notice + f"✓ **Found** your image in round {f['round'] + 1}, at place {f['rank']} of the results. "
                 "Press **New search** to look for another image.")
     rel, irr = st.marked()
     marks = (f" · marked {len(rel)} relevant, {len(irr)} not relevant: press **More like my marks**"
              if rel or irr else (" · answer the question, mark results, or use one as a reference" if s.pending_question
                                  else " · mark results, or use one as a reference"))
-    return notice + f"Round {s.last.round + 1} · {len(s.last.shown)} results{marks}{working_md(st)}"
+    liked = len(liked_ids(st))
+    what = (f"{len(s.last.shown)} new results; {_the_liked(liked)} {'stays' if liked == 1 else 'stay'} first" if liked
+            else f"{len(s.last.shown)} results")
+    return notice + f"Round {s.last.round + 1} · {what}{marks}{working_md(st)}"
 
 
 WORKING = {  # what the status line says while a model step is due or runs
-    "refine": {"engine": "the LLM is rewriting the dialogue to refine these results",
-               "answer": "the LLM is rewriting the dialogue to refine these results",
-               "feedback": "the LLM is rewriting the query from your marks to refine these results",
-               "relative": "the LLM is reading your caption to refine these results"},
+    "refine": {"engine": "the language model is rewriting the dialogue to refine these results",
+               "answer": "the language model is rewriting the dialogue to refine these results",
+               "feedback": "the language model is reading your marks to refine these results",
+               "relative": "the language model is reading your words to refine these results"},
     "ask": "the system is writing a question about these results",
 }
 
@@ -302,5 +368,5 @@ def working_md(st: UIState) -> str:
         return ""
     say = WORKING.get(step, "")
     if isinstance(say, dict):
-        say = say.get(st.redo.action if st.redo else "", "the LLM is refining these results")
+        say = say.get(st.redo.action if st.redo else "", "the language model is refining these results")
     return f" · {say}…" if say else ""

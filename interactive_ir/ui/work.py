@@ -71,7 +71,8 @@ def run(engine, work: Work):
     if work.redo.action == "engine":
         return engine.prepare_refine(work.session)
     tab = copy.deepcopy(work.redo.tab)
-    getattr(handlers, work.redo.action)(engine, tab, *work.redo.args, defer_question=True)
+    held = {"held_by_caller": True} if work.redo.action == "relative" else {}  # the tab releases its upload
+    getattr(handlers, work.redo.action)(engine, tab, *work.redo.args, defer_question=True, **held)
     return tab.session
 
 
@@ -82,8 +83,9 @@ def current(st: UIState, work: Work) -> bool:
 
 def adopt(engine, st: UIState, work: Work, result) -> bool:
     """Apply a finished step to the tab unless a newer action superseded it. Returns whether it was applied."""
-    from interactive_ir.errors import SessionError
     from interactive_ir.core.steps import QuestionStep, Refinement
+    from interactive_ir.errors import SessionError
+    from interactive_ir.ui.render import no_paths
 
     with st.lock:
         if not current(st, work):
@@ -92,14 +94,15 @@ def adopt(engine, st: UIState, work: Work, result) -> bool:
             if isinstance(result, QuestionStep):
                 engine.apply_question(st.session, result)
                 if result.error:
-                    st.notice = f"⚠ The question step had a problem: {result.error}"
+                    st.notice = f"⚠ The question step had a problem: {no_paths(result.error)}"
             elif work.step == "refine" and st.acted and _moves(st, result):
                 st.offer = result  # the person acts on the quick results: offered, not swapped under the cursor
             elif isinstance(result, Refinement):
                 engine.apply_refine(st.session, result)
                 st.refined = result.reformulated
                 if result.error:
-                    st.notice = f"⚠ The LLM could not rewrite the dialogue ({result.error}): these are its results as typed."
+                    st.notice = (f"⚠ The model could not rewrite the dialogue ({no_paths(result.error)}): these are "
+                                 "the results of your words as typed.")
             elif result is not None:  # a round made again with its LLM method
                 last = result.last
                 st.refined = bool(last is not None and last.llm_calls)
@@ -108,6 +111,7 @@ def adopt(engine, st: UIState, work: Work, result) -> bool:
             return False
         st.working = ""
         if work.step == "refine":
+            _release(st)
             st.redo = None
             st.keep_marks_on_page()
         return True
@@ -157,8 +161,16 @@ def failed(st: UIState, work: Work, note: str) -> bool:
         st.working = ""
         st.notice = note
         if work.step == "refine":
+            _release(st)
             st.redo = None
         return True
+
+
+def _release(st: UIState) -> None:
+    """The round's refinement is done: the upload it searched again can go (`handlers.release_redo`)."""
+    from interactive_ir.ui import handlers
+
+    handlers.release_redo(st)
 
 
 def drop(st: UIState, work: Work) -> None:

@@ -28,7 +28,12 @@ class AppPage:
     # --- reading the page ------------------------------------------------------------------------
     @property
     def cards(self):
-        return self.page.locator("#iir-results .iir-card")
+        """The round's results (not the images liked in the round before, kept first: `liked_ids`)."""
+        return self.page.locator("#iir-results .iir-card:not(.is-liked)")
+
+    def liked_ids(self) -> list[str]:
+        """Ids of the images liked in the round before that "More like my marks" keeps first on the page."""
+        return self.page.locator("#iir-results .iir-card.is-liked").evaluate_all("els => els.map(e => e.dataset.id)")
 
     def ids(self) -> list[str]:
         return self.cards.evaluate_all("els => els.map(e => e.dataset.id)")

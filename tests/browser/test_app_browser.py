@@ -102,7 +102,7 @@ def test_full_search_every_mode(app, shot):
     target = ids4[2]
     app.button(2, "found").click()
     app.expect_status("Found")
-    assert f"{target}" in app.status() and "round 4 at rank 3" in app.status()
+    assert "round 4, at place 3" in app.status() and target not in app.status()  # plain words, no file name
     assert page.locator("#iir-results .iir-actions button[data-action]").count() == 0
     assert page.locator("#iir-results .iir-card.is-found").get_attribute("data-id") == target
     expect(page.locator("#iir-answer")).to_be_hidden()  # no more questions for an ended search
@@ -175,7 +175,7 @@ def test_found_on_an_earlier_round_in_the_strip(app, shot):
     assert thumbs.count() == K and "Passed over your image?" in page.locator("#iir-strip").inner_text()
     thumbs.nth(3).click()
     app.expect_status("Found")
-    assert first[3] in app.status() and "round 1 at rank 4" in app.status()
+    assert "round 1, at place 4" in app.status() and first[3] not in app.status()  # no file name
     assert page.locator("#iir-strip .iir-thumb.is-found").count() == 1
     assert page.locator("#iir-strip .iir-thumb-found").count() == 0  # the search ended: no more buttons
     shot(page, "found-in-strip")
@@ -332,7 +332,8 @@ def test_double_click_i_found_it(app, shot):
     app.button(1, "found").dblclick()
     app.expect_status("Found")
     app.page.wait_for_timeout(500)
-    assert target in app.status() and "round 1 at rank 2" in app.status()
+    assert "round 1, at place 2" in app.status()
+    assert app.page.locator("#iir-results .iir-card.is-found").get_attribute("data-id") == target
     assert app.page.locator(".toast-body").filter(has_text="Something went wrong").count() == 0
     assert app.page.locator("#iir-results .iir-card.is-found").count() == 1
     shot(app.page, "found-twice")

@@ -116,11 +116,13 @@ def test_seen_badges_and_more_like_my_marks(app, shot):
     app.search("a yellow flower")
     app.expect_round(1)
     first = set(app.ids())
+    liked = app.ids()[0]
     app.button(0, "relevant").click()
     app.expect_status("marked 1 relevant")
     app.more_like_marks()  # pages through unseen images
     app.expect_round(2)
     assert not set(app.ids()) & first and not app.seen_ids()
+    assert app.liked_ids() == [liked]  # what you liked stays in view, first
     page.wait_for_selector("#iir-dialogue .iir-opt", timeout=30_000)
     options(page).nth(0).click()  # a click answer searches the whole collection again
     app.expect_round(3)

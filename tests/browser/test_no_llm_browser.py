@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from pageobj import AppPage, K
 
+from interactive_ir.ui.events import QUESTIONS_OFF
+
 pytestmark = pytest.mark.browser
 
 OFF = "Questions are off: no LLM is configured (set IIR_LLM). Marking results and reference search still work."
@@ -31,7 +33,8 @@ def test_questions_off_feedback_and_reference_still_work(browser, url, shot):
     try:
         app = AppPage(ctx.new_page(), url).open()
         page = app.page
-        assert OFF in app.dialogue()
+        # the dialogue says it in plain words; the settings to change stay in the notes on the models
+        assert QUESTIONS_OFF in app.dialogue() and "IIR_LLM" not in app.dialogue()
         assert page.locator("#iir-answer textarea").is_disabled()
         assert page.locator("#iir-skip").is_disabled()
         app.search("a yellow flower")
@@ -46,7 +49,8 @@ def test_questions_off_feedback_and_reference_still_work(browser, url, shot):
         page.wait_for_selector("#iir-reference .iir-ref img")
         app.relative("the same in red")
         app.expect_round(3)
-        assert OFF in app.dialogue() and len(app.ids()) == K
+        # the dialogue says it in plain words; the settings to change stay in the notes on the models
+        assert QUESTIONS_OFF in app.dialogue() and "IIR_LLM" not in app.dialogue() and len(app.ids()) == K
         shot(page, "feedback-and-reference")
     finally:
         ctx.close()

@@ -120,7 +120,8 @@ def test_skip_and_found_during_the_refinement(app, shot):
     target = app.ids()[0]
     app.button(0, "found").click()  # a plain result is the one: the search ends, the rewrite is dropped
     app.expect_status("Found")
-    assert target in app.status() and "round 2 at rank 1" in app.status()
+    assert "round 2, at place 1" in app.status()
+    assert page.locator("#iir-results .iir-card.is-found").get_attribute("data-id") == target
     page.wait_for_timeout(int(3.5 * DELAY_S * 1000))
     assert "Found" in app.status() and "Refined" not in page.locator("#iir-results .iir-page-head").inner_text()
     assert page.locator("#iir-dialogue .iir-question").count() == 0

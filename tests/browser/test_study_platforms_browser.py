@@ -77,7 +77,7 @@ def _forms(page, shot):
     for sid in ("mental", "physical", "temporal", "performance", "effort"):
         page.locator(f"#iir-q-tlx_{sid} label").filter(has_text="50").first.click()
     page.click("#iir-submit-condition")  # frustration left out
-    expect(page.locator("#iir-status")).to_contain_text("Please answer: Frustration", timeout=TIMEOUT_MS)
+    expect(page.locator("#iir-status")).to_contain_text("Please answer question 6 of 6 (Frustration: ", timeout=TIMEOUT_MS)
     page.locator("#iir-q-tlx_frustration label").filter(has_text="25").first.click()
     shot(page, "nasa-tlx")
     page.click("#iir-submit-condition")

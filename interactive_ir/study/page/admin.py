@@ -13,6 +13,7 @@ import threading
 import time
 
 from interactive_ir.errors import BadInputError, IIRError
+from interactive_ir.study.page.render import ADMIN_HEADERS
 
 ADMIN_ENV = "IIR_STUDY_ADMIN_PASSWORD"
 MIN_PASSWORD = 12
@@ -98,9 +99,7 @@ def add_admin_page(demo, page, password: str, limiter: LoginLimiter | None = Non
             login_btn = gr.Button("Sign in", variant="primary", elem_id="iir-admin-login")
         with gr.Column(visible=False) as panel:
             summary = gr.Markdown("", elem_id="iir-admin-summary")
-            table = gr.Dataframe(headers=["participant", "number", "phase", "tasks done", "tasks", "last activity (UTC)",
-                                          "recruitment id"],
-                                 interactive=False, elem_id="iir-admin-table")
+            table = gr.Dataframe(headers=ADMIN_HEADERS, interactive=False, elem_id="iir-admin-table")
             with gr.Row():
                 refresh_btn = gr.Button("Refresh", elem_id="iir-admin-refresh")
                 fmt = gr.Radio(["csv", "jsonl", "parquet"], value="csv", label="Export format")

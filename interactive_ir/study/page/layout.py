@@ -327,7 +327,15 @@ def layout(page: StudyPage, password: str):
     cards_js = (UI_ASSETS / "cards.js").read_text()
     timer_js = (ASSETS / "timer.js").read_text()
     study = page.study
-    with gr.Blocks(title=study.title or "Image search study", delete_cache=delete_cache()) as demo:
+    class StudyBlocks(gr.Blocks):
+        """The study's page: participants see no Gradio footer links ("Use via API", "Built with Gradio",
+        Settings), whoever launches it (`launch(footer_links=[])` unless the caller names links)."""
+
+        def launch(self, *args, footer_links=None, **kwargs):
+            return super().launch(*args, footer_links=[] if footer_links is None else footer_links, **kwargs)
+
+    with StudyBlocks(title=study.title or "Image search study", delete_cache=delete_cache()) as demo:
+        gr.Navbar(visible="hidden", main_page_name=False)  # no "Home" bar ("hidden": mounted, so it applies)
         c = Components()
         _top(gr, c, page)
         _consent_and_briefing(gr, c, study)

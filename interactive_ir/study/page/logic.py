@@ -20,8 +20,9 @@ from typing import Any
 from interactive_ir.errors import IIRError, SessionError
 from interactive_ir.study.config import Condition
 from interactive_ir.study.config_types import Recruitment
-from interactive_ir.study.log import AlreadyEnrolled, StudyLog
+from interactive_ir.study.log import TASK_END_TYPES, AlreadyEnrolled, StudyLog
 from interactive_ir.study.page.render import (
+    Outcomes,
     TabState,
     admin_rows,
     admin_summary,
@@ -130,7 +131,7 @@ class StudyPage:
             return self._start_view(tab, status)
         v = View(p.phase, header_md(self.study, p), status, consent=self.study.consent)
         if p.phase in ("declined", "screened_out", "done"):
-            v.done = _end_text(p, self.study.recruitment)
+            v.done = _end_text(p, self.study.recruitment, self.outcomes(p.participant).get(p.participant))
         elif p.phase in ("briefing", "search", "questionnaire") and p.current is not None:
             fill = {"briefing": self._brief_view, "search": self._search_view, "questionnaire": self._form_view}
             fill[p.phase](v, p, self.runner.condition_of(p), tab)
@@ -319,12 +320,24 @@ class StudyPage:
     def _submit(self, pid, tab, answers, ts):
         self.runner.submit_questionnaire(pid, answers, ts)
 
+    def outcomes(self, participant: str | None = None) -> dict[str, Outcomes]:
+        """Participant -> how their tasks that count ended (practice left out), from the log's task-end events."""
+        ends: dict[tuple[str, int], str] = {}
+        for e in self.runner.log.events(self.study.study_id, participant, types=TASK_END_TYPES):
+            if not e.payload.get("practice"):
+                ends[(e.participant, e.task)] = e.type  # one end per task (the last, should a task end twice)
+        out: dict[str, Outcomes] = {}
+        for (pid, _), kind in ends.items():
+            out.setdefault(pid, Outcomes()).add(kind)
+        return out
+
     # --- admin ---------------------------------------------------------------------------------------
     def admin_view(self) -> tuple[str, list[list]]:
         sid = self.study.study_id
         progresses = [self.runner.progress(p["participant"]) for p in self.runner.log.participants(sid)]
-        return (admin_summary(self.study, progresses, self.runner.log.count(sid)),
-                admin_rows(progresses, self.runner.log.last_activity(sid)))
+        outcomes = self.outcomes()
+        return (admin_summary(self.study, progresses, self.runner.log.count(sid), outcomes),
+                admin_rows(progresses, self.runner.log.last_activity(sid), outcomes))
 
     def export(self, fmt: str) -> str:
         from interactive_ir.study.analysis.export import export_events
@@ -339,8 +352,9 @@ def _sentence(e: BaseException) -> str:
     return text[0].upper() + text[1:]
 
 
-def _end_text(p: Progress, rec: Recruitment) -> str:
-    """The end page of a participant who declined, was screened out, or is done; with the platform's code."""
+def _end_text(p: Progress, rec: Recruitment, outcomes: Outcomes | None = None) -> str:
+    """The end page of a participant who declined, was screened out, or is done (`outcomes`: how their tasks
+    ended); with the platform's code."""
     if p.phase == "declined":
         parts = ("You did not agree to take part, so no task was started. Thank you for your time.",
                  end_message(rec, "no_consent"))
@@ -348,8 +362,8 @@ def _end_text(p: Progress, rec: Recruitment) -> str:
         parts = ("Thank you: from your answers, this study is not for you, so it ends here. Your answers so far "
                  "are kept.", end_message(rec, "screened_out"))
     else:
-        parts = (f"## Thank you!\nYou completed all {p.n_tasks} tasks." if p.n_tasks != 1 else
-                 "## Thank you!\nYou completed the task.", end_message(rec, "completed") or "You can close this page.")
+        parts = ("## Thank you!\nYou have reached the end of the study. " + (outcomes or Outcomes()).sentence(p.n_tasks),
+                 end_message(rec, "completed") or "You can close this page.")
     return "\n\n".join(x for x in parts if x)
 
 

@@ -269,23 +269,69 @@ def form_title(form: str, condition: Condition | None) -> str:
     return "## About the system you just used"
 
 
-def admin_rows(progresses: Sequence[Progress], last_seen: dict[str, float]) -> list[list]:
-    """One row per participant: id, number, phase, tasks done, total, last activity (UTC), recruitment id."""
+@dataclass
+class Outcomes:
+    """How one participant's tasks that count ended (from the log's task-end events)."""
+
+    found: int = 0  # the target picked
+    gave_up: int = 0  # "Give up" / "End task" pressed
+    out_of_rounds: int = 0  # ended with the round budget used up
+    timed_out: int = 0  # the task's time ran out
+
+    def add(self, kind: str) -> None:
+        field_of = {"found": "found", "give_up": "gave_up", "budget_exhausted": "out_of_rounds", "timeout": "timed_out"}
+        setattr(self, field_of[kind], getattr(self, field_of[kind]) + 1)
+
+    @property
+    def ended(self) -> int:
+        return self.found + self.gave_up + self.out_of_rounds + self.timed_out
+
+    @property
+    def not_found(self) -> int:
+        return self.ended - self.found
+
+    def sentence(self, n_tasks: int) -> str:
+        """What the end page says about the tasks, in plain words (give-ups are not called completed)."""
+        tasks = "task" if n_tasks == 1 else "tasks"
+        if self.found == n_tasks:
+            return "You found the image in the task." if n_tasks == 1 else f"You found the image in all {n_tasks} tasks."
+        how = [f"{n} {what}" for n, what in ((self.gave_up, "you ended yourself"),
+                                             (self.out_of_rounds, "ran out of rounds"),
+                                             (self.timed_out, "ran out of time")) if n]
+        rest = f" ({', '.join(how)})" if how else ""
+        return (f"You found the image in {self.found} of {n_tasks} {tasks}; {self.not_found} ended without "
+                f"it{rest}. That is fine: every search helps the study.")
+
+
+def admin_rows(progresses: Sequence[Progress], last_seen: dict[str, float],
+               outcomes: dict[str, Outcomes] | None = None) -> list[list]:
+    """One row per participant: id, number, phase, tasks found, tasks ended without the target, tasks in
+    all, last activity (UTC), recruitment id."""
+    outcomes = outcomes or {}
     rows = []
     for p in progresses:
-        done = p.index if p.phase in ("briefing", "search", "questionnaire", "done") else 0
+        o = outcomes.get(p.participant, Outcomes())
         when = last_seen.get(p.participant)
-        rows.append([p.participant, p.number, p.phase, min(done, p.total), p.total,
+        rows.append([p.participant, p.number, p.phase, o.found, o.not_found, p.n_tasks,
                      time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(when)) if when else "",
                      p.recruit.get("id", "")])
     return rows
 
 
-def admin_summary(study: StudyConfig, progresses: Sequence[Progress], n_events: int) -> str:
+ADMIN_HEADERS = ["participant", "number", "phase", "tasks found", "tasks not found (gave up, out of rounds or time)",
+                 "tasks", "last activity (UTC)", "recruitment id"]
+
+
+def admin_summary(study: StudyConfig, progresses: Sequence[Progress], n_events: int,
+                  outcomes: dict[str, Outcomes] | None = None) -> str:
     phases = [p.phase for p in progresses]
     done = phases.count("done")
     active = sum(ph in ("briefing", "search", "questionnaire") for ph in phases)
-    tasks = sum(min(p.index, p.total) for p in progresses if p.phase not in ("consent", "declined"))
+    total = Outcomes()
+    for o in (outcomes or {}).values():
+        for name in ("found", "gave_up", "out_of_rounds", "timed_out"):
+            setattr(total, name, getattr(total, name) + getattr(o, name))
     return (f"**{study.study_id}**: {len(progresses)} participant(s): {done} finished, {active} in progress, "
-            f"{phases.count('consent')} at consent, {phases.count('declined')} declined; {tasks} task(s) completed; "
-            f"{n_events} event(s) logged.")
+            f"{phases.count('consent')} at consent, {phases.count('declined')} declined; {total.ended} task(s) "
+            f"ended: {total.found} found, {total.gave_up} given up, {total.out_of_rounds} out of rounds, "
+            f"{total.timed_out} out of time; {n_events} event(s) logged.")

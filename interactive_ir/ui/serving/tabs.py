@@ -33,11 +33,13 @@ def tab_limits(environ=None) -> TabLimits:
 
 def drop_tab(value) -> None:
     """`gr.State(delete_callback=...)`: a tab's `UIState` is being dropped; delete what it holds on disk."""
-    upload = getattr(value, "upload", "")
-    if upload:
-        from interactive_ir.ui.serving.uploads import default_store
+    redo = getattr(value, "redo", None)  # an upload kept for the round's model step (`handlers.held_upload`)
+    for upload in (getattr(value, "upload", ""), getattr(getattr(redo, "tab", None), "upload", "")):
+        if upload:
+            from interactive_ir.ui.serving.uploads import default_store
 
-        default_store().release(upload)
+            default_store().release(upload)
+    if getattr(value, "upload", ""):
         value.upload = ""
 
 
