@@ -224,3 +224,28 @@ def test_the_closest_protocol_ranks_by_the_belief_the_clicks_make(tiny_index):
                 lp = b.ranking(len(retriever.index))
                 assert res.ranks[t] == int(np.sum(lp > lp[row[target]])) + 1
         assert res.stop in ("found", "rounds")
+
+
+def test_ties_count_in_the_targets_favour_in_the_retriever_and_the_belief(tiny_index):
+    """`Retriever.rank_of` and a belief round's rank count images scoring exactly the target's score as
+    below it (the docstring's promise): a duplicate of the target's vector does not push it down."""
+    from interactive_ir.evaluation.queries import Query
+    from interactive_ir.evaluation.runner import RunConfig, _row_rank
+
+    retriever, ids, _ = tiny_index
+    target = ids[3]
+    row = retriever.index.row_of[target]
+    qrow = retriever.index.row_vectors([row])[0]
+    scores = retriever.all_scores(qrow)
+    tied = int(np.sum(scores == scores[row]))
+    assert retriever.rank_of(qrow, target) == int(np.sum(scores > scores[row])) + 1
+    ranking = np.zeros(len(retriever.index))  # every image tied with the target
+
+    class _Turn:
+        query_row = None
+        shown: list = []
+
+    _Turn.ranking = ranking
+    q = Query(qid="q", target=target, description="x")
+    rank = _row_rank(_Turn(), q, retriever, None, RunConfig(progress=False))[1]
+    assert rank == 1 and tied >= 1
