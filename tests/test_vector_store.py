@@ -20,12 +20,15 @@ def lite(tmp_path_factory):
     from interactive_ir.index.vector_store import export_index
 
     base = tmp_path_factory.mktemp("milvus")
-    r, ids, caps = build_tiny(base, n=16)
-    spec = f"milvus-lite:{base / 'store.db'}"
-    try:
-        export_index(r.index, spec, chunk=5)
+    try:  # only the embedded server failing to start is a reason to skip; an export that fails is a failure
+        from pymilvus import MilvusClient
+
+        MilvusClient(str(base / "probe.db")).close()
     except Exception as e:  # noqa: BLE001 - any failure to start the embedded server
         pytest.skip(f"milvus-lite cannot start here: {e}")
+    r, ids, caps = build_tiny(base, n=16)
+    spec = f"milvus-lite:{base / 'store.db'}"
+    export_index(r.index, spec, chunk=5)
     return r, ids, spec
 
 
