@@ -378,3 +378,16 @@ def test_a_yes_no_question_is_two_buttons(tiny, tmp_path):
     assert tab.notice == "" and p.rounds_used == 1 and p.session.turns[-1].user_text == q.options[1].label
     pid, tab = page.act("choose", pid, tab, "7", "", "", client_ts=NOW + 4)  # no question pending yet
     assert "no longer open" in tab.notice and page.runner.progress(page.who(pid)).rounds_used == 1
+
+
+def test_the_served_study_logs_with_an_fsync_per_event(tiny, tmp_path, monkeypatch):
+    """`make_runner` without a log (what the served study page does) opens the study database with
+    synchronous=FULL: an acknowledged event survives a power loss (issue 31, item 3)."""
+    monkeypatch.setenv("IIR_STUDY_DIR", str(tmp_path / "studies"))
+    monkeypatch.delenv("IIR_STUDY_SYNCHRONOUS", raising=False)
+    r, ids, _ = tiny
+    runner = make_runner(build_engine(r, llm=FakeLLM()), parse_study({"study_id": "durable", "rounds": 1, "k": 4,
+                                                                       "conditions": {"F": "feedback"},
+                                                                       "tasks": ids[:1]}))
+    assert runner.log.synchronous == "FULL"
+    assert runner.log._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # 2 = FULL in SQLite
