@@ -143,3 +143,12 @@ def test_zip_goes_through_the_index_path_checks(engine, tmp_path):
     os.symlink("/etc/hostname", path)  # a link leading out of the image root
     with pytest.raises(IndexLoadError):
         export.write_zip(engine, st, tmp_path / "c.zip")
+
+
+@pytest.mark.parametrize("kind", sorted(export.FILES))
+def test_write_file_names_each_kind(engine, tmp_path, kind):
+    st = h.start(engine, UIState(), "a red dog on the beach")
+    out = export.write_file(engine, st, kind, tmp_path)
+    assert out.name == export.FILES[kind] and out.stat().st_size > 0
+    with pytest.raises(SessionError, match="nothing to export"):
+        export.write_file(engine, UIState(), kind, tmp_path / "none")

@@ -154,3 +154,18 @@ def write_zip(engine, st: UIState, dest: str | Path, ids=None, max_images: int =
             names.add(name)
             z.write(f, name)
     return dest
+
+
+# what each of the page's Export buttons downloads: (file name, how it is written)
+FILES = {"csv": "search-results.csv", "json": "search-results.json", "zip": "search-images.zip"}
+
+
+def write_file(engine, st: UIState, kind: str, folder: str | Path, ids=None) -> Path:
+    """The export `kind` ("csv", "json" or "zip") written into `folder` under its name in `FILES`;
+    SessionError (a message for the page) when there is nothing to export or too much."""
+    dest = Path(folder) / FILES[kind]
+    if kind == "zip":
+        return write_zip(engine, st, dest, ids)
+    text = csv_text(engine, st, ids) if kind == "csv" else json_text(engine, st, ids)
+    dest.write_text(text, encoding="utf-8")
+    return dest
