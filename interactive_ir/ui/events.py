@@ -321,3 +321,23 @@ def on_hide_seen(ctx: PageContext, st: UIState, value):
 def on_close(request: gr.Request):
     """The tab closed: its state and Gradio's record of it go now (`tabs.on_tab_closed`)."""
     on_tab_closed(request)
+
+
+# --- Export (results and marks as CSV/JSON, the page's images as a zip) ---------------------------------
+DOWNLOAD_JS = """(f) => { if (f && f.url) { const a = document.createElement('a'); a.href = f.url;
+  a.download = f.orig_name || ''; document.body.appendChild(a); a.click(); a.remove(); } return []; }"""
+
+
+def export_file(ctx: PageContext, st: UIState, kind: str):
+    """The file of the export `kind` (`export.FILES`) for the page's hidden file component, which
+    `DOWNLOAD_JS` then downloads; None and a warning when there is nothing (or too much) to export."""
+    import tempfile
+
+    from interactive_ir.ui import export
+
+    with st.lock:
+        try:
+            return str(export.write_file(ctx.engine, st, kind, tempfile.mkdtemp(prefix="iir-export-")))
+        except IIRError as e:
+            gr.Warning(message(e), title="Nothing to download")
+            return None

@@ -46,6 +46,10 @@ class Page:
     api_action: object
     api_id: object
     api_card: object
+    export_csv: object  # the Export buttons (`_export`) and the hidden file they download
+    export_json: object
+    export_zip: object
+    export_file: object
 
     def outputs(self, names) -> list:
         """The components called `names`, in that order."""
@@ -76,6 +80,7 @@ def lay_out(ctx, setup_notes, title: str) -> Page:
         with gr.Accordion("Earlier rounds", open=True, elem_id="iir-strip-panel"):
             parts["strip"] = gr.HTML(render.strip_html(ctx.engine, UIState()), elem_id="iir-strip", js_on_load=js)
         parts |= _options(ctx)
+        parts |= _export()
     with gr.Row(visible=False):  # the HTTP API's inputs for what the page does with clicks (for scripts)
         parts |= _api_inputs()
     return Page(**{f.name: parts[f.name] for f in fields(Page)})
@@ -168,6 +173,20 @@ def _options(ctx) -> dict:
                                label="Reference + caption: how", elem_id="iir-comp-method",
                                visible=m.composed)
     return {"questioner": questioner, "hide_seen": hide_seen, "fb_method": fb_method, "comp_method": comp_method}
+
+
+def _export() -> dict:
+    """Export: the page's results and the search's marks as CSV or JSON, the page's images as a zip (below
+    the results: it never pushes them down)."""
+    import gradio as gr
+
+    with gr.Accordion("Export", open=False, elem_id="iir-export"):
+        with gr.Row(equal_height=True):
+            csv_btn = gr.Button("Download results (CSV)", elem_id="iir-export-csv", size="md", min_width=160)
+            json_btn = gr.Button("Download results (JSON)", elem_id="iir-export-json", size="md", min_width=160)
+            zip_btn = gr.Button("Download images (zip)", elem_id="iir-export-zip", size="md", min_width=160)
+        file = gr.File(visible="hidden", elem_id="iir-export-file", interactive=False)
+    return {"export_csv": csv_btn, "export_json": json_btn, "export_zip": zip_btn, "export_file": file}
 
 
 def _api_inputs() -> dict:

@@ -68,3 +68,16 @@ def wire(demo, page: Page, ctx: PageContext, *, search_concurrency: int, click_c
     page.questioner.change(bind(events.on_questioner, ctx), [state, page.questioner], outputs, **cheap)
     page.hide_seen.input(bind(events.on_hide_seen, ctx), [state, page.hide_seen], outputs, **cheap)
     demo.unload(events.on_close)
+    wire_export(page, ctx, cheap)
+
+
+def wire_export(page: Page, ctx: PageContext, cheap: dict) -> None:
+    """The Export buttons: each writes its file into the hidden file component, then the browser downloads it."""
+    def export_of(kind: str):
+        def export(st):
+            return events.export_file(ctx, st, kind)
+        return export
+
+    for btn, kind in ((page.export_csv, "csv"), (page.export_json, "json"), (page.export_zip, "zip")):
+        btn.click(export_of(kind), [page.state], [page.export_file], api_name=f"export_{kind}", **cheap).then(
+            None, [page.export_file], None, js=events.DOWNLOAD_JS)
