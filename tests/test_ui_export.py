@@ -152,3 +152,17 @@ def test_write_file_names_each_kind(engine, tmp_path, kind):
     assert out.name == export.FILES[kind] and out.stat().st_size > 0
     with pytest.raises(SessionError, match="nothing to export"):
         export.write_file(engine, UIState(), kind, tmp_path / "none")
+
+
+def test_old_exports_are_deleted_before_a_new_one_is_written(tmp_path):
+    import os
+
+    from interactive_ir.ui.export import fresh_folder
+
+    old = fresh_folder(tmp_path, now=1000.0)
+    (old / "search-images.zip").write_bytes(b"x" * 10)
+    os.utime(old, (1000.0, 1000.0))
+    recent = fresh_folder(tmp_path, keep_s=600, now=1500.0)  # old is 500 s old: kept
+    assert old.exists() and recent.exists()
+    newest = fresh_folder(tmp_path, keep_s=600, now=1700.0)  # old is 700 s old: gone
+    assert not old.exists() and newest.exists() and newest.parent == tmp_path

@@ -331,13 +331,11 @@ DOWNLOAD_JS = """(f) => { if (f && f.url) { const a = document.createElement('a'
 def export_file(ctx: PageContext, st: UIState, kind: str):
     """The file of the export `kind` (`export.FILES`) for the page's hidden file component, which
     `DOWNLOAD_JS` then downloads; None and a warning when there is nothing (or too much) to export."""
-    import tempfile
-
     from interactive_ir.ui import export
 
     with st.lock:
         try:
-            return str(export.write_file(ctx.engine, st, kind, tempfile.mkdtemp(prefix="iir-export-")))
+            return str(export.write_file(ctx.engine, st, kind, export.fresh_folder()))
         except IIRError as e:
             gr.Warning(message(e), title="Nothing to download")
             return None

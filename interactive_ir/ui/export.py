@@ -169,3 +169,25 @@ def write_file(engine, st: UIState, kind: str, folder: str | Path, ids=None) -> 
     text = csv_text(engine, st, ids) if kind == "csv" else json_text(engine, st, ids)
     dest.write_text(text, encoding="utf-8")
     return dest
+
+
+EXPORT_KEEP_S = 600.0  # an export file is deleted this long after it was written (the browser has it by then)
+
+
+def fresh_folder(root: str | Path | None = None, keep_s: float = EXPORT_KEEP_S, now: float | None = None) -> Path:
+    """A new folder for one export under this process's export root, after deleting the exports older than
+    `keep_s` seconds: downloads (a zip can be 200 MB) do not pile up on the server's disk."""
+    import shutil
+    import tempfile
+    import time
+
+    base = Path(root) if root is not None else Path(tempfile.gettempdir()) / f"iir-export-{os.getpid()}"
+    base.mkdir(parents=True, exist_ok=True)
+    now = time.time() if now is None else now
+    for old in base.iterdir():
+        try:
+            if now - old.stat().st_mtime > keep_s:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            pass
+    return Path(tempfile.mkdtemp(prefix="x-", dir=base))
