@@ -321,3 +321,54 @@ def on_hide_seen(ctx: PageContext, st: UIState, value):
 def on_close(request: gr.Request):
     """The tab closed: its state and Gradio's record of it go now (`tabs.on_tab_closed`)."""
     on_tab_closed(request)
+
+
+# --- sharing a search (issue 25): its link in the address bar, Copy link, Save search / Open saved search ---
+def share_html(st: UIState) -> str:
+    """The Copy link button; `data-share` holds the search's query string (page.js puts it in the address
+    bar)."""
+    q = handlers.share_query(st)
+    off = "" if q else " disabled"
+    return (f'<div class="iir-share" data-share="{render.esc(q)}">'
+            f'<button type="button" id="iir-copy-link" class="iir-copy-link"{off}>Copy link</button>'
+            '<span class="iir-copied" role="status" aria-live="polite"></span></div>')
+
+
+def saved_folder() -> str:
+    """Where Save search writes its files (a temporary folder Gradio may serve)."""
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.gettempdir()) / "iir-saved-searches"
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder)
+
+
+# The page's results changed: the link and the saved search follow.
+def on_share_refresh(ctx: PageContext, st: UIState):
+    with st.lock:
+        path = handlers.save_search(st, saved_folder())
+        return share_html(st), gr.DownloadButton(value=str(path) if path else None, interactive=path is not None)
+
+
+# A page opened with `?q=...` (a shared link) runs that search at once, with the link's settings.
+def on_shared_link(ctx: PageContext, st: UIState, request: gr.Request):
+    params = dict(getattr(request, "query_params", None) or {})
+    if not str(params.get("q", "")).strip():
+        return _outputs({})
+    with st.lock:
+        q = handlers.shared_settings(ctx.engine, st, params)
+    out = list(act(Action(ctx, "start"), st, q))
+    out[OUTPUTS.index("desc")] = gr.Textbox(value=q[:2000], label=DESC_AGAIN if st.started else DESC_FIRST)
+    return tuple(out)
+
+
+# The Options panel shows the tab's settings (after a shared link or a saved search set them).
+def on_sync_options(ctx: PageContext, st: UIState):
+    hides = st.hide_seen if st.hide_seen is not None else bool(getattr(getattr(ctx.engine, "config", None),
+                                                                       "hide_seen", False))
+    return gr.Radio(value=st.questioner or ""), gr.Checkbox(value=hides)
+
+
+def on_open_saved(ctx: PageContext, st: UIState, path):
+    return quick(ctx, handlers.open_search, st, path, clear=("answer", "caption", "upload"))
