@@ -18,8 +18,34 @@
     d.scrollTop = d.scrollHeight;
   };
   const chosen = () => document.querySelector("#iir-reference .iir-ref:not(.iir-ref-none)");
+  // Share a search (issue 25): the address bar shows the search's link (`data-share` of #iir-share), so it
+  // can be bookmarked; Copy link copies it. New search takes the query off the address again.
+  let lastShare = null;
+  const syncShare = () => {
+    const el = document.querySelector("#iir-share [data-share]");
+    if (!el) return;
+    const q = el.getAttribute("data-share") || "";
+    if (q === lastShare) return;
+    const had = lastShare;
+    lastShare = q;
+    if (q) history.replaceState(history.state, "", location.pathname + q);
+    else if (had) history.replaceState(history.state, "", location.pathname);
+  };
+  document.addEventListener("click", (ev) => {
+    const b = ev.target.closest && ev.target.closest("#iir-copy-link");
+    if (!b || b.disabled) return;
+    const el = b.closest("[data-share]");
+    const url = location.origin + location.pathname + ((el && el.getAttribute("data-share")) || "");
+    const said = b.parentElement.querySelector(".iir-copied");
+    const say = (text) => { if (said) { said.textContent = text; setTimeout(() => { said.textContent = ""; }, 4000); } };
+    const fallback = () => { window.prompt("Copy this link:", url); };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(url).then(() => say("Link copied"), fallback);
+    } else fallback();
+  });
   new MutationObserver(() => {
     toQuestion();
+    syncShare();
     if (!wanted) return;
     if (Date.now() - wanted > 10000) { wanted = 0; return; }
     const box = document.querySelector("#iir-caption textarea");

@@ -339,3 +339,60 @@ def export_file(ctx: PageContext, st: UIState, kind: str):
         except IIRError as e:
             gr.Warning(message(e), title="Nothing to download")
             return None
+# --- sharing a search (issue 25): its link in the address bar, Copy link, Save search / Open saved search ---
+def share_html(st: UIState) -> str:
+    """The Copy link button; `data-share` holds the search's query string (page.js puts it in the address
+    bar)."""
+    q = handlers.share_query(st)
+    off = "" if q else " disabled"
+    return (f'<div class="iir-share" data-share="{render.esc(q)}">'
+            f'<button type="button" id="iir-copy-link" class="iir-copy-link"{off}>Copy link</button>'
+            '<span class="iir-copied" role="status" aria-live="polite"></span></div>')
+
+
+def saved_folder() -> str:
+    """Where Save search writes its files (a temporary folder Gradio may serve)."""
+    import tempfile
+    from pathlib import Path
+
+    import time
+
+    folder = Path(tempfile.gettempdir()) / "iir-saved-searches"
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.json"):  # a tab's file is rewritten at each round; idle ones go after an hour
+        try:
+            if time.time() - old.stat().st_mtime > 3600:
+                old.unlink()
+        except OSError:
+            pass
+    return str(folder)
+
+
+# The page's results changed: the link and the saved search follow.
+def on_share_refresh(ctx: PageContext, st: UIState):
+    with st.lock:
+        path = handlers.save_search(st, saved_folder())
+        return share_html(st), gr.DownloadButton(value=str(path) if path else None, interactive=path is not None)
+
+
+# A page opened with `?q=...` (a shared link) runs that search at once, with the link's settings.
+def on_shared_link(ctx: PageContext, st: UIState, request: gr.Request):
+    params = dict(getattr(request, "query_params", None) or {})
+    if not str(params.get("q", "")).strip():
+        return _outputs({})
+    with st.lock:
+        q = handlers.shared_settings(ctx.engine, st, params)
+    out = list(act(Action(ctx, "start"), st, q))
+    out[OUTPUTS.index("desc")] = gr.Textbox(value=q[:2000], label=DESC_AGAIN if st.started else DESC_FIRST)
+    return tuple(out)
+
+
+# The Options panel shows the tab's settings (after a shared link or a saved search set them).
+def on_sync_options(ctx: PageContext, st: UIState):
+    hides = st.hide_seen if st.hide_seen is not None else bool(getattr(getattr(ctx.engine, "config", None),
+                                                                       "hide_seen", False))
+    return gr.Radio(value=st.questioner or ""), gr.Checkbox(value=hides)
+
+
+def on_open_saved(ctx: PageContext, st: UIState, path):
+    return quick(ctx, handlers.open_search, st, path, clear=("answer", "caption", "upload"))

@@ -441,3 +441,87 @@ def card_action(engine, st: UIState, action: str, image_id: str) -> UIState:
     if action == "found":
         return found(engine, st, image_id)
     raise BadInputError(f"unknown action {action!r}")
+
+
+# --- sharing a search: its link, and the session saved as JSON (the CLI's `chat --save` format) --------
+MAX_SAVED_BYTES = 2 * 1024 * 1024  # a saved search larger than this is refused
+
+
+def shared_settings(engine, st: UIState, params) -> str:
+    """Apply the settings of a shared link's query (`hide_seen=1|0`, `questioner=<kind>`) to the tab and return
+    its description (`q`, "" when none); a setting it cannot use is ignored."""
+    params = dict(params or {})
+    hide = str(params.get("hide_seen", "")).strip().lower()
+    if hide in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        st.hide_seen = hide in ("1", "true", "yes", "on")
+    questioner = str(params.get("questioner", "")).strip().lower()
+    if questioner:
+        try:
+            set_questioner(engine, st, questioner)
+        except BadInputError:
+            log.info("shared link: questioner %r ignored", questioner)
+    st.notice = ""
+    return str(params.get("q", "") or "")
+
+
+def share_query(st: UIState) -> str:
+    """The query string (`?q=...&hide_seen=1&questioner=...`) that opens this tab's search again: its first
+    description and the settings that change its results ("" before a search, or when it began otherwise)."""
+    from urllib.parse import urlencode
+
+    if not st.started or st.session.turns[0].kind not in ("describe", "search") or not st.session.turns[0].user_text:
+        return ""
+    params = {"q": st.session.turns[0].user_text}
+    if st.hide_seen is not None:
+        params["hide_seen"] = "1" if st.hide_seen else "0"
+    if st.questioner:
+        params["questioner"] = st.questioner
+    return "?" + urlencode(params)
+
+
+def save_search(st: UIState, folder) -> Path | None:
+    """This tab's search written as JSON (`Session.to_json`) in `folder`; None before a search."""
+    if not st.started:
+        return None
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"search-{re.sub(r'[^A-Za-z0-9_-]', '', st.session.session_id) or 'saved'}.json"
+    path.write_text(st.session.to_json(), encoding="utf-8")
+    return path
+
+
+def open_search(engine, st: UIState, path) -> UIState:
+    """Reopen a search saved as JSON (by the page or `chat --save`): its rounds, the last one's results shown.
+    Refused (nothing changes) unless it is a session of this index, under `MAX_SAVED_BYTES`."""
+    import json
+
+    from interactive_ir.core.session import Session
+
+    if not path:
+        raise BadInputError("choose a saved search (a .json file) to open")
+    name = Path(path).name
+    if Path(path).stat().st_size > MAX_SAVED_BYTES:
+        raise BadInputError(f"{name} is over {MAX_SAVED_BYTES // (1024 * 1024)} MB: it is not a saved search")
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or not isinstance(data.get("turns"), list) or not data["turns"]:
+            raise ValueError("no rounds")
+        session = Session.from_dict(data)
+        if not all(isinstance(t.shown, list) and t.shown for t in session.turns) or not isinstance(session.meta, dict):
+            raise ValueError("a round without results")
+    except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError) as e:
+        raise BadInputError(f"{name} is not a saved search (a file from Save search or `chat --save`)") from e
+    row_of = engine.index.row_of
+    missing = [i for t in session.turns for i in t.shown if not isinstance(i, str) or i not in row_of]
+    if missing:
+        raise BadInputError(f"{name} is a search of another gallery: {len(missing)} of its images are not in this one")
+    release_redo(st)
+    _drop_upload(st)
+    st.reset()
+    st.session = session
+    if session.meta.get("questioner") in QUESTIONERS:
+        st.questioner = session.meta["questioner"]
+    if isinstance(session.meta.get("hide_seen"), bool):
+        st.hide_seen = session.meta["hide_seen"]
+    st.notice = f"Opened a saved search: {len(session.turns)} round{'s' if len(session.turns) != 1 else ''}."
+    return st

@@ -50,6 +50,9 @@ class Page:
     export_json: object
     export_zip: object
     export_file: object
+    share: object  # Copy link (its HTML carries the search's link)
+    save_btn: object  # Save search (the session as JSON)
+    open_btn: object  # Open saved search
 
     def outputs(self, names) -> list:
         """The components called `names`, in that order."""
@@ -79,6 +82,7 @@ def lay_out(ctx, setup_notes, title: str) -> Page:
         parts |= _results(ctx, js)
         with gr.Accordion("Earlier rounds", open=True, elem_id="iir-strip-panel"):
             parts["strip"] = gr.HTML(render.strip_html(ctx.engine, UIState()), elem_id="iir-strip", js_on_load=js)
+        parts |= _share_controls()
         parts |= _options(ctx)
         parts |= _export()
     with gr.Row(visible=False):  # the HTTP API's inputs for what the page does with clicks (for scripts)
@@ -104,6 +108,21 @@ def _search_column(ctx, js: str) -> dict:
                            visible=m.feedback, scale=0, min_width=190,
                            interactive=False)
     return {"desc": desc, "new_btn": new_btn, "status": status, "fb_btn": fb_btn}
+
+
+def _share_controls() -> dict:
+    """Copy link, Save search and Open saved search, in a row under the earlier rounds (the grid above stays
+    dense)."""
+    import gradio as gr
+
+    from interactive_ir.ui.events import share_html
+
+    with gr.Row(equal_height=True, elem_id="iir-share-row"):
+        return {"share": gr.HTML(share_html(UIState()), elem_id="iir-share", padding=False, min_width=0),
+                "save_btn": gr.DownloadButton("Save search", elem_id="iir-save", size="md", scale=0, min_width=110,
+                                              interactive=False),
+                "open_btn": gr.UploadButton("Open saved search", elem_id="iir-open", size="md", scale=0, min_width=150,
+                                            file_types=[".json"], type="filepath")}
 
 
 def _results(ctx, js: str) -> dict:

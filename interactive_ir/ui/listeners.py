@@ -67,6 +67,7 @@ def wire(demo, page: Page, ctx: PageContext, *, search_concurrency: int, click_c
     page.new_btn.click(bind(events.on_new, ctx), [state], outputs, **cheap)
     page.questioner.change(bind(events.on_questioner, ctx), [state, page.questioner], outputs, **cheap)
     page.hide_seen.input(bind(events.on_hide_seen, ctx), [state, page.hide_seen], outputs, **cheap)
+    _wire_share(demo, page, ctx, act, model, cheap)
     demo.unload(events.on_close)
     wire_export(page, ctx, cheap)
 
@@ -81,3 +82,17 @@ def wire_export(page: Page, ctx: PageContext, cheap: dict) -> None:
     for btn, kind in ((page.export_csv, "csv"), (page.export_json, "json"), (page.export_zip, "zip")):
         btn.click(export_of(kind), [page.state], [page.export_file], api_name=f"export_{kind}", **cheap).then(
             None, [page.export_file], None, js=events.DOWNLOAD_JS)
+
+
+def _wire_share(demo, page: Page, ctx: PageContext, act: dict, model: dict, cheap: dict) -> None:
+    """A shared link (`?q=...`) runs its search on load; the link and Save search follow the results; Open
+    saved search restores a saved session."""
+    state, outputs = page.state, page.outputs(events.OUTPUTS)
+    options = [page.questioner, page.hide_seen]
+    demo.load(bind(events.on_shared_link, ctx), [state], outputs, api_name=False, **act).then(
+        bind(events.on_sync_options, ctx), [state], options, api_name=False, **cheap).then(
+        bind(events.follow_up, ctx), [state], outputs, api_name=False, **model)
+    page.results.change(bind(events.on_share_refresh, ctx), [state], [page.share, page.save_btn], api_name=False,
+                        **cheap)
+    page.open_btn.upload(bind(events.on_open_saved, ctx), [state, page.open_btn], outputs, api_name=False,
+                         **cheap).then(bind(events.on_sync_options, ctx), [state], options, api_name=False, **cheap)
