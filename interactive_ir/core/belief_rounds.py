@@ -85,11 +85,12 @@ class BeliefRounds(OnCore):
         b = self.belief_of(session)
         options = [i for i in last.shown if i in self.index.row_of]
         b.click(self._rows(options), options.index(image_id) if image_id in options else None)
-        rows, logp, n_best = b.page(self.config.k)
+        posterior = b.log_posterior()  # once: the page and the round's ranking both read it
+        rows, logp, n_best = b.page(self.config.k, logp=posterior)
         turn.timings["retrieve"] = round(time.perf_counter() - t_start, 6)
         hits = [Hit(h.id, h.row, h.path, float(np.exp(lp)), h.caption)
                 for h, lp in zip(self.retriever.hits(np.exp(logp).astype(np.float32), rows), logp)]
         turn.extra.update({"clicked": image_id, "options": options, "learn": [h.id for h in hits[n_best:]]})
         turn.query_row = np.asarray(b.query, np.float32)
-        turn.ranking = b.ranking(len(self.index))
+        turn.ranking = b.ranking(len(self.index), posterior)
         return self.core.record(session, turn, hits, t_start)

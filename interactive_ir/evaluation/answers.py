@@ -55,24 +55,22 @@ def is_yes_no(question: str) -> bool:
     return bool(_YES_NO.match(question or "")) and " or " not in f" {(question or '').lower()} "
 
 
+# what an open question asks for, by the first pattern it matches (in this order); else "thing"
+_KINDS = (
+    ("colour", r"\bcolou?rs?\b"),
+    ("age", r"\bhow old\b|\bwhat age\b"),
+    ("count", r"\bhow many\b|\bnumber of\b|\bhow much\b"),
+    ("place", r"\bwhere\b|\bwhat (?:kind of |sort of |type of )?(?:place|location|setting)\b"),
+    ("action", r"\bdoing\b|\bhappening\b|\bgoing on\b|\bwhat (?:is|are) \w+(?: \w+)? (?:do|up to)\b"),
+    ("person", r"\bwho\b|\bwhat (?:person|people)\b"),
+    ("kind", r"\b(?:kind|type|sort|breed) of\b"),
+)
+
+
 def question_kind(question: str) -> str:
     """What an open question asks for: colour, count, age, place, action, person, kind or thing."""
     q = " ".join(tokens(question))
-    if re.search(r"\bcolou?rs?\b", q):
-        return "colour"
-    if re.search(r"\bhow old\b|\bwhat age\b", q):
-        return "age"
-    if re.search(r"\bhow many\b|\bnumber of\b|\bhow much\b", q):
-        return "count"
-    if re.search(r"\bwhere\b|\bwhat (?:kind of |sort of |type of )?(?:place|location|setting)\b", q):
-        return "place"
-    if re.search(r"\bdoing\b|\bhappening\b|\bgoing on\b|\bwhat (?:is|are) \w+(?: \w+)? (?:do|up to)\b", q):
-        return "action"
-    if re.search(r"\bwho\b|\bwhat (?:person|people)\b", q):
-        return "person"
-    if re.search(r"\b(?:kind|type|sort|breed) of\b", q):
-        return "kind"
-    return "thing"
+    return next((kind for kind, pattern in _KINDS if re.search(pattern, q)), "thing")
 
 
 # --- the answer --------------------------------------------------------------------------------------------

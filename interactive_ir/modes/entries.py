@@ -72,6 +72,17 @@ class Mode:
         """The method "auto" stands for: `best` with an LLM, `plain` without ("" when the mode has no auto)."""
         return self.best if has_llm else self.plain
 
+    def resolve(self, method: str | None, has_llm: bool) -> str:
+        """The method a round runs: `method` ("auto" or None: `auto(has_llm)`), checked against the table
+        (UnknownMethodError) and refused when it needs an LLM that is absent (BadInputError saying what to do)."""
+        m = (method or "auto").strip().lower()
+        if m == "auto":
+            m = self.auto(has_llm)
+        if self.method(m).needs_llm and not has_llm:
+            raise BadInputError(f"the {m} method needs an LLM (give --llm SPEC); without one use "
+                                f"{' or '.join(self.without_llm())}")
+        return m
+
     def without_llm(self) -> tuple[str, ...]:
         """The methods that run without an LLM."""
         return tuple(m.name for m in self.methods if not m.needs_llm)

@@ -154,8 +154,8 @@ class Belief:
         """Images shown and not the target: probability 0 (rows outside a pool are left out already)."""
         rows = np.asarray(rows, dtype=np.int64)
         if len(rows):
-            rows = rows[np.isin(rows, self.rows)]
-            self.actions[self.positions(rows)] = -np.inf
+            pos = np.minimum(np.searchsorted(self.rows, rows), len(self.rows) - 1)
+            self.actions[pos[self.rows[pos] == rows]] = -np.inf  # O(shown log N), no pass over the rows
 
     def click(self, shown_rows: Sequence[int], chosen: int | None) -> None:
         """A click on `shown_rows[chosen]` as the image closest to the target (None: "none of these").
@@ -187,16 +187,19 @@ class Belief:
         logp = np.where(np.isnan(logp), -np.inf, logp)
         return log_normalise(logp)
 
-    def ranking(self, n_rows: int) -> np.ndarray:
-        """A score for every row of the index (length `n_rows`): the log-posterior, -inf outside the pool."""
+    def ranking(self, n_rows: int, logp: np.ndarray | None = None) -> np.ndarray:
+        """A score for every row of the index (length `n_rows`): the log-posterior (`logp` when already
+        computed), -inf outside the pool."""
         out = np.full(n_rows, -np.inf)
-        out[self.rows] = self.log_posterior()
+        out[self.rows] = self.log_posterior() if logp is None else logp
         return out
 
-    def page(self, k: int, exclude_rows: Sequence[int] = ()) -> tuple[np.ndarray, np.ndarray, int]:
+    def page(self, k: int, exclude_rows: Sequence[int] = (),
+             logp: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, int]:
         """(rows, log-probabilities, n_best) of the next page: the `k - explore` most probable rows not in
-        `exclude_rows`, then the rows chosen to learn from. n_best: how many are there for their probability."""
-        logp = self.log_posterior()
+        `exclude_rows`, then the rows chosen to learn from. n_best: how many are there for their probability.
+        `logp`: the log-posterior when the caller computed it already (not changed here)."""
+        logp = self.log_posterior() if logp is None else logp
         if len(exclude_rows):
             logp = logp.copy()
             logp[self.positions(exclude_rows)] = -np.inf

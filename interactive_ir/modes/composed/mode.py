@@ -93,13 +93,7 @@ class Composed(OnCore):
 
     # --- validation (nothing changes before all of it passes) ----------------------------------------
     def resolve_method(self, method: str | None) -> str:
-        m = (method or self.composed_config.method or "auto").strip().lower()
-        if m == "auto":
-            m = MODE.auto(self.llm is not None)
-        if MODE.method(m).needs_llm and self.llm is None:  # UnknownMethodError for a name not in the table
-            raise BadInputError(f"the {m} method needs an LLM (give --llm SPEC); without one use "
-                                f"{' or '.join(MODE.without_llm())}")
-        return m
+        return MODE.resolve(method or self.composed_config.method, self.llm is not None)
 
     def resolve_reference(self, session: Session, reference: str | None, image=None) -> Reference:
         if reference is not None and image is not None:

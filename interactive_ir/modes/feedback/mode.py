@@ -52,13 +52,7 @@ class Feedback(OnCore):
         self.feedback_config = config
 
     def resolve_feedback_method(self, method: str | None) -> str:
-        m = (method or self.feedback_config.method or "auto").strip().lower()
-        if m == "auto":
-            m = MODE.auto(self.llm is not None)
-        if MODE.method(m).needs_llm and self.llm is None:  # UnknownMethodError for a name not in the table
-            raise BadInputError(f"the {m} method needs an LLM (give --llm SPEC); without one use "
-                                f"{' or '.join(MODE.without_llm())}")
-        return m
+        return MODE.resolve(method or self.feedback_config.method, self.llm is not None)
 
     def feedback(self, session: Session, relevant: list[str], irrelevant: list[str] = (),
                  method: str | None = None) -> Turn:
