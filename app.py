@@ -42,9 +42,24 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     """Options, then the process's settings, then the page (the study's with --study), then serving it."""
+    started = start(argv)
+    if isinstance(started, int):
+        return started
+    serve(*started)
+    return 0
+
+
+def start(argv=None):
+    """(page, engine, settings) ready to serve, or an exit code. On ZeroGPU `spaces` is imported first,
+    before anything can touch CUDA (`ui.serving.gpu.import_spaces_first`)."""
+    from interactive_ir.ui.serving.gpu import import_spaces_first
     from interactive_ir.ui.serving.logs import setup_logging
 
     setup_logging()
+    try:
+        import_spaces_first()
+    except RuntimeError as e:
+        return _error(e, 2)
     args = parse_args(argv)
     from interactive_ir.errors import IIRError
     from interactive_ir.ui.serving.process import install
@@ -64,8 +79,7 @@ def main(argv=None) -> int:
         demo, engine = build_page(cfg)
     except IIRError as e:  # no index, a bad study file, a weak admin password
         return _error(e, 1)
-    serve(demo, engine, cfg)
-    return 0
+    return demo, engine, cfg
 
 
 def _error(e, code: int) -> int:

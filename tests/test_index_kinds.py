@@ -102,7 +102,12 @@ def test_auto_is_exact_up_to_the_documented_size_then_ivf_pq():
     assert K.choose_params("auto", K.AUTO_EXACT_MAX, 512).kind == "exact"
     big = K.choose_params("auto", 10_000_000, 512)
     assert big.kind == "ivf-pq" and 4096 <= big.nlist <= 16384 and 512 % big.pq_m == 0
-    assert K.choose_params("auto", 10_000_000, 1024).pq_m == 128  # 8 dimensions per sub-quantizer
+    assert K.choose_params("auto", 10_000_000, 512).pq_m == 64  # 8 dimensions per sub-quantizer
+    from interactive_ir.retrieval.search_device import gpu_pq_ok
+
+    for width in (384, 512, 768, 1024, 1536, 2048):  # every size a GPU IVFPQ accepts (1024: 64, not 128)
+        m = K.choose_params("auto", 10_000_000, width).pq_m
+        assert gpu_pq_ok(m, width) and width // m >= 8, (width, m)
     with pytest.raises(BadInputError, match="unknown index kind"):
         K.choose_params("flat", 10, 8)
 

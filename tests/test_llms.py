@@ -429,7 +429,8 @@ def test_llama_cpp_backend_calls_chat_completion(monkeypatch, tmp_path):
     seen = []
 
     class Llama:
-        def __init__(self, model_path, n_ctx, verbose):
+        def __init__(self, model_path, n_ctx, verbose, n_gpu_layers=0):
+            assert n_gpu_layers == 0  # no CUDA here: every layer on the CPU
             seen.append(("load", Path(model_path).name, n_ctx))
 
         def create_chat_completion(self, messages, temperature, max_tokens, stream):

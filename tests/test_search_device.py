@@ -10,9 +10,11 @@ from interactive_ir.retrieval import search_device as sd
 @pytest.mark.parametrize("wanted,kind,torch_cuda,faiss_gpus,expect", [
     ("auto", "exact", False, 0, "faiss"),
     ("auto", "exact", True, 0, "torch"),
-    ("auto", "exact", False, 1, "faiss-gpu"),
+    ("auto", "exact", False, 1, "faiss"),  # faiss cannot clone IndexScalarQuantizer(fp16) to a GPU
+    ("faiss-gpu", "exact", True, 1, "torch"),
     ("auto", "ivf-pq", True, 0, "faiss"),  # torch runs exact search only
     ("auto", "ivf-pq", True, 1, "faiss-gpu"),
+    ("faiss-gpu", "ivf-pq", False, 1, "faiss-gpu"),
     ("auto", "hnsw", True, 1, "faiss"),  # no GPU HNSW in faiss
     ("faiss", "exact", True, 1, "faiss"),
     ("torch", "exact", False, 0, "torch"),  # forced: runs on the CPU too (tests)
@@ -22,6 +24,12 @@ from interactive_ir.retrieval import search_device as sd
 ])
 def test_selection(wanted, kind, torch_cuda, faiss_gpus, expect):
     assert sd.select_device(wanted, kind, torch_cuda, faiss_gpus) == expect
+
+
+@pytest.mark.parametrize("wanted", ["auto", "faiss-gpu"])
+def test_an_ivf_pq_size_the_gpu_refuses_stays_on_the_cpu(wanted):
+    assert not sd.gpu_pq_ok(128, 1024)  # the old choice for CLIP image + caption rows
+    assert sd.select_device(wanted, "ivf-pq", True, 1, gpu_ok=False) == "faiss"
 
 
 def test_no_device_node_means_no_gpu_and_no_torch_import(monkeypatch):

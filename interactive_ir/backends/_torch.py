@@ -23,8 +23,31 @@ def require(module: str, extra: str, pip_name: str | None = None):
         ) from e
 
 
-def pick_device() -> str:
-    """IIR_DEVICE if set, else cuda, else mps, else cpu."""
+def zero_gpu(environ=os.environ) -> bool:
+    """Hugging Face ZeroGPU (SPACES_ZERO_GPU set): a GPU is lent per `spaces.GPU` call, none is held."""
+    return bool(environ.get("SPACES_ZERO_GPU", "").strip())
+
+
+def gpu_present(environ=os.environ) -> bool:
+    """A GPU for models: ZeroGPU, or torch seeing CUDA (never judged by which packages are installed)."""
+    if zero_gpu(environ):
+        return True
+    forced = environ.get("IIR_DEVICE", "").strip()
+    if forced:
+        return forced.startswith("cuda")
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001 - no torch, or a broken install: no GPU for us
+        return False
+
+
+def pick_device(for_queries: bool = False) -> str:
+    """IIR_DEVICE if set, else cuda, else mps, else cpu. On ZeroGPU: "cuda" for models run inside
+    `spaces.GPU` calls, "cpu" for `for_queries` (the embedder: query encoding stays out of GPU slots)."""
+    if zero_gpu():
+        return "cpu" if for_queries else "cuda"
     forced = os.environ.get("IIR_DEVICE")
     if forced:
         return forced
@@ -35,6 +58,46 @@ def pick_device() -> str:
     if mps is not None and mps.is_available():
         return "mps"
     return "cpu"
+
+
+def on_cuda(device: str) -> bool:
+    return str(device).startswith("cuda")
+
+
+def half_dtype(torch):
+    """bf16 where the GPU has it (and on ZeroGPU, whose GPUs all do; asking would touch CUDA), else fp16."""
+    if zero_gpu():
+        return torch.bfloat16
+    try:
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    except Exception:  # noqa: BLE001
+        return torch.float16
+
+
+def load_options(torch, device: str) -> dict:
+    """`from_pretrained` keywords for `device`: half precision placed by `device_map` on CUDA (ZeroGPU: half
+    precision, moved with `.to("cuda")` as `spaces` expects), fp32 elsewhere."""
+    if not on_cuda(device):
+        return {"dtype": torch.float32}
+    import importlib.util
+
+    if zero_gpu() or importlib.util.find_spec("accelerate") is None:  # device_map needs accelerate
+        return {"dtype": half_dtype(torch)}
+    return {"dtype": half_dtype(torch), "device_map": device}
+
+
+def half_on_cuda(torch, device: str):
+    """A context computing in half precision on CUDA (open_clip's encoders), doing nothing elsewhere."""
+    import contextlib
+
+    if not on_cuda(device):
+        return contextlib.nullcontext()
+    return torch.autocast(device_type="cuda", dtype=half_dtype(torch))
+
+
+def gpu_layers(device: str) -> int:
+    """llama-cpp's n_gpu_layers: every layer on CUDA (-1), none elsewhere."""
+    return -1 if on_cuda(device) else 0
 
 
 def l2_normalise(x: np.ndarray) -> Vectors:

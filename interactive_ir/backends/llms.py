@@ -69,15 +69,11 @@ def default_llm_spec(environ: Mapping[str, str] = os.environ, *, gpu: bool | Non
 
 
 def _gpu_available() -> bool:
-    """A CUDA device, or ZeroGPU (the `spaces` package: the device is lent per call)."""
-    if _importable("spaces"):
-        return True
-    try:
-        import torch
+    """A CUDA device, or ZeroGPU (SPACES_ZERO_GPU: the device is lent per call). Whether the `spaces`
+    package is installed says nothing: a CPU Space has it too."""
+    from interactive_ir.backends._torch import gpu_present
 
-        return bool(torch.cuda.is_available())
-    except Exception:  # a broken torch install: no GPU for us
-        return False
+    return gpu_present()
 
 
 def is_tiny_llm(spec: str) -> bool:

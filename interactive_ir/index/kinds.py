@@ -57,13 +57,24 @@ def _pow2(x: float) -> int:
     return 1 << max(0, round(math.log2(max(1.0, x))))
 
 
+# sub-quantizer counts and widths GPU IVFPQ accepts (as retrieval/search_device.py's GPU_PQ_M, GPU_PQ_SUB_DIMS):
+# an index built here can be copied to a GPU; 1024-wide rows get 64 sub-quantizers of 16 dimensions, not 128
+GPU_PQ_M = (1, 2, 3, 4, 8, 12, 16, 20, 24, 28, 32, 40, 48, 56, 64, 96)
+GPU_PQ_SUB_DIMS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 28, 32)
+
+
 def _pq_m(width: int) -> int:
-    """The largest divisor of `width` giving at least 4 dimensions per sub-quantizer, aiming at 8."""
-    target = max(1, width // 8)
+    """Sub-quantizers for rows of `width`: the largest divisor giving at least 4 dimensions each, aiming at
+    8, when GPU IVFPQ accepts it; else the largest count it accepts with 4 or more dimensions each."""
+    target, plain = max(1, width // 8), 1
     for m in range(min(target, 128), 0, -1):
         if width % m == 0:
-            return m
-    return 1
+            plain = m
+            break
+    if plain in GPU_PQ_M and width // plain in GPU_PQ_SUB_DIMS:
+        return plain
+    ok = [m for m in GPU_PQ_M if width % m == 0 and 4 <= width // m and width // m in GPU_PQ_SUB_DIMS]
+    return max(ok) if ok else plain
 
 
 def choose_params(kind: str, n: int, width: int) -> IndexParams:
@@ -127,13 +138,18 @@ def candidates(params: IndexParams, k: int) -> int:
     return max(k * params.rerank_factor, params.rerank_min, k)
 
 
+def nprobe(params: IndexParams) -> int:
+    """Lists an ivf-pq search visits: IIR_NPROBE, else the tuned value, within 1..nlist."""
+    n = int(os.environ.get("IIR_NPROBE") or params.nprobe)
+    return max(1, min(n, params.nlist or n))
+
+
 def search_parameters(params: IndexParams, k_fetch: int, sel=None):
     """faiss SearchParameters for one query (exclusions as an ID selector, nprobe / efSearch)."""
     import faiss
 
     if params.kind == "ivf-pq":
-        nprobe = int(os.environ.get("IIR_NPROBE") or params.nprobe)
-        return faiss.SearchParametersIVF(sel=sel, nprobe=max(1, min(nprobe, params.nlist)))
+        return faiss.SearchParametersIVF(sel=sel, nprobe=nprobe(params))
     if params.kind == "hnsw":
         ef = int(os.environ.get("IIR_EF_SEARCH") or params.ef_search)
         return faiss.SearchParametersHNSW(sel=sel, efSearch=max(ef, k_fetch))

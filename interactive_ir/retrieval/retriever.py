@@ -20,6 +20,7 @@ import numpy as np
 from interactive_ir.config import DEFAULT_K, TEXT_LIMIT_ENV, text_limit
 from interactive_ir.errors import BadInputError, IndexLoadError
 from interactive_ir.index.store import ImageIndex, rebuild_hint
+from interactive_ir.retrieval.search_device import canonical_order
 from interactive_ir.types import Hit, Vectors
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ def check_query_text(text: str, limit: int) -> str:
 class Retriever:
     """Searches one loaded index with the embedder it was built with. Thread-safe."""
 
-    def __init__(self, index: ImageIndex, embedder, config: SearchConfig = SearchConfig()):
+    def __init__(self, index: ImageIndex, embedder, config: SearchConfig = SearchConfig(), hardware=None):
         if index.embedder_spec != embedder.spec:
             raise IndexLoadError(
                 f"index {index.path} was built with {index.embedder_spec} ({index.dim}-d) but the embedder is "
@@ -74,6 +75,7 @@ class Retriever:
         self.config = config
         self.max_text_chars = config.max_text_chars if config.max_text_chars is not None else text_limit()
         self._local = threading.local()
+        self._hardware = hardware  # search_device.Hardware (tests hand in fakes); None: detected when needed
 
     # --- encoding ----------------------------------------------------------------------------
     @property
@@ -151,17 +153,17 @@ class Retriever:
         q = np.ascontiguousarray(np.asarray(qrow, np.float32)[None, :])
         if self.index.store is not None:
             return self.index.store.search(q[0], k_eff, ex)  # exact scores from the store (FLAT / its own index)
-        if self.device == "torch":
-            scores, rows = self._torch_search(q[0], k_eff, ex)
-        else:
-            scores, rows = self._faiss_search(q, k_eff, ex)
+        found = self._torch_search(q[0], k_eff, ex) if self.device == "torch" else None
+        if found is not None:
+            return found  # exact fp32 scores already, in `canonical_order`
+        scores, rows = self._faiss_search(q, k_eff, ex)
         keep = rows >= 0
         scores, rows = np.asarray(scores[keep], np.float32), np.asarray(rows[keep], np.int64)
         if self.index.params.approximate and len(rows):
             exact = self.index.row_vectors(rows) @ q[0]
             order = np.argsort(-exact, kind="stable")[:k_eff]
             scores, rows = exact[order], rows[order]
-        return scores, rows
+        return canonical_order(scores, rows)
 
     def hits(self, scores: np.ndarray, rows: np.ndarray) -> list[Hit]:
         """Typed results for rows about to be shown (their metadata read in one query)."""
@@ -212,12 +214,10 @@ class Retriever:
     def all_scores(self, qrow: np.ndarray) -> np.ndarray:
         """Scores of every row for a composed query row (float32, length N), from the search's own matrix."""
         q = np.asarray(qrow, np.float32)
-        if self._use_torch:
-            import torch
-
-            m = self._torch_matrix
-            with torch.no_grad():
-                return (m @ torch.from_numpy(q).to(m.device, m.dtype)).float().cpu().numpy()
+        if self._use_torch and self._torch.ready():
+            scores = self._torch.all_scores(q)
+            if scores is not None:
+                return scores
         if self._matrix is not None:
             return self._matrix @ q
         out = np.empty(len(self.index), np.float32)  # chunk by chunk from the memory-mapped vectors
@@ -238,15 +238,34 @@ class Retriever:
 
     # --- backends of the search ---------------------------------------------------------------
     @cached_property
+    def hardware(self):
+        """What searches may run on (`search_device.Hardware`): the one handed in, else detected once."""
+        from interactive_ir.retrieval.search_device import Hardware, detect_hardware
+
+        if self._hardware is not None:
+            return self._hardware
+        wanted = os.environ.get("IIR_SEARCH_DEVICE", self.config.device)
+        return detect_hardware() if wanted in ("auto", "faiss-gpu", "torch") else Hardware()
+
+    @cached_property
     def device(self) -> str:
         """Where searches run: "torch" (GPU fp16 matmul, exact only), "faiss-gpu", "faiss" (CPU) or "milvus"."""
         if self.index.store is not None:
             return "milvus"
-        from interactive_ir.retrieval.search_device import available_gpus, select_device
+        from interactive_ir.retrieval.search_device import gpu_pq_ok, select_device
 
         wanted = os.environ.get("IIR_SEARCH_DEVICE", self.config.device)
-        torch_cuda, faiss_gpus = available_gpus() if wanted in ("auto", "faiss-gpu", "torch") else (False, 0)
-        return select_device(wanted, self.index.kind, torch_cuda, faiss_gpus)
+        p, hw = self.index.params, self.hardware
+        gpu_ok = p.kind != "ivf-pq" or gpu_pq_ok(p.pq_m, self.index.faiss_index.d, p.pq_bits)
+        return select_device(wanted, self.index.kind, hw.torch_cuda, hw.faiss_gpus, gpu_ok)
+
+    def warm(self) -> Retriever:
+        """Put the index where it is searched now (the GPU's copy or matrix), not on a user's first query."""
+        if self.device == "torch":
+            self._torch.ready()
+        elif self.device == "faiss-gpu":
+            _ = self._faiss
+        return self
 
     @property
     def _use_torch(self) -> bool:
@@ -254,33 +273,27 @@ class Retriever:
 
     @cached_property
     def _faiss(self):
-        """The faiss index searched: the memory-mapped one, or a copy on the GPU when device is faiss-gpu."""
+        """The faiss index searched: the memory-mapped one, or a `GpuFaiss` copy when device is faiss-gpu."""
         if self.device == "faiss-gpu":
-            from interactive_ir.retrieval.search_device import to_gpu
+            from interactive_ir.index import kinds
+            from interactive_ir.retrieval.search_device import GpuFaiss
 
-            return to_gpu(self.index.faiss_index)
+            return GpuFaiss(self.index.faiss_index, kinds.nprobe(self.index.params), self.hardware)
         return self.index.faiss_index
 
     @cached_property
-    def _torch_matrix(self):
-        import torch
+    def _torch(self):
+        """The torch matrix of an exact index: on the GPU (`search_device.TorchMatrix`), or a CPU stand-in
+        when "torch" is forced with no GPU (tests)."""
+        from interactive_ir.retrieval.search_device import CudaDevice, TorchMatrix
 
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-        dtype = torch.float16 if device == "cuda" else torch.float32  # CPU half matmul is slow
-        # built from the fp16 vectors part by part: no float32 copy of the collection stays on the host
-        parts = [self.index.image_vectors] + ([self.index.caption_vectors] if self.index.has_captions else [])
-        return torch.cat([torch.tensor(np.asarray(p), device=device, dtype=dtype) for p in parts], dim=1)
+        hw = self.hardware
+        cuda = hw.cuda if hw.cuda is not None else (CudaDevice(gpu=hw.gpu) if hw.torch_cuda else _CpuTorch())
+        return TorchMatrix(self.index, cuda)
 
     def _torch_search(self, q: np.ndarray, k: int, ex: np.ndarray):
-        import torch
-
-        m = self._torch_matrix
-        with torch.no_grad():
-            s = (m @ torch.from_numpy(q).to(m.device, m.dtype)).float()
-            if len(ex):
-                s[torch.from_numpy(ex).to(m.device)] = float("-inf")
-            top = torch.topk(s, k)
-        return top.values.cpu().numpy(), top.indices.cpu().numpy()
+        """(scores, rows) from the torch matrix, or None when it is off (the caller searches with faiss)."""
+        return self._torch.search(q, k, ex) if self._torch.ready() else None
 
     def _faiss_search(self, q: np.ndarray, k: int, ex: np.ndarray):
         import faiss
@@ -297,12 +310,31 @@ class Retriever:
             keep = faiss.IDSelectorBatch(ex)  # must outlive the search: IDSelectorNot holds a raw pointer
             sel = faiss.IDSelectorNot(keep)
         params = kinds.search_parameters(p, k_fetch, sel)
-        if self.device == "faiss-gpu" and len(ex):
-            # GPU indices take no ID selector: fetch extra candidates and drop the excluded ones here
-            d, i = self._faiss.search(q, min(len(self.index), k_fetch + len(ex)))
+        if self.device == "faiss-gpu":
+            # GPU indices take no ID selector: fetch extra candidates and drop the excluded ones here; beyond
+            # GPU_K_MAX the CPU index answers, with the selector
+            d, i = self._faiss.search(q, min(len(self.index), k_fetch + len(ex)), cpu_params=params)
             d, i = d[0], i[0]
             ok = ~np.isin(i, ex)
             return d[ok][:k_fetch], i[ok][:k_fetch]
-        d, i = self._faiss.search(q, k_fetch, params=params if self.device != "faiss-gpu" else None)
+        d, i = self._faiss.search(q, k_fetch, params=params)
         del keep, sel
         return d[0], i[0]
+
+
+class _CpuTorch:
+    """torch on the CPU, for a forced "torch" search without a GPU (tests): fp32, no memory limit."""
+
+    name = "cpu"
+    oom_errors = (MemoryError,)
+
+    def __init__(self):
+        import torch
+
+        self.torch = torch
+
+    def free_bytes(self) -> int:
+        return 1 << 62
+
+    def empty(self, rows: int, cols: int):
+        return self.torch.empty((rows, cols), dtype=self.torch.float32)

@@ -24,7 +24,6 @@ from interactive_ir.backends.guard import status_note
 from interactive_ir.errors import IIRError
 from interactive_ir.ui import handlers, render, work
 from interactive_ir.ui.handlers import Modes, modes
-from interactive_ir.ui.serving.gpu import gpu
 from interactive_ir.ui.serving.tabs import on_tab_closed
 from interactive_ir.ui.state import UIState
 
@@ -63,8 +62,8 @@ class Action:
 
 
 def _engine_steps(engine) -> tuple[Callable, Callable]:
-    """The engine's two kinds of work for the page; on ZeroGPU both run in a GPU worker (the embedder encodes
-    there too) and answer with copies."""
+    """The engine's two kinds of work for the page. Neither takes a ZeroGPU slot as a whole: a search runs
+    on the CPU there, and a model step's LLM calls each take their own (`serving.gpu.gpu_slots`)."""
 
     def act_step(name: str, st: UIState, args: tuple) -> UIState:
         """An action's retrieval (`later`: the models' part is left to `follow_up`)."""
@@ -73,7 +72,7 @@ def _engine_steps(engine) -> tuple[Callable, Callable]:
     def model_step(job: work.Work):
         return work.run(engine, job)
 
-    return gpu(act_step), gpu(model_step)
+    return act_step, model_step
 
 
 _JARGON = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|--\w|\bpip install\b|\b\w+:\S*\w")  # env vars, flags, specs

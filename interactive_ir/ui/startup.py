@@ -211,6 +211,10 @@ def load_app(cfg: AppConfig) -> AppParts:
     captioner, vlm, vision_notes = _load_vision(cfg)
     notes += vision_notes
 
+    from interactive_ir.ui.serving.gpu import gpu_slots
+
+    llm = gpu_slots(llm)  # ZeroGPU: each generate call in a GPU slot sized from its work
+    setup.retriever.warm()  # the GPU's copy of the index is made now, not on a user's first search
     config = apply_overrides(apply_env(EngineConfig()), k=cfg.k)
     engine = build_engine(setup.retriever, llm=llm, captioner=captioner, vlm=vlm, config=config)
     if llm is None and getattr(engine, "questions_enabled", False):  # grounded questions need no LLM
