@@ -214,7 +214,7 @@ def test_llama_cpp_stops_streaming_when_cancelled(monkeypatch, tmp_path):
     closed = []
 
     class Llama:
-        def __init__(self, model_path, n_ctx, verbose):
+        def __init__(self, model_path, n_ctx, verbose, n_gpu_layers=0):
             pass
 
         def create_chat_completion(self, messages, temperature, max_tokens, stream):
