@@ -499,7 +499,8 @@ def test_load_app_with_and_without_llm(tiny_index, monkeypatch):
     assert parts.engine.vlm is not None
 
 
-def test_gpu_wrapper_is_a_no_op_without_spaces(monkeypatch):
+def test_gpu_wrapper_wraps_only_on_zero_gpu(monkeypatch):
+    """`spaces` being importable (a CPU Space has it) wraps nothing; SPACES_ZERO_GPU does (issue 30)."""
     import importlib.machinery
 
     from interactive_ir.ui.serving import gpu
@@ -507,31 +508,16 @@ def test_gpu_wrapper_is_a_no_op_without_spaces(monkeypatch):
     def f(x):
         return x + 1
 
-    monkeypatch.delitem(sys.modules, "spaces", raising=False)
-    monkeypatch.setattr(gpu, "spaces_available", lambda: False)
-    assert gpu.gpu(f) is f
     calls = []
     fake = types.ModuleType("spaces")
     fake.__spec__ = importlib.machinery.ModuleSpec("spaces", None)
     fake.GPU = lambda duration: (lambda fn: calls.append(duration) or (lambda *a: fn(*a) * 10))
     monkeypatch.setitem(sys.modules, "spaces", fake)
-    monkeypatch.setattr(gpu, "spaces_available", lambda: True)
+    monkeypatch.delenv("SPACES_ZERO_GPU", raising=False)
+    assert gpu.gpu(f) is f and not gpu.import_spaces_first()
+    monkeypatch.setenv("SPACES_ZERO_GPU", "true")
     wrapped = gpu.gpu(f, duration=30)
-    assert calls == [30] and wrapped(1) == 20
-
-
-def test_spaces_available_finds_the_package(monkeypatch):
-    import importlib.machinery
-    import importlib.util
-
-    from interactive_ir.ui.serving import gpu
-
-    fake = types.ModuleType("spaces")
-    fake.__spec__ = importlib.machinery.ModuleSpec("spaces", None)
-    monkeypatch.setitem(sys.modules, "spaces", fake)
-    assert gpu.spaces_available()
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    assert not gpu.spaces_available()
+    assert calls == [30] and wrapped(1) == 20 and gpu.import_spaces_first()
 
 
 # --- the page ---------------------------------------------------------------------------------------------
