@@ -137,7 +137,7 @@ class Retriever:
         """(scores, rows) of the top-k rows by inner product with a composed query row, best first.
 
         Candidates stay arrays (no Hit or path per candidate). On an approximate index the candidates
-        are re-ranked with exact scores from the memory-mapped fp16 vectors.
+        are re-ranked with exact scores from the memory-mapped fp16 vectors (`ImageIndex.rerank`).
         """
         k = self.config.k if k is None else int(k)
         if k < 1:
@@ -158,9 +158,7 @@ class Retriever:
         keep = rows >= 0
         scores, rows = np.asarray(scores[keep], np.float32), np.asarray(rows[keep], np.int64)
         if self.index.params.approximate and len(rows):
-            exact = self.index.row_vectors(rows) @ q[0]
-            order = np.argsort(-exact, kind="stable")[:k_eff]
-            scores, rows = exact[order], rows[order]
+            scores, rows = self.index.rerank(q[0], rows, k_eff)  # exact scores (SQ8 codes prune first: index/rerank.py)
         return scores, rows
 
     def hits(self, scores: np.ndarray, rows: np.ndarray) -> list[Hit]:
@@ -303,6 +301,10 @@ class Retriever:
             d, i = d[0], i[0]
             ok = ~np.isin(i, ex)
             return d[ok][:k_fetch], i[ok][:k_fetch]
-        d, i = self._faiss.search(q, k_fetch, params=params if self.device != "faiss-gpu" else None)
+        if self.device == "faiss-gpu":
+            d, i = self._faiss.search(q, k_fetch)
+        else:  # with SQ8 codes: IndexRefine(ivf-pq, SQ8) gives a shortlist of the candidates (index/rerank.py)
+            searched, params, k_fetch = self.index.pruned_search(self._faiss, params, k, k_fetch)
+            d, i = searched.search(q, k_fetch, params=params)
         del keep, sel
         return d[0], i[0]
