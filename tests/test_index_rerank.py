@@ -128,5 +128,6 @@ def test_a_loaded_ivf_pq_index_starts_no_prefetch_threads(ivf):
     """faiss's memory-mapped lists start 32 threads per search by default (5x the search on cached lists)."""
     import faiss
 
-    lists = faiss.downcast_InvertedLists(load_index(ivf[0].index.path).faiss_index.invlists)
+    index = load_index(ivf[0].index.path)  # held: the lists belong to it
+    lists = faiss.downcast_InvertedLists(index.faiss_index.invlists)
     assert isinstance(lists, faiss.OnDiskInvertedLists) and lists.prefetch_nthread == 0
