@@ -23,6 +23,7 @@ Usage: python bench/bench_rerank.py [--n 1000000] [--queries 300] [--k 100] [--w
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import sys
@@ -89,41 +90,73 @@ def timed(fn, q):
     return time.perf_counter() - w, time.thread_time() - c, rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=1_000_000)
-    ap.add_argument("--queries", type=int, default=300)
-    ap.add_argument("--recall-queries", type=int, default=50)
-    ap.add_argument("--k", type=int, default=100)
-    ap.add_argument("--work", type=Path, default=Path("/tmp/iir_bench_rerank"))
-    ap.add_argument("--keep", action="store_true")
-    a = ap.parse_args()
-    import faiss
+def evict(*arrays) -> None:
+    """Drop memory-mapped fp16 files from this process's mappings and the page cache: the next read of any
+    row is a disk read (a collection whose vectors do not fit in RAM). Only these files are touched."""
+    import mmap
 
-    faiss.omp_set_num_threads(1)
-    print(f"load average at start: {loadavg()}")
-    vec, ids = generate(a.work, a.n)
-    out = a.work / f"idx_{a.n}"
-    build_s = build(vec, ids, out)
+    for arr in arrays:
+        m = getattr(arr, "_mmap", None)
+        if m is not None:
+            m.madvise(mmap.MADV_DONTNEED)
+    for arr in arrays:
+        fn = getattr(arr, "filename", None)
+        if fn:
+            fd = os.open(fn, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+
+
+def run(ways: dict, qs: np.ndarray, before=None) -> tuple[dict, dict]:
+    """Every way on every query, in turn (who goes first alternates); `before()` runs before each timed call."""
+    t = {w: [] for w in ways}
+    got = {w: [] for w in ways}
+    for i, q in enumerate(qs):
+        for w, fn in (ways.items() if i % 2 else reversed(ways.items())):
+            if before is not None:
+                before()
+            wall, cpu, rows = timed(fn, q)
+            t[w].append((wall, cpu))
+            got[w].append(rows)
+    return t, got
+
+
+def table(t: dict, got: dict, truth: np.ndarray, k: int, ram: list[str]) -> None:
+    base = np.asarray(t[next(iter(t))])
+    print("| way | p50 ms wall | mean ms wall | p50 ms CPU | ratio to faiss (p50 wall / mean wall / p50 CPU) | "
+          "recall@k | RAM held to re-rank |")
+    print("|---|---|---|---|---|---|---|")
+    for j, w in enumerate(t):
+        x = np.asarray(t[w])
+        rec = np.mean([len(set(g.tolist()) & set(tr.tolist())) / k for g, tr in zip(got[w], truth)])
+        rat = (np.median(x[:, 0]) / np.median(base[:, 0]), x[:, 0].mean() / base[:, 0].mean(),
+               np.median(x[:, 1]) / np.median(base[:, 1]))
+        print(f"| {w} | {1e3 * np.median(x[:, 0]):.2f} | {1e3 * x[:, 0].mean():.2f} | {1e3 * np.median(x[:, 1]):.2f} | "
+              f"{rat[0]:.2f} / {rat[1]:.2f} / {rat[2]:.2f} | {rec:.3f} | {ram[j]} |")
+
+
+def setup(a):
     from interactive_ir.backends import make_embedder
     from interactive_ir.index import load_index
     from interactive_ir.retrieval.retriever import Retriever
 
+    vec, ids = generate(a.work, a.n)
+    out = a.work / f"idx_{a.n}"
+    build_s = build(vec, ids, out)
+    if a.nprobe:
+        os.environ["IIR_NPROBE"] = str(a.nprobe)
     new = Retriever(load_index(out), make_embedder(f"fake:{DIM}"))
     old = Retriever(load_index(out), make_embedder(f"fake:{DIM}"))
-    old.index.__dict__["rerank_codes"] = None  # as an index built before the codes
+    old.index.__dict__["rerank_codes"] = None  # as an index built before the codes (or IIR_RERANK_CODES=0)
     r0 = rss_mb()
-    codes = new.index.rerank_codes
-    _ = codes.index
+    _ = new.index.rerank_codes.index
     codes_mb = rss_mb() - r0
-    p = new.index.params
+    p = dataclasses.replace(new.index.params, nprobe=a.nprobe or new.index.params.nprobe)
     r0 = rss_mb()
     fx, sp, refine_bytes = plain_faiss(out, vec, p, a.k)
-    faiss_mb = rss_mb() - r0
-    src = np.load(vec, mmap_mode="r")
-    rng = np.random.default_rng(1)
-    qs = np.asarray(src[rng.integers(a.n, size=a.queries)], np.float32) + 0.05 * rng.standard_normal((a.queries, DIM), dtype=np.float32)
-    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+    ram = [f"{refine_bytes / 2**20:,.0f} MB fp16 codes (RSS +{rss_mb() - r0:,.0f} MB with the IVF in RAM)",
+           f"{new.index.rerank_codes.nbytes / 2**20:,.0f} MB SQ8 codes (RSS +{codes_mb:,.0f} MB)",
+           "0 (fp16 file mapped)", "0 (fp16 file mapped)"]
     none = np.zeros(0, np.int64)
 
     def old_code(q):  # search_rows's re-rank before issue 26: numpy float16 -> float32, then a matmul
@@ -135,30 +168,38 @@ def main() -> None:
             "project (SQ8 codes in RAM, fp16 shortlist)": lambda q: new.search_rows(q, a.k)[1],
             "project, no codes (all candidates, faiss fp16)": lambda q: old.search_rows(q, a.k)[1],
             "old code (all candidates, numpy fp16)": old_code}
-    t = {w: [] for w in ways}
-    got = {w: [] for w in ways}
-    for i, q in enumerate(qs):
-        for w, fn in (ways.items() if i % 2 else reversed(ways.items())):  # alternate who goes first
-            wall, cpu, rows = timed(fn, q)
-            t[w].append((wall, cpu))
-            got[w].append(rows)
-    truth = exact_knn(vec, qs[: a.recall_queries], a.k)
-    base = np.asarray(t[next(iter(ways))])
-    print(f"\nN={a.n:,} {DIM}-d, ivf-pq nlist {p.nlist} PQ{p.pq_m}x{p.pq_bits} nprobe {p.nprobe}, "
-          f"candidates {max(p.rerank_factor * a.k, p.rerank_min)} for a top-{a.k}; {a.queries} queries, 1 thread"
-          + (f"; built in {build_s:.0f} s" if build_s else ""))
-    print("| way | p50 ms wall | mean ms wall | p50 ms CPU | ratio to faiss (p50 wall / mean wall / p50 CPU) | recall@k | RAM held to re-rank |")
-    print("|---|---|---|---|---|---|---|")
-    ram = {0: f"{refine_bytes / 2**20:,.0f} MB fp16 codes (RSS +{faiss_mb:,.0f} MB with the IVF in RAM)",
-           1: f"{codes.nbytes / 2**20:,.0f} MB SQ8 codes (RSS +{codes_mb:,.0f} MB)", 2: "0 (fp16 file mapped)",
-           3: "0 (fp16 file mapped)"}
-    for j, w in enumerate(ways):
-        x = np.asarray(t[w])
-        rec = np.mean([len(set(g.tolist()) & set(tr.tolist())) / a.k for g, tr in zip(got[w], truth)])
-        rat = (np.median(x[:, 0]) / np.median(base[:, 0]), x[:, 0].mean() / base[:, 0].mean(),
-               np.median(x[:, 1]) / np.median(base[:, 1]))
-        print(f"| {w} | {1e3 * np.median(x[:, 0]):.2f} | {1e3 * x[:, 0].mean():.2f} | {1e3 * np.median(x[:, 1]):.2f} | "
-              f"{rat[0]:.2f} / {rat[1]:.2f} / {rat[2]:.2f} | {rec:.3f} | {ram[j]} |")
+    print(f"\nN={a.n:,} {DIM}-d, ivf-pq nlist {p.nlist} PQ{p.pq_m}x{p.pq_bits} nprobe {p.nprobe}, candidates "
+          f"{max(p.rerank_factor * a.k, p.rerank_min)} for a top-{a.k}, 1 thread" + (f"; built in {build_s:.0f} s" if build_s else ""))
+    return vec, ways, ram, (new.index.image_vectors, old.index.image_vectors)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--cold-queries", type=int, default=60, help="queries with the fp16 file evicted before each (0: none)")
+    ap.add_argument("--recall-queries", type=int, default=50)
+    ap.add_argument("--k", type=int, default=100)
+    ap.add_argument("--nprobe", type=int, default=0, help="lists visited (0: the index's tuned nprobe)")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/iir_bench_rerank"))
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    import faiss
+
+    faiss.omp_set_num_threads(1)
+    print(f"load average at start: {loadavg()}")
+    vec, ways, ram, mapped = setup(a)
+    src = np.load(vec, mmap_mode="r")
+    rng = np.random.default_rng(1)
+    qs = np.asarray(src[rng.integers(a.n, size=a.queries)], np.float32)
+    qs += 0.05 * rng.standard_normal(qs.shape, dtype=np.float32)
+    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+    truth = exact_knn(vec, qs[: max(a.recall_queries, min(a.cold_queries, a.queries))], a.k)
+    print(f"\nWarm (the fp16 file in the page cache): {a.queries} queries, recall on {a.recall_queries}")
+    table(*run(ways, qs), truth[: a.recall_queries], a.k, ram)
+    if a.cold_queries:
+        print(f"\nCold (the fp16 file evicted before each query: every row read is a disk read): {a.cold_queries} queries")
+        table(*run(ways, qs[: a.cold_queries], before=lambda: evict(*mapped)), truth[: a.cold_queries], a.k, ram)
     print(f"\nload average at end: {loadavg()}; process RSS {rss_mb():,.0f} MB")
     if not a.keep:
         shutil.rmtree(a.work, ignore_errors=True)

@@ -151,6 +151,8 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "retrieval/search_device.py"),
     EnvVar("IIR_NPROBE", "ivf-pq lists searched per query (overrides the index's tuned nprobe)", "index/kinds.py",
            "the index's own"),
+    EnvVar("IIR_RERANK_CODES", "0: an ivf-pq index leaves its SQ8 re-rank codes unread (no RAM for them; every "
+           "candidate re-ranked from the fp16 file)", "index/rerank.py", "1"),
     EnvVar("IIR_EF_SEARCH", "hnsw search beam (overrides the index's ef_search)", "index/kinds.py", "the index's own"),
     EnvVar("IIR_STORE", "vector store of an opened index: milvus-lite:PATH or milvus://HOST:PORT/NAME",
            "index/store.py", "the index's faiss files"),

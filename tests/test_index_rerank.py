@@ -7,13 +7,13 @@ import json
 
 import numpy as np
 import pytest
+from test_index_kinds import DIM, N, exact_top, write_index
 
 from interactive_ir.backends import make_embedder
 from interactive_ir.errors import IndexLoadError
 from interactive_ir.index import load_index
 from interactive_ir.index import rerank as R
 from interactive_ir.retrieval.retriever import Retriever
-from test_index_kinds import DIM, N, exact_top, write_index
 
 
 @pytest.fixture(scope="module")

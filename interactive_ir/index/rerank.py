@@ -1,21 +1,20 @@
 """The exact re-rank of an ivf-pq search's candidates, at the library's speed (issue 26, deliverable 10).
 
 An ivf-pq search returns candidates with approximate scores; every score shown is exact, from the fp16
-vectors. Re-ranking all of them (800 rows for a top-100) by reading them from the memory-mapped fp16 file
-and converting them in numpy cost several times the faiss search, where faiss's own `IndexRefine` keeps its
-refine codes in RAM. So:
+vectors. Re-ranking all of them (800 rows for a top-100) by converting their fp16 rows in numpy (about 2 ns
+a value) cost more than the faiss search itself. Now:
 
-1. an ivf-pq index also holds SQ8 re-rank codes (`rerank_sq8.index`: a faiss IndexScalarQuantizer, one byte
-   per dimension; N * width bytes, 512 MB at 1M 512-d rows), read into RAM by the first search (the file is
-   opened at load, so a rebuild that replaces the folder meanwhile changes nothing). The search is then one
-   faiss call, `IndexRefine(ivf-pq, SQ8)`: the candidates are scored from the codes in C++ and only the best
-   `shortlist(k)` come back;
-2. the shortlist is scored exactly from its fp16 rows by faiss's fp16 kernel (a throwaway fp16 index over
-   those rows), not by a numpy float16 -> float32 conversion.
+1. the candidates' fp16 rows (read in ascending order from the memory-mapped file) are scored by faiss's
+   fp16 kernel (a throwaway fp16 index over those rows): exact, and no float32 copy;
+2. with SQ8 re-rank codes (`rerank_sq8.index`, written by every ivf-pq build: a faiss IndexScalarQuantizer,
+   one byte per dimension, N * width bytes: 488 MB at 1M 512-d rows) the candidates are first scored from
+   the codes in RAM by faiss's SQ8 kernel and only the best `shortlist(k)` rows are read from the fp16 file
+   (216 instead of 800 for a top-100): fewer disk reads when the fp16 file is not in the page cache. The
+   codes are read into RAM by the first search (the file is opened at load, so a rebuild that replaces the
+   folder meanwhile changes nothing); IIR_RERANK_CODES=0 leaves them unread (no RAM for them).
 
 The top-k and its scores are exact unless SQ8's error (about 0.001 on a cosine) moves a true top-k row below
-the shortlist (measured: bench/bench_rerank.py). Indices built before have no codes: every candidate is
-re-ranked exactly (step 2 alone). IIR_RERANK_CODES=0 leaves the codes unused (no RAM for them).
+the shortlist (measured in bench/bench_rerank.py: none did). Indices built before have no codes: step 1 alone.
 """
 
 from __future__ import annotations
@@ -65,6 +64,7 @@ class Sq8Codes:
         self.count, self.width = count, width
         self._fh = open(self.path, "rb")  # noqa: SIM115 - held open: the codes stay readable if the folder is replaced
         self._index = None
+        self._array = None
         self._lock = threading.Lock()
 
     @property
@@ -83,6 +83,16 @@ class Sq8Codes:
         return self._index
 
     @property
+    def array(self) -> np.ndarray:
+        """The codes as a uint8 (N, width) view (no copy) of the index in RAM."""
+        if self._array is None:
+            import faiss
+
+            sq = self.index
+            self._array = faiss.rev_swig_ptr(sq.codes.data(), sq.ntotal * sq.code_size).reshape(sq.ntotal, sq.code_size)
+        return self._array
+
+    @property
     def nbytes(self) -> int:
         return self.count * self.width
 
@@ -94,18 +104,18 @@ def codes_wanted() -> bool:
     return os.environ.get(CODES_ENV, "1").strip() != "0"
 
 
-def pruned_search(base, codes: Sq8Codes | None, params, k: int, k_fetch: int):
-    """(faiss index, its search parameters, rows to ask for): IndexRefine(base, SQ8 codes) returning the
-    shortlist of the k_fetch candidates when codes exist and prune something, else `base` unchanged."""
-    if codes is None or k_fetch <= shortlist(k):
-        return base, params, k_fetch
+def sq8_shortlist(q: np.ndarray, rows: np.ndarray, m: int, codes: Sq8Codes) -> np.ndarray:
+    """The m of `rows` with the best SQ8 scores, in the order given: their codes gathered from RAM and
+    scanned by faiss's SQ8 kernel (a throwaway index over those rows)."""
     import faiss
 
-    m = shortlist(k)
-    refined = faiss.IndexRefine(base, codes.index)  # a view: owns neither index (cheap: no copy)
-    rp = faiss.IndexRefineSearchParameters(k_factor=(k_fetch + 0.5) / m, base_index_params=params)
-    rp.referenced = (refined, params)  # keep the wrapped objects alive for the search
-    return refined, rp, m
+    sq = codes.index
+    flat = faiss.IndexScalarQuantizer(sq.d, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
+    flat.sq = sq.sq  # the trained ranges
+    flat.is_trained = True
+    flat.add_sa_codes(codes.array[rows])
+    _, i = flat.search(np.ascontiguousarray(np.asarray(q, np.float32)[None, :]), m)
+    return rows[np.sort(i[0][i[0] >= 0])]
 
 
 def exact_scores(q: np.ndarray, rows: np.ndarray, parts: list[np.ndarray]) -> np.ndarray:
@@ -125,9 +135,13 @@ def exact_scores(q: np.ndarray, rows: np.ndarray, parts: list[np.ndarray]) -> np
     return out
 
 
-def rerank(q: np.ndarray, rows: np.ndarray, k: int, parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """(exact scores, rows) of the best k candidates, best first (ties in the candidates' order)."""
+def rerank(q: np.ndarray, rows: np.ndarray, k: int, parts: list[np.ndarray],
+           codes: Sq8Codes | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(exact scores, rows) of the best k candidates, best first (ties in the candidates' order); with `codes`,
+    only the SQ8 shortlist of the candidates is read from `parts` and scored exactly."""
     rows = np.asarray(rows, np.int64)
+    if codes is not None and len(rows) > shortlist(k):
+        rows = sq8_shortlist(q, rows, shortlist(k), codes)
     exact = exact_scores(q, rows, parts)
     order = np.argsort(-exact, kind="stable")[:k]
     return exact[order], rows[order]

@@ -185,12 +185,6 @@ class ImageIndex:
             return None
         return rerank.Sq8Codes(self.path / rerank.CODES, len(self), self.dim * (2 if self.has_captions else 1))
 
-    def pruned_search(self, base, params, k: int, k_fetch: int):
-        """(faiss index, parameters, rows to ask for) of an approximate search of the top-k (`rerank.pruned_search`)."""
-        from interactive_ir.index import rerank
-
-        return rerank.pruned_search(base, self.rerank_codes, params, k, k_fetch)
-
     def rerank(self, q: np.ndarray, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(exact scores, rows) of the best k of an approximate search's candidates, best first."""
         if self.store is not None:
@@ -200,7 +194,7 @@ class ImageIndex:
         from interactive_ir.index import rerank
 
         parts = [self.image_vectors] + ([self.caption_vectors] if self.has_captions else [])
-        return rerank.rerank(q, rows, k, parts)
+        return rerank.rerank(q, rows, k, parts, self.rerank_codes)
 
 
 def _check_inside(p: str, roots: tuple[str, ...], index_dir: Path, manifest: dict) -> None:

@@ -301,10 +301,6 @@ class Retriever:
             d, i = d[0], i[0]
             ok = ~np.isin(i, ex)
             return d[ok][:k_fetch], i[ok][:k_fetch]
-        if self.device == "faiss-gpu":
-            d, i = self._faiss.search(q, k_fetch)
-        else:  # with SQ8 codes: IndexRefine(ivf-pq, SQ8) gives a shortlist of the candidates (index/rerank.py)
-            searched, params, k_fetch = self.index.pruned_search(self._faiss, params, k, k_fetch)
-            d, i = searched.search(q, k_fetch, params=params)
+        d, i = self._faiss.search(q, k_fetch, params=params if self.device != "faiss-gpu" else None)
         del keep, sel
         return d[0], i[0]
