@@ -7,11 +7,13 @@ query by query in turn so that the machine's load falls on all alike:
 - `faiss IndexRefine`: plain faiss, the same trained IndexIVFPQ read into RAM, wrapped in IndexRefine with
   fp16 refine codes in RAM (IndexScalarQuantizer QT_fp16) and k_factor = the index's candidates / k, the
   same nprobe: the library's own speed with the same parameters;
-- `project (SQ8 prune)`: `Retriever.search_rows` as the app runs it (memory-mapped ivf-pq, candidates
-  scored from the SQ8 codes in RAM, the shortlist re-ranked exactly from the memory-mapped fp16 file);
-- `project, no codes`: the same with the codes switched off (IIR_RERANK_CODES=0, or an index built before
-  them): every candidate scored exactly by faiss's fp16 kernel;
-- `old code`: the re-rank before issue 26 (every candidate's fp16 row converted by numpy, then a matmul).
+- `project, default`: `Retriever.search_rows` as the app runs it (memory-mapped ivf-pq, every candidate
+  scored exactly from the memory-mapped fp16 file by faiss's fp16 kernel);
+- `project, IIR_RERANK_CODES=1`: the candidates scored from the SQ8 codes in RAM, only the shortlist read
+  from the fp16 file and scored exactly;
+- `old re-rank`: the re-rank before issue 26 (every candidate's fp16 row converted by numpy, then a matmul);
+- `old code`: the same with faiss's default of 32 prefetch threads started by every search of the
+  memory-mapped lists, as the kind ran before issue 26.
 
 Prints time per query (p50, mean; wall and CPU), the ratio to faiss, recall@k against exact kNN, the RAM
 each holds for re-ranking, and `uptime`'s load average.
@@ -136,6 +138,8 @@ def table(t: dict, got: dict, truth: np.ndarray, k: int, ram: list[str]) -> None
 
 
 def setup(a):
+    import faiss
+
     from interactive_ir.backends import make_embedder
     from interactive_ir.index import load_index
     from interactive_ir.retrieval.retriever import Retriever
@@ -145,9 +149,10 @@ def setup(a):
     build_s = build(vec, ids, out)
     if a.nprobe:
         os.environ["IIR_NPROBE"] = str(a.nprobe)
+    os.environ["IIR_RERANK_CODES"] = "1"
     new = Retriever(load_index(out), make_embedder(f"fake:{DIM}"))
+    os.environ["IIR_RERANK_CODES"] = "0"  # the default
     old = Retriever(load_index(out), make_embedder(f"fake:{DIM}"))
-    old.index.__dict__["rerank_codes"] = None  # as an index built before the codes (or IIR_RERANK_CODES=0)
     r0 = rss_mb()
     _ = new.index.rerank_codes.index
     codes_mb = rss_mb() - r0
@@ -156,21 +161,24 @@ def setup(a):
     fx, sp, refine_bytes = plain_faiss(out, vec, p, a.k)
     ram = [f"{refine_bytes / 2**20:,.0f} MB fp16 codes (RSS +{rss_mb() - r0:,.0f} MB with the IVF in RAM)",
            f"{new.index.rerank_codes.nbytes / 2**20:,.0f} MB SQ8 codes (RSS +{codes_mb:,.0f} MB)",
-           "0 (fp16 file mapped)", "0 (fp16 file mapped)"]
+           "0 (fp16 file mapped)", "0 (fp16 file mapped)", "0 (fp16 file mapped)"]
+    prior = Retriever(load_index(out), make_embedder(f"fake:{DIM}"))
+    faiss.downcast_InvertedLists(prior.index.faiss_index.invlists).prefetch_nthread = 32  # faiss's default
     none = np.zeros(0, np.int64)
 
-    def old_code(q):  # search_rows's re-rank before issue 26: numpy float16 -> float32, then a matmul
-        _, rows = old._faiss_search(q[None], a.k, none)
-        exact = old.index.row_vectors(rows) @ q
+    def old_code(q, r=old):  # search_rows's re-rank before issue 26: numpy float16 -> float32, then a matmul
+        _, rows = r._faiss_search(q[None], a.k, none)
+        exact = r.index.row_vectors(rows) @ q
         return rows[np.argsort(-exact, kind="stable")[: a.k]]
 
     ways = {"faiss IndexRefine (fp16 refine in RAM)": lambda q: fx.search(q[None], a.k, params=sp)[1][0],
-            "project (SQ8 codes in RAM, fp16 shortlist)": lambda q: new.search_rows(q, a.k)[1],
-            "project, no codes (all candidates, faiss fp16)": lambda q: old.search_rows(q, a.k)[1],
-            "old code (all candidates, numpy fp16)": old_code}
+            "project, IIR_RERANK_CODES=1 (SQ8 in RAM, fp16 shortlist)": lambda q: new.search_rows(q, a.k)[1],
+            "project, default (all candidates, faiss fp16)": lambda q: old.search_rows(q, a.k)[1],
+            "old re-rank (all candidates, numpy fp16)": old_code,
+            "old code (numpy re-rank, faiss's 32 prefetch threads a search)": lambda q: old_code(q, prior)}
     print(f"\nN={a.n:,} {DIM}-d, ivf-pq nlist {p.nlist} PQ{p.pq_m}x{p.pq_bits} nprobe {p.nprobe}, candidates "
           f"{max(p.rerank_factor * a.k, p.rerank_min)} for a top-{a.k}, 1 thread" + (f"; built in {build_s:.0f} s" if build_s else ""))
-    return vec, ways, ram, (new.index.image_vectors, old.index.image_vectors)
+    return vec, ways, ram, (new.index.image_vectors, old.index.image_vectors, prior.index.image_vectors)
 
 
 def main() -> None:
@@ -195,6 +203,9 @@ def main() -> None:
     qs += 0.05 * rng.standard_normal(qs.shape, dtype=np.float32)
     qs /= np.linalg.norm(qs, axis=1, keepdims=True)
     truth = exact_knn(vec, qs[: max(a.recall_queries, min(a.cold_queries, a.queries))], a.k)
+    for arr in mapped:  # read once in order: the fp16 file in the page cache and mapped, as after a while of use
+        for a0 in range(0, len(arr), 100_000):
+            np.asarray(arr[a0 : a0 + 100_000]).max()
     print(f"\nWarm (the fp16 file in the page cache): {a.queries} queries, recall on {a.recall_queries}")
     table(*run(ways, qs), truth[: a.recall_queries], a.k, ram)
     if a.cold_queries:

@@ -18,7 +18,9 @@ from interactive_ir.retrieval.retriever import Retriever
 
 @pytest.fixture(scope="module")
 def ivf(tmp_path_factory):
-    return write_index(tmp_path_factory.mktemp("ivf") / "idx", "ivf-pq")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(R.CODES_ENV, "1")  # the codes are read at load when asked for
+        return write_index(tmp_path_factory.mktemp("ivf") / "idx", "ivf-pq")
 
 
 def _queries(img, count=20, seed=3):
@@ -28,7 +30,8 @@ def _queries(img, count=20, seed=3):
         yield q / np.linalg.norm(q)
 
 
-def test_ivf_pq_writes_codes_and_the_other_kinds_do_not(tmp_path, ivf):
+def test_ivf_pq_writes_codes_and_the_other_kinds_do_not(tmp_path, ivf, monkeypatch):
+    monkeypatch.setenv(R.CODES_ENV, "1")
     r, _, _ = ivf
     assert R.CODES in r.index.manifest["files"]
     sq = r.index.rerank_codes.index
@@ -38,21 +41,23 @@ def test_ivf_pq_writes_codes_and_the_other_kinds_do_not(tmp_path, ivf):
         assert R.CODES not in other.index.manifest["files"] and other.index.rerank_codes is None
 
 
-def test_exact_scores_equal_numpy_float32_for_any_row_order(ivf):
+def test_exact_top_equals_numpy_float32(ivf):
     r, img, cap = ivf
-    rows = np.random.default_rng(2).permutation(N)[:300]
+    rows = np.sort(np.random.default_rng(2).permutation(N)[:300])
     for q in _queries(img, 3):
         qrow = r.text_query_row(q, 0.15)
-        got = R.exact_scores(qrow, rows, [r.index.image_vectors, r.index.caption_vectors])
+        scores, top = R.exact_top(qrow, rows, 40, [r.index.image_vectors, r.index.caption_vectors])
         want = r.index.row_vectors(rows) @ qrow
-        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+        order = np.argsort(-want, kind="stable")[:40]
+        np.testing.assert_allclose(scores, want[order], rtol=0, atol=1e-5)
+        assert len(set(top.tolist()) ^ set(rows[order].tolist())) <= 2  # at most a tie at the edge differs
 
 
 def test_pruned_top_k_equals_exact_knn_and_scores_only_the_shortlist(ivf, monkeypatch):
     r, img, cap = ivf
     scored = []
-    full = R.exact_scores
-    monkeypatch.setattr(R, "exact_scores", lambda q, rows, parts: scored.append(len(rows)) or full(q, rows, parts))
+    full = R.exact_top
+    monkeypatch.setattr(R, "exact_top", lambda q, rows, k, parts: scored.append(len(rows)) or full(q, rows, k, parts))
     hits = total = 0
     for q in _queries(img):
         qrow = r.text_query_row(q, 0.15)
@@ -84,13 +89,17 @@ def test_pruning_keeps_the_full_re_rank_result(ivf, monkeypatch):
     assert same / total >= 0.99
 
 
-def test_codes_can_be_switched_off(tmp_path, monkeypatch, ivf):
+def test_codes_are_read_only_when_asked_for(monkeypatch, ivf):
+    monkeypatch.delenv(R.CODES_ENV, raising=False)
+    assert load_index(ivf[0].index.path).rerank_codes is None  # the default: no RAM for them
     monkeypatch.setenv(R.CODES_ENV, "0")
-    idx = load_index(ivf[0].index.path)
-    assert idx.rerank_codes is None
+    assert load_index(ivf[0].index.path).rerank_codes is None
+    monkeypatch.setenv(R.CODES_ENV, "1")
+    assert load_index(ivf[0].index.path).rerank_codes is not None
 
 
-def test_an_index_without_codes_still_loads_and_searches_exactly(tmp_path):
+def test_an_index_without_codes_still_loads_and_searches_exactly(tmp_path, monkeypatch):
+    monkeypatch.setenv(R.CODES_ENV, "1")
     r, img, cap = write_index(tmp_path / "old", "ivf-pq")
     folder = r.index.path
     _ = r.index.rerank_codes.index
@@ -109,7 +118,8 @@ def test_an_index_without_codes_still_loads_and_searches_exactly(tmp_path):
         assert len(set(rows.tolist()) & set(rows_new.tolist())) >= 29
 
 
-def test_codes_stay_readable_when_the_folder_is_replaced_after_load(tmp_path):
+def test_codes_stay_readable_when_the_folder_is_replaced_after_load(tmp_path, monkeypatch):
+    monkeypatch.setenv(R.CODES_ENV, "1")
     r, img, _ = write_index(tmp_path / "re", "ivf-pq")
     idx = load_index(r.index.path)
     (r.index.path / R.CODES).unlink()  # a rebuild renamed the folder away and deleted it

@@ -5,13 +5,14 @@ vectors. Re-ranking all of them (800 rows for a top-100) by converting their fp1
 a value) cost more than the faiss search itself. Now:
 
 1. the candidates' fp16 rows (read in ascending order from the memory-mapped file) are scored by faiss's
-   fp16 kernel (a throwaway fp16 index over those rows): exact, and no float32 copy;
-2. with SQ8 re-rank codes (`rerank_sq8.index`, written by every ivf-pq build: a faiss IndexScalarQuantizer,
-   one byte per dimension, N * width bytes: 488 MB at 1M 512-d rows) the candidates are first scored from
-   the codes in RAM by faiss's SQ8 kernel and only the best `shortlist(k)` rows are read from the fp16 file
-   (216 instead of 800 for a top-100): fewer disk reads when the fp16 file is not in the page cache. The
-   codes are read into RAM by the first search (the file is opened at load, so a rebuild that replaces the
-   folder meanwhile changes nothing); IIR_RERANK_CODES=0 leaves them unread (no RAM for them).
+   fp16 kernel (a throwaway fp16 index over those rows, reused by the thread): exact, no float32 copy;
+2. with IIR_RERANK_CODES=1, SQ8 re-rank codes (`rerank_sq8.index`, written by every ivf-pq build: a faiss
+   IndexScalarQuantizer, one byte per dimension, N * width bytes: 488 MB at 1M 512-d rows) are read into
+   RAM by the first search, the candidates are scored from them by faiss's SQ8 kernel, and only the best
+   `shortlist(k)` rows are read from the fp16 file (216 instead of 800 for a top-100). Measured at 1M
+   (bench/bench_rerank.py): slower while the fp16 file is in the page cache, 30% faster when every row read
+   is a disk read; so it is for collections whose fp16 vectors do not fit in RAM. The codes file is opened
+   at load, so a rebuild that replaces the folder meanwhile changes nothing.
 
 The top-k and its scores are exact unless SQ8's error (about 0.001 on a cosine) moves a true top-k row below
 the shortlist (measured in bench/bench_rerank.py: none did). Indices built before have no codes: step 1 alone.
@@ -28,7 +29,7 @@ import numpy as np
 from interactive_ir.index.folder_rows import FolderRows
 
 CODES = "rerank_sq8.index"  # faiss IndexScalarQuantizer (QT_8bit) of the [image | caption] rows
-CODES_ENV = "IIR_RERANK_CODES"  # "0": do not read the codes (re-rank every candidate from the fp16 rows)
+CODES_ENV = "IIR_RERANK_CODES"  # "1": read the codes into RAM and re-rank a shortlist (default: every candidate)
 SHORTLIST_FACTOR = 2  # rows scored exactly: SHORTLIST_FACTOR * k + SHORTLIST_EXTRA, best by SQ8 score
 SHORTLIST_EXTRA = 16
 TRAIN_ROWS = 65_536  # rows sampled (seeded) for each dimension's range
@@ -101,47 +102,61 @@ class Sq8Codes:
 
 
 def codes_wanted() -> bool:
-    return os.environ.get(CODES_ENV, "1").strip() != "0"
+    return os.environ.get(CODES_ENV, "0").strip() == "1"
+
+
+_SCRATCH = threading.local()  # per thread: the throwaway faiss indices, reset and refilled each search
+
+
+def _scratch(kind: str, d: int, sq=None):
+    """This thread's empty fp16 (or, with `sq`, SQ8 with its trained ranges) inner-product index of width d."""
+    import faiss
+
+    cache = getattr(_SCRATCH, "indices", None)
+    if cache is None:
+        cache = _SCRATCH.indices = {}
+    key = (kind, d, id(sq))
+    index = cache.get(key)
+    if index is None:
+        qt = faiss.ScalarQuantizer.QT_8bit if kind == "sq8" else faiss.ScalarQuantizer.QT_fp16
+        index = faiss.IndexScalarQuantizer(d, qt, faiss.METRIC_INNER_PRODUCT)
+        if sq is not None:
+            index.sq = sq.sq  # the trained ranges
+            index.is_trained = True
+        cache[key] = index
+    index.reset()
+    return index
+
+
+def _top(index, codes: np.ndarray, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, positions) of the best k of some rows' codes for q, best first, scanned by faiss's kernel."""
+    index.add_sa_codes(np.ascontiguousarray(codes).view(np.uint8))
+    d, i = index.search(np.ascontiguousarray(np.asarray(q, np.float32)[None, :]), min(k, len(codes)))
+    index.reset()
+    keep = i[0] >= 0
+    return d[0][keep], i[0][keep]
 
 
 def sq8_shortlist(q: np.ndarray, rows: np.ndarray, m: int, codes: Sq8Codes) -> np.ndarray:
-    """The m of `rows` with the best SQ8 scores, in the order given: their codes gathered from RAM and
-    scanned by faiss's SQ8 kernel (a throwaway index over those rows)."""
-    import faiss
-
-    sq = codes.index
-    flat = faiss.IndexScalarQuantizer(sq.d, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
-    flat.sq = sq.sq  # the trained ranges
-    flat.is_trained = True
-    flat.add_sa_codes(codes.array[rows])
-    _, i = flat.search(np.ascontiguousarray(np.asarray(q, np.float32)[None, :]), m)
-    return rows[np.sort(i[0][i[0] >= 0])]
+    """The m of `rows` (ascending) with the best SQ8 scores, ascending: their codes gathered from RAM."""
+    _, pos = _top(_scratch("sq8", codes.width, codes.index), codes.array[rows], q, m)
+    return rows[np.sort(pos)]
 
 
-def exact_scores(q: np.ndarray, rows: np.ndarray, parts: list[np.ndarray]) -> np.ndarray:
-    """Exact inner products of q with some rows of the fp16 matrices `parts` ([image | caption] side by
-    side), computed by faiss's fp16 kernel; read in ascending row order (kinder to a memory-mapped file)."""
-    import faiss
-
-    rows = np.asarray(rows, np.int64)
-    order = np.argsort(rows, kind="stable")
-    got = [np.asarray(p[rows[order]], np.float16) for p in parts]
+def exact_top(q: np.ndarray, rows: np.ndarray, k: int, parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(exact scores, rows) of the best k of `rows` (ascending: kinder to a memory-mapped file), best first,
+    from the fp16 matrices `parts` ([image | caption] side by side) by faiss's fp16 kernel."""
+    got = [np.asarray(p[rows], np.float16) for p in parts]
     codes = got[0] if len(got) == 1 else np.concatenate(got, axis=1)
-    flat = faiss.IndexScalarQuantizer(codes.shape[1], faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
-    flat.add_sa_codes(np.ascontiguousarray(codes).view(np.uint8))
-    d, i = flat.search(np.ascontiguousarray(np.asarray(q, np.float32)[None, :]), len(rows))
-    out = np.empty(len(rows), np.float32)
-    out[order[i[0]]] = d[0]
-    return out
+    scores, pos = _top(_scratch("fp16", codes.shape[1]), codes, q, k)
+    return scores, rows[pos]
 
 
 def rerank(q: np.ndarray, rows: np.ndarray, k: int, parts: list[np.ndarray],
            codes: Sq8Codes | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(exact scores, rows) of the best k candidates, best first (ties in the candidates' order); with `codes`,
-    only the SQ8 shortlist of the candidates is read from `parts` and scored exactly."""
-    rows = np.asarray(rows, np.int64)
+    """(exact scores, rows) of the best k candidates, best first; with `codes`, only the SQ8 shortlist of the
+    candidates is read from `parts` and scored exactly."""
+    rows = np.sort(np.asarray(rows, np.int64))
     if codes is not None and len(rows) > shortlist(k):
         rows = sq8_shortlist(q, rows, shortlist(k), codes)
-    exact = exact_scores(q, rows, parts)
-    order = np.argsort(-exact, kind="stable")[:k]
-    return exact[order], rows[order]
+    return exact_top(q, rows, k, parts)
