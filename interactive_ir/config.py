@@ -153,6 +153,9 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "retrieval/search_device.py"),
     EnvVar("IIR_NPROBE", "ivf-pq lists searched per query (overrides the index's tuned nprobe)", "index/kinds.py",
            "the index's own"),
+    EnvVar("IIR_RERANK_CODES", "1: an ivf-pq index holds its SQ8 re-rank codes in RAM (N x width bytes) and reads "
+           "only a shortlist of candidates from the fp16 file (for vectors larger than the page cache)",
+           "index/rerank.py", "0"),
     EnvVar("IIR_EF_SEARCH", "hnsw search beam (overrides the index's ef_search)", "index/kinds.py", "the index's own"),
     EnvVar("IIR_STORE", "vector store of an opened index: milvus-lite:PATH or milvus://HOST:PORT/NAME",
            "index/store.py", "the index's faiss files"),

@@ -88,3 +88,15 @@ def test_gpu_check_dry_run_starts_and_passes_on_the_cpu():
         line = next(l for l in stdout.splitlines() if l.startswith(name))
         assert " yes " in line, line
     assert "device torch" in stdout and "device faiss-gpu" in stdout
+
+
+def test_bench_rerank_tiny(tmp_path):
+    """bench_rerank.py at 2,000 rows: a warm and a cold table with every way, recall in [0, 1], faiss's ratio 1."""
+    stdout = run("bench_rerank.py", "--n", "2000", "--queries", "6", "--cold-queries", "2", "--recall-queries", "3",
+                 "--work", str(tmp_path / "w"), timeout=300)
+    assert stdout.count("| way |") == 2  # the warm table and the cold one
+    lines = stdout.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("| way |")))
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[start + 2 : start + 7]]
+    assert len(rows) == 5 and rows[0][0].startswith("faiss IndexRefine") and rows[0][4].startswith("1.00 /")
+    assert all(0.0 <= float(r[5]) <= 1.0 for r in rows)

@@ -285,6 +285,19 @@ def _text(args: str, spec: str, **options) -> TextEmbedder:
     return TextEmbedder(args or "all-MiniLM-L6-v2", spec=spec, **options)
 
 
+MULTILINGUAL_EMBEDDER = "open_clip:xlm-roberta-base-ViT-B-32:laion5b_s13b_b90k"  # queries in 100+ languages (~1.1 GB)
+# text encoders trained on many languages (the spec contains one of these, case-insensitive); every other embedder
+# is taken to read English only (CLIP, SigLIP, MiniLM: trained on English captions)
+MULTILINGUAL_MARKERS = ("xlm-roberta", "multilingual", "m-clip", "mclip", "labse", "bge-m3", "multilingual-e5",
+                        "siglip2", "nllb")
+
+
+def is_multilingual(spec: str) -> bool:
+    """Does the embedder `spec` understand queries in languages other than English?"""
+    s = (spec or "").lower()
+    return any(m in s for m in MULTILINGUAL_MARKERS)
+
+
 register(BackendInfo("embedder", "open_clip", f"{__name__}:_open_clip", "open_clip:ARCH:PRETRAINED",
                      "open_clip model (default open_clip:ViT-B-32:laion2b_s34b_b79k, ~600 MB); PRETRAINED may "
                      "be a local checkpoint path or 'none' for random weights"))

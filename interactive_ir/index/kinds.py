@@ -128,7 +128,21 @@ def read(path: str, params: IndexParams):
     import faiss
 
     flags = faiss.IO_FLAG_MMAP if params.kind == "ivf-pq" else faiss.IO_FLAG_MMAP_IFC
-    return faiss.read_index(path, flags | faiss.IO_FLAG_READ_ONLY)
+    index = faiss.read_index(path, flags | faiss.IO_FLAG_READ_ONLY)
+    if params.kind == "ivf-pq":
+        no_prefetch_threads(index)
+    return index
+
+
+def no_prefetch_threads(index) -> None:
+    """A memory-mapped ivf-pq index's lists (faiss OnDiskInvertedLists) start 32 prefetch threads per search
+    by default: 5-6x the search itself on lists already in the page cache (bench/bench_rerank.py). Off:
+    a list not in memory is read when the search touches it."""
+    import faiss
+
+    lists = faiss.downcast_InvertedLists(index.invlists)
+    if isinstance(lists, faiss.OnDiskInvertedLists):
+        lists.prefetch_nthread = 0
 
 
 def candidates(params: IndexParams, k: int) -> int:

@@ -174,6 +174,28 @@ class ImageIndex:
             out[order, self.dim:] = self.caption_vectors[rows[order]]
         return out
 
+    # --- the exact re-rank of approximate candidates (`rerank.py`) -------------------------------
+    @cached_property
+    def rerank_codes(self):
+        """The SQ8 re-rank codes (`rerank.Sq8Codes`: opened at load, read into RAM by the first search), or
+        None: not ivf-pq, a Milvus store, an index built before the codes, or IIR_RERANK_CODES=0."""
+        from interactive_ir.index import rerank
+
+        if self.store is not None or rerank.CODES not in self.manifest.get("files", {}) or not rerank.codes_wanted():
+            return None
+        return rerank.Sq8Codes(self.path / rerank.CODES, len(self), self.dim * (2 if self.has_captions else 1))
+
+    def rerank(self, q: np.ndarray, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(exact scores, rows) of the best k of an approximate search's candidates, best first."""
+        if self.store is not None:
+            exact = self.row_vectors(rows) @ q
+            order = np.argsort(-exact, kind="stable")[:k]
+            return exact[order], np.asarray(rows, np.int64)[order]
+        from interactive_ir.index import rerank
+
+        parts = [self.image_vectors] + ([self.caption_vectors] if self.has_captions else [])
+        return rerank.rerank(q, rows, k, parts, self.rerank_codes)
+
 
 def _check_inside(p: str, roots: tuple[str, ...], index_dir: Path, manifest: dict) -> None:
     """Refuse a file whose real path is outside the image root and the build's recorded link targets."""
@@ -362,6 +384,7 @@ def load_index(path: Path, *, expect_embedder: str | None = None, expect_dim: in
     if len(index) <= LOAD_TIME_LINK_CHECK_MAX:
         _check_links(index)
     _ = index.image_vectors, index.caption_vectors  # map the files now: a later rebuild replaces, never edits, them
+    _ = index.rerank_codes  # opened now, read by the first search
     return index
 
 

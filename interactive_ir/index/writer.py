@@ -29,6 +29,7 @@ import numpy as np
 
 from interactive_ir import __version__
 from interactive_ir.index import kinds as K
+from interactive_ir.index import rerank
 from interactive_ir.index.folder_rows import FolderRows
 from interactive_ir.index.metadata import SQLITE_NAME, IndexRecord, SqliteMetadataWriter
 from interactive_ir.index.store import FORMAT_VERSION, sha256_file
@@ -175,9 +176,10 @@ class IndexWriter:
                 params, report = tune_ivf(index, params, rows)
                 tuning = report.to_dict()
             del index
+            codes = (rerank.write_codes(self.tmp, rows, n),) if params.kind == "ivf-pq" else ()  # SQ8: re-rank
             (self.tmp / "progress.json").unlink(missing_ok=True)
             files = {}
-            for name in ("image_emb.npy", "caption_emb.npy", "faiss.index", SQLITE_NAME):
+            for name in ("image_emb.npy", "caption_emb.npy", "faiss.index", SQLITE_NAME, *codes):
                 f = self.tmp / name
                 if f.exists():
                     files[name] = {"bytes": f.stat().st_size, "sha256": sha256_file(f)}

@@ -139,7 +139,7 @@ class Retriever:
         """(scores, rows) of the top-k rows by inner product with a composed query row, best first.
 
         Candidates stay arrays (no Hit or path per candidate). On an approximate index the candidates
-        are re-ranked with exact scores from the memory-mapped fp16 vectors.
+        are re-ranked with exact scores from the memory-mapped fp16 vectors (`ImageIndex.rerank`).
         """
         k = self.config.k if k is None else int(k)
         if k < 1:
@@ -160,9 +160,7 @@ class Retriever:
         keep = rows >= 0
         scores, rows = np.asarray(scores[keep], np.float32), np.asarray(rows[keep], np.int64)
         if self.index.params.approximate and len(rows):
-            exact = self.index.row_vectors(rows) @ q[0]
-            order = np.argsort(-exact, kind="stable")[:k_eff]
-            scores, rows = exact[order], rows[order]
+            scores, rows = self.index.rerank(q[0], rows, k_eff)  # exact scores (SQ8 codes prune first: index/rerank.py)
         return canonical_order(scores, rows)
 
     def hits(self, scores: np.ndarray, rows: np.ndarray) -> list[Hit]:

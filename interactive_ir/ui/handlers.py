@@ -187,8 +187,16 @@ def start(engine, st: UIState, description: str, *, defer_question: bool = False
     _moved(st)
     st.new_page()
     _drop_upload(st)
-    st.notice = ""
+    st.notice = language_note(engine, text)  # "" unless the words look non-English and the embedder is not
     return st
+
+
+def language_note(engine, text: str) -> str:
+    """The note when the words look non-English and the index's embedder reads English only (`language.py`)."""
+    from interactive_ir.ui.language import english_only_note
+
+    index = getattr(engine, "index", None)
+    return english_only_note(index.embedder_spec, text) if index is not None else ""
 
 
 def new_search(engine, st: UIState) -> UIState:
@@ -217,7 +225,7 @@ def answer(engine, st: UIState, text: str, *, defer_question: bool = False, late
         turn = engine.answer(s, text, refine=not later)  # later: the dialogue as typed, rewritten by "refine"
     _moved(st, ENGINE_REFINE if turn.extra.get("plugir", {}).get("refine_due") else None)
     st.new_page()
-    st.notice = ""
+    st.notice = language_note(engine, text)
     return st
 
 

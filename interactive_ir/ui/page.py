@@ -21,6 +21,7 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
     import gradio as gr
 
     from interactive_ir.ui import events, listeners
+    from interactive_ir.ui.i18n import translate_page
     from interactive_ir.ui.layout import lay_out
     from interactive_ir.ui.serving.uploads import delete_cache
 
@@ -28,6 +29,7 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
     with gr.Blocks(title=title, delete_cache=delete_cache(), fill_width=True) as demo:
         page = lay_out(ctx, setup_notes, title)
         listeners.wire(demo, page, ctx, search_concurrency=search_concurrency, click_concurrency=click_concurrency)
+    translate_page(demo)  # the page's text in the browser's language (`i18n.py`; launch_options passes the catalogue)
     return demo
 
 
@@ -36,6 +38,7 @@ def launch_options(engine) -> dict:
     by token: no folder is opened to Gradio's file route) and the upload limits."""
     from starlette.middleware import Middleware
 
+    from interactive_ir.ui.i18n import catalogue
     from interactive_ir.ui.serving.files import media_routes
     from interactive_ir.ui.serving.tabs import tab_limits
     from interactive_ir.ui.serving.uploads import UploadGuard, default_store
@@ -47,4 +50,5 @@ def launch_options(engine) -> dict:
         "max_file_size": store.policy.max_bytes,
         "state_session_capacity": tab_limits().max_tabs,
         "app_kwargs": {"routes": media_routes(engine.index, store), "middleware": [Middleware(UploadGuard)]},
+        "i18n": catalogue(),  # the page's text in English, German, Spanish and Chinese
     }
