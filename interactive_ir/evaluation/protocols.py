@@ -69,7 +69,7 @@ REFERENCE = ("none", "oracle", "attribute", *KNOWN_BAD)
 ENGINE_QUESTIONS = ("inverted-pull",)  # reference strategies that answer the engine's own (grounded) questions
 GROUNDED = _protocols(registry.questioners())  # the engine's questioner without an LLM
 _METHOD_OF = {m.protocol: m for name in ("conversation", "feedback", "composed") for m in registry.methods(name)}
-BELIEF = ("closest",)  # rounds moved by the belief over the collection (`retrieval.belief`)
+BELIEF = ("belief", "closest", "belief:references", "belief:questions", "belief:marks")  # rounds moved by the belief (`retrieval.belief`)
 ALL = (*CONVERSATION, *FEEDBACK, *COMPOSED, "mixed", *REFERENCE, *GROUNDED, *BELIEF, *FIXED)
 ATTRIBUTE_CANDIDATES = 20  # the attribute questioner splits the captions of this many top images
 ALIASES = {
@@ -226,7 +226,7 @@ def next_round(p: Protocol, engine, session: Session, query: Query, user: Simula
     if p.family == "fixed-dialogue":
         return _replay(p, engine, session, query, t)
     if p.family == "belief":
-        return _closest(engine, session, k, user)
+        return _BELIEF_ROUNDS[p.variant](engine, session, k, user)
     raise BadInputError(f"protocol family {p.family!r} has no rounds")  # pragma: no cover
 
 
@@ -387,6 +387,48 @@ def _closest(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) 
     return engine.closest(session, picked), act
 
 
+def _alike(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) -> tuple[list[str], object]:
+    """The shown images and the user's judgement of how alike each looks to the target (index captions in
+    caption space, against the user's knowledge)."""
+    shown = list(session.last.shown) if session.last else []
+    if not shown:
+        raise StopQuery("nothing was shown to choose from")
+    seen = [c or i for i, c in zip(shown, engine.captions_of(shown))]
+    return shown, user.answerer.choose(k, seen)
+
+
+def _like_this(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) -> tuple[Turn, dict]:
+    """"Like this, but ...": a click on the shown image most like the target ("none of these" when none is
+    alike) and how the target differs from that most alike image, in the relative captioner's words."""
+    shown, choice = _alike(engine, session, k, user)
+    picked = shown[choice.index] if choice.index is not None else None
+    best = shown[max(range(len(shown)), key=lambda i: (choice.scores[i] if i < len(choice.scores) else 0.0, -i))]
+    reply = user.relative.describe(k, best)
+    text = "" if reply.text.startswith("like this one") and " without " not in reply.text else reply.text
+    act = {"action": "closest", **choice.to_dict(), "none": picked is None, "said": text}
+    return engine.closest(session, picked, text or None), act
+
+
+def _belief_marks(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) -> tuple[Turn, dict]:
+    """Marks: every shown image the user judges alike (`SimConfig.choice_threshold`) marked "like it", the rest
+    "not it"."""
+    shown, choice = _alike(engine, session, k, user)
+    threshold = user.answerer.config.choice_threshold
+    relevant = [i for i, sc in zip(shown, choice.scores) if sc >= threshold]
+    irrelevant = [i for i in shown if i not in relevant]
+    return engine.marks(session, relevant, irrelevant), {"action": "marks", "relevant": len(relevant)}
+
+
+def _belief_question(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) -> tuple[Turn, dict]:
+    """The belief's yes/no question on the word that splits its most probable images, answered; with no word
+    to ask about, a click on the most alike image."""
+    question = engine.ask_belief(session)
+    if question is None:
+        return _closest(engine, session, k, user)
+    reply = user.answerer.answer(k, question.text)
+    return engine.tell(session, reply.text), {"action": "answer", "question": question.text, **reply.to_dict()}
+
+
 def _replay(p: Protocol, engine, session: Session, query: Query, t: int) -> tuple[Turn, dict]:
     if p.variant == "split":
         if t >= len(query.rounds_text):
@@ -402,3 +444,7 @@ def _replay(p: Protocol, engine, session: Session, query: Query, t: int) -> tupl
     question, answer = query.dialog[t - 1]
     session.pending_question = question or "(no question)"
     return engine.answer(session, answer or "uncertain"), {"action": "replay", "question": question, "text": answer}
+
+
+_BELIEF_ROUNDS = {"belief": _like_this, "closest": _closest, "belief:references": _like_this,
+                  "belief:questions": _belief_question, "belief:marks": _belief_marks}
