@@ -121,27 +121,33 @@ class BeliefRounds(OnCore):
 
     def closest(self, session: Session, image_id: str | None, text: str | None = None) -> Turn:
         """The user picked `image_id` among the last round's results as closest to the image in mind (None:
-        none of these is close), and maybe said how the image in mind differs (`text`: "but at night")."""
+        none of these is close), and maybe said how the image in mind differs (`text`: "but at night") or
+        answered the pending question with it."""
         options = self._last_shown(session, [image_id] if image_id is not None else [])
-        said = " ".join((text or "").split())
-        label = said or ("closest" if image_id else "none of these")
+        typed = " ".join((text or "").split())
+        said = self._answer_text(session, typed) if typed else ""
+        label = typed or ("closest" if image_id else "none of these")
         extra = {"clicked": image_id, "options": options, **({"said": said} if said else {})}
-        return self._round(session, CLOSEST, label, extra)
+        return self._round(session, CLOSEST, label, extra, answered=session.pending_question if typed else "")
+
+    def _answer_text(self, session: Session, text: str) -> str:
+        """What `text` says about the image in mind: a "yes" or "no" to the pending yes/no question on a word
+        is that word, or "no" and the word; anything else is itself."""
+        word = session.last.extra.get("asked") if session.pending_question else None
+        reply = text.lower().strip(" .!")
+        if word and reply in YES:
+            return word
+        if word and reply in NO:
+            return f"no {word}"
+        return text
 
     def tell(self, session: Session, text: str) -> Turn:
         """What the user says about the image in mind: an answer to the pending question ("yes" / "no" to a
         yes/no question on a word becomes that word, or "no" and the word), or "it also has a red kite"."""
-        said = " ".join(self.core.check_text(text, "what you say about the image").split())
+        typed = " ".join(self.core.check_text(text, "what you say about the image").split())
         self._last_shown(session, [])
-        question = session.pending_question
-        word = session.last.extra.get("asked") if question else None
-        reply = said.lower().strip(" .!")
-        if word and reply in YES:
-            said = word
-        elif word and reply in NO:
-            said = f"no {word}"
-        turn = self._round(session, TELL, text.strip(), {"said": said}, answered=question)
-        return turn
+        return self._round(session, TELL, typed, {"said": self._answer_text(session, typed)},
+                           answered=session.pending_question)
 
     def skip(self, session: Session) -> Turn:
         """Nothing to say about this page: the next most probable unseen images (the page is ruled out)."""

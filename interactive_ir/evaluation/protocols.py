@@ -18,7 +18,10 @@ Round 0 is always the query's description. Each later round is one call of an en
 | `shuffled-page` | `search_text` | the description again, but the page shows k random images not shown before (a known-bad) | - |
 | `attribute` | `search_text` | a yes/no question on the word that best splits the candidates; "yes" adds it | - |
 | `grounded` | `start` | the engine's grounded question (`engine.ask`): options chosen, or yes/no answered | - |
-| `closest` | `search_text` | a click on the shown image most like the target, or "none of these" (`engine.closest`: the belief over the collection) | - |
+| `belief` (= `belief:references`) | `search_text` | the web app's default without an LLM: a click on the shown image most like the target (or "none of these") and how the target differs from the most alike one, in the relative captioner's words ("like this, but ...": `engine.closest(id, text)`, the belief over the collection) | - |
+| `closest` | `search_text` | only the click (`engine.closest`) | - |
+| `belief:questions` | `search_text` | the page's questions answered: "which is closest?" (the click) and the belief's own question (open ones first, then yes/no on a word that splits the probable images; `engine.closest(id, answer)`) | - |
+| `belief:marks` | `search_text` | every shown image the user judges alike marked "like it", the rest "not it" (`engine.marks`) | - |
 | `fixed-dialogue` (= `:concat`) | `search_text` | ChatIR's query: the caption and the first t entries joined by ", " | dialogues |
 | `fixed-dialogue:split` | `search_text` | the dialogue file's round-t entry as the query (PlugIR's released files) | dialogues |
 | `fixed-dialogue:cr` | `start` | `answer` with the dialogue's question and answer (PlugIR context reformulation) | dialogues, LLM |
@@ -420,13 +423,18 @@ def _belief_marks(engine, session: Session, k: TargetKnowledge, user: SimulatedU
 
 
 def _belief_question(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) -> tuple[Turn, dict]:
-    """The belief's yes/no question on the word that splits its most probable images, answered; with no word
-    to ask about, a click on the most alike image."""
-    question = engine.ask_belief(session)
+    """The page's two questions, answered: "Which of these is closest to your image?" (a click on the shown
+    image most like the target, or "none of these") and the belief's own question (open ones first, then
+    yes/no on a word that splits the probable images; "not sure" says nothing)."""
+    question = session.question or engine.ask_belief(session)
+    shown, choice = _alike(engine, session, k, user)
+    picked = shown[choice.index] if choice.index is not None else None
+    act = {"action": "closest", **choice.to_dict(), "none": picked is None}
     if question is None:
-        return _closest(engine, session, k, user)
+        return engine.closest(session, picked), act
     reply = user.answerer.answer(k, question.text)
-    return engine.tell(session, reply.text), {"action": "answer", "question": question.text, **reply.to_dict()}
+    act.update({"question": question.text, "answer": reply.text, "uncertain": reply.uncertain})
+    return engine.closest(session, picked, None if reply.uncertain else reply.text), act
 
 
 def _replay(p: Protocol, engine, session: Session, query: Query, t: int) -> tuple[Turn, dict]:
