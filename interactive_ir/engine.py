@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from interactive_ir.core.belief_rounds import BeliefRounds
+from interactive_ir.core.belief_rounds import OPEN_QUESTIONS, BeliefRounds
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.steps import QuestionStep, Refinement
 from interactive_ir.core.text_search import (
@@ -37,7 +37,8 @@ from interactive_ir.modes import registry
 from interactive_ir.modes.feedback.mode import Feedback, FeedbackConfig, feedback_config
 from interactive_ir.retrieval.belief import BeliefConfig, belief_config
 from interactive_ir.retrieval.retriever import Retriever
-from interactive_ir.types import Question
+from interactive_ir.modes.conversation.plugir.questioner import question_about
+from interactive_ir.types import Option, Question
 
 __all__ = ["Engine", "EngineConfig", "PAGING_KINDS", "QUERY_ROW_ATTR", "build_engine", "engine_config"]
 
@@ -158,14 +159,52 @@ class Engine(OnCore):
         turn = self.composed_mode.relative(session, caption, reference=reference, image=image, method=method)
         return self._then_ask(session, turn, ask)
 
-    def closest(self, session: Session, image_id: str | None, *, ask: bool = True) -> Turn:
-        """A click on the shown image closest to the one in mind (None: none of these is close): evidence for
-        the belief over the collection, whose next page shows the most probable unseen images and a few to
-        learn from (`core.belief_rounds`)."""
-        return self._then_ask(session, self.belief_rounds.closest(session, image_id), ask)
+    def closest(self, session: Session, image_id: str | None, text: str | None = None, *, ask: bool = True) -> Turn:
+        """A click on the shown image closest to the one in mind (None: none of these is close), maybe with
+        how the one in mind differs (`text`: "but at night"): evidence for the belief over the collection,
+        whose next page shows the most probable unseen images and a few to learn from (`core.belief_rounds`)."""
+        return self._then_ask(session, self.belief_rounds.closest(session, image_id, text), ask)
+
+    def tell(self, session: Session, text: str, *, ask: bool = True) -> Turn:
+        """What the user says about the image in mind (an answer, "it also has a red kite"), as evidence for
+        the belief; the page comes from the belief."""
+        return self._then_ask(session, self.belief_rounds.tell(session, text), ask)
+
+    def marks(self, session: Session, relevant, irrelevant=(), *, ask: bool = True) -> Turn:
+        """Relevance marks as evidence for the belief: each image marked "like it" counts as a click on it."""
+        return self._then_ask(session, self.belief_rounds.marks(session, relevant, irrelevant), ask)
+
+    def ask_belief(self, session: Session) -> Question | None:
+        """A yes/no question, with no LLM, on the word that best splits the probability of the belief's most
+        probable unseen images (`BeliefRounds.splitting_word`), made the pending one; answer it with `tell`
+        ("yes" / "no" / anything else said). None: no word splits them."""
+        self.core.check_open(session)
+        return self.apply_question(session, self._belief_question(session))
+
+    def _belief_question(self, session: Session) -> QuestionStep:
+        """The belief's next question: the first open question of `OPEN_QUESTIONS` not asked yet (its
+        answer's new words are evidence), then yes/no on the word that splits the probable images."""
+        last = session.last
+        if last is None:
+            return QuestionStep(-1, None)
+        asked = {t.question for t in session.turns}
+        open_q = next((q for q in OPEN_QUESTIONS if q not in asked), None)
+        if open_q is not None:
+            return QuestionStep(last.round, Question(open_q, "open", (), last.round), {"belief_word": ""})
+        word = self.belief_rounds.splitting_word(session)
+        if word is None:
+            return QuestionStep(last.round, None)
+        question = Question(question_about(word), "yesno", (Option("yes"), Option("no")), last.round)
+        return QuestionStep(last.round, question, {"belief_word": word})
+
+    def skip_belief(self, session: Session, *, ask: bool = True) -> Turn:
+        """The next page of the belief's most probable unseen images (this page is not it; nothing else said)."""
+        return self._then_ask(session, self.belief_rounds.skip(session), ask)
 
     def _then_ask(self, session: Session, turn: Turn, ask: bool) -> Turn:
-        if ask and self.asker.asks(session):
+        if ask and session.meta.get("belief") and session.meta.get("ask_questions") is not False:
+            self.ask_belief(session)  # a search on the belief asks the belief's own questions (no LLM)
+        elif ask and self.asker.asks(session):
             self.asker.ask(session)
         return turn
 
@@ -190,15 +229,24 @@ class Engine(OnCore):
         """ASK: the next question about the last round's results, made the pending one (None: nothing
         to ask, or this session asks no questions)."""
         self.core.check_open(session)
+        if session.meta.get("belief"):
+            return self.apply_question(session, self._belief_question(session))
         return self.asker.ask(session)
 
     def prepare_question(self, session: Session) -> QuestionStep:
         """`ask` without changing the session (apply it with `apply_question`, or drop it)."""
+        if session.meta.get("belief"):
+            return self._belief_question(session)
         return self.asker.prepare(session)
 
     def apply_question(self, session: Session, step: QuestionStep) -> Question | None:
         """Apply a prepared question; SessionError when the session moved past its round."""
-        return self.asker.apply(session, step)
+        word = step.extra.get("belief_word")
+        if word is None:
+            return self.asker.apply(session, step)
+        question = self.asker.apply(session, QuestionStep(step.round, step.question, timings=step.timings))
+        session.last.extra["asked"] = word  # `tell` reads a yes or no to it as the word, or "no" and the word
+        return question
 
 
 def build_engine(retriever: Retriever, llm=None, captioner=None, vlm=None, config: EngineConfig = EngineConfig(),

@@ -54,3 +54,11 @@ def build_tiny(tmp_path: Path, n: int = 24, dim: int = 32, captions: bool = True
     return Retriever(load_index(tmp_path / "index"), emb), sorted(caps), caps
 
 
+
+
+# the query-vector modes as they are without the belief on the page (`BeliefConfig.on_page`): for tests of what
+# questions, feedback and composed search do to a query (the web app's default runs every action on the belief)
+def query_modes():
+    from interactive_ir.retrieval.belief import BeliefConfig
+
+    return BeliefConfig(on_page=False)

@@ -11,6 +11,7 @@ from interactive_ir.errors import SessionError
 from interactive_ir.ui import events, render, work
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui.state import UIState
+from iir_testutils import query_modes
 
 
 # --- start-up: no LLM rather than SmolLM2 -----------------------------------------------------------
@@ -47,7 +48,7 @@ class MovingLLM(FakeLLM):
 
 @pytest.fixture
 def engine(tiny_index):
-    return build_engine(tiny_index[0], llm=MovingLLM(), config=EngineConfig(k=4))
+    return build_engine(tiny_index[0], llm=MovingLLM(), config=EngineConfig(k=4), belief=query_modes())
 
 
 def _answered(engine) -> UIState:

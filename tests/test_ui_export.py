@@ -16,6 +16,7 @@ from interactive_ir.errors import IndexLoadError, SessionError
 from interactive_ir.ui import export
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui.state import UIState
+from iir_testutils import query_modes
 
 K = 4
 AWKWARD = 'a dog, a "big" one\nby the sea, 50% off; c\'est la vie'
@@ -24,7 +25,7 @@ AWKWARD = 'a dog, a "big" one\nby the sea, 50% off; c\'est la vie'
 @pytest.fixture
 def engine(tiny_index):
     r, _, _ = tiny_index
-    return build_engine(r, llm=FakeLLM(), config=EngineConfig(k=K))
+    return build_engine(r, llm=FakeLLM(), config=EngineConfig(k=K), belief=query_modes())
 
 
 class AwkwardCaptions:

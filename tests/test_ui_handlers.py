@@ -21,6 +21,7 @@ from interactive_ir.types import Hit
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui import render
 from interactive_ir.ui.state import UIState
+from iir_testutils import query_modes
 
 K = 4
 
@@ -46,7 +47,7 @@ def _kept(path) -> bool:
 @pytest.fixture
 def engine(tiny_index):
     r, _, _ = tiny_index
-    return build_engine(r, llm=FakeLLM(), config=EngineConfig(k=K))
+    return build_engine(r, llm=FakeLLM(), config=EngineConfig(k=K), belief=query_modes())
 
 
 @pytest.fixture
@@ -55,7 +56,7 @@ def engine_no_llm(tiny_index):
     from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
 
     r, _, _ = tiny_index
-    return build_engine(r, llm=None, config=EngineConfig(k=K), plugir=PlugIRConfig(questioner="llm"))
+    return build_engine(r, llm=None, config=EngineConfig(k=K), plugir=PlugIRConfig(questioner="llm"), belief=query_modes())
 
 
 @pytest.fixture
@@ -75,7 +76,7 @@ def test_modes_follow_the_engine(tiny_index, engine, engine_no_llm):
 
 def test_uploads_on_a_caption_index_need_a_captioner(tmp_path):
     """The offline demo (a caption index, no captioner) hides the upload and says so; with a captioner it works."""
-    from iir_testutils import build_tiny
+    from iir_testutils import build_tiny, query_modes
     from PIL import Image
 
     from interactive_ir.backends.captioners import FakeCaptioner
@@ -87,7 +88,7 @@ def test_uploads_on_a_caption_index_need_a_captioner(tmp_path):
         has_vision = False
 
     r, ids, caps = build_tiny(tmp_path, embedder=TextOnly(32))
-    eng = build_engine(r, config=EngineConfig(k=K))
+    eng = build_engine(r, config=EngineConfig(k=K), belief=query_modes())
     assert not h.modes(eng).upload and h.modes(eng).composed
     ref = render.reference_html(eng, UIState())  # no upload offered, and the page says why in plain words
     assert "Upload a reference" not in ref and render.esc(render.NO_UPLOAD) in ref
@@ -97,7 +98,7 @@ def test_uploads_on_a_caption_index_need_a_captioner(tmp_path):
     with pytest.raises(BadInputError, match="use a shown result as the reference"):
         h.set_upload(eng, st, str(img))
     assert st.upload == ""
-    with_captioner = build_engine(r, captioner=FakeCaptioner(), config=EngineConfig(k=K))
+    with_captioner = build_engine(r, captioner=FakeCaptioner(), config=EngineConfig(k=K), belief=query_modes())
     assert h.modes(with_captioner).upload
     assert _kept(h.set_upload(with_captioner, UIState(), str(img)).upload)
 
@@ -597,7 +598,7 @@ def test_model_steps_run_in_the_background_with_the_callers_context():
 # --- results first, question after ------------------------------------------------------------------------
 def test_deferred_question_is_the_same_question_asked_later(engine, tiny_index):
     r, _, _ = tiny_index
-    direct = h.start(build_engine(r, llm=FakeLLM(), config=EngineConfig(k=K)), UIState(), "a red dog on the beach")
+    direct = h.start(build_engine(r, llm=FakeLLM(), config=EngineConfig(k=K), belief=query_modes()), UIState(), "a red dog on the beach")
     st = h.start(engine, UIState(), "a red dog on the beach", defer_question=True)
     assert st.question_due and not st.session.pending_question and "ask_questions" not in st.session.meta
     assert st.current_ids == direct.current_ids

@@ -11,6 +11,7 @@ import pytest
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.ui.state import UIState
+from iir_testutils import query_modes
 
 GRADIO_VARS = ("GRADIO_ANALYTICS_MAX_EVENTS", "GRADIO_ANALYTICS_CACHE_FREQUENCY")
 
@@ -22,7 +23,7 @@ def engine(tiny_index, tmp_path, monkeypatch):
     monkeypatch.setenv("IIR_CACHE_DIR", str(tmp_path / "cache"))
     uploads.default_store.cache_clear()
     r, _, _ = tiny_index
-    yield build_engine(r, llm=FakeLLM(), config=EngineConfig(k=4))
+    yield build_engine(r, llm=FakeLLM(), config=EngineConfig(k=4), belief=query_modes())
     uploads.default_store.cache_clear()
 
 

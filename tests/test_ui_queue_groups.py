@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from iir_testutils import query_modes
 
 ROOT = Path(__file__).resolve().parent.parent
 SLOW_S = 3.0  # how long a slowed handler of another tab takes
@@ -30,7 +31,7 @@ def _serve(tmp_path, monkeypatch, **build):
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     uploads.default_store.cache_clear()
     r, _, _ = build_tiny(tmp_path, n=24)
-    engine = build_engine(r, llm=FakeLLM(), config=EngineConfig(k=6))
+    engine = build_engine(r, llm=FakeLLM(), config=EngineConfig(k=6), belief=query_modes())
     demo = build_demo(engine, **build)
     demo.queue(default_concurrency_limit=1, max_size=1024)
     demo.launch(server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True,

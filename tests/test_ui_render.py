@@ -12,6 +12,7 @@ from interactive_ir.types import Option, Question
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui import render, work
 from interactive_ir.ui.state import UIState
+from iir_testutils import query_modes
 
 K = 4
 
@@ -19,7 +20,7 @@ K = 4
 @pytest.fixture
 def grounded(tiny_index):
     """No LLM: the engine asks grounded questions (options to click)."""
-    return build_engine(tiny_index[0], llm=None, config=EngineConfig(k=K))
+    return build_engine(tiny_index[0], llm=None, config=EngineConfig(k=K), belief=query_modes())
 
 
 def ask(engine, st):
@@ -104,7 +105,7 @@ def test_the_chosen_kind_of_question_holds_for_this_and_later_searches(grounded,
     assert st.session.meta["questioner"] == "grounded"
     with pytest.raises(BadInputError, match="need a language model"):
         h.set_questioner(grounded, st, "llm")
-    eng = build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=K))
+    eng = build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=K), belief=query_modes())
     st = h.set_questioner(eng, st, "llm")
     assert st.session.meta["questioner"] == "llm"
     h.new_search(eng, st)
@@ -113,7 +114,7 @@ def test_the_chosen_kind_of_question_holds_for_this_and_later_searches(grounded,
 
 
 def test_hide_seen_option_holds_for_this_tab_and_its_next_searches(tiny_index):
-    eng = build_engine(tiny_index[0], config=EngineConfig(k=K))
+    eng = build_engine(tiny_index[0], config=EngineConfig(k=K), belief=query_modes())
     other = h.start(eng, UIState(), "a red dog on the beach")
     st = h.start(eng, UIState(), "a red dog on the beach")
     assert "hide_seen" not in st.session.meta  # the engine's default until the option is touched

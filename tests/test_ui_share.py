@@ -14,12 +14,13 @@ from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BadInputError
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui.state import UIState
+from iir_testutils import query_modes
 
 
 @pytest.fixture
 def engine(tiny_index):
     r, _, _ = tiny_index
-    return build_engine(r, llm=FakeLLM(), config=EngineConfig(k=4))
+    return build_engine(r, llm=FakeLLM(), config=EngineConfig(k=4), belief=query_modes())
 
 
 def test_share_query_carries_the_first_description_and_settings(engine):

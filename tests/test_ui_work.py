@@ -9,13 +9,14 @@ from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui import render, work
 from interactive_ir.ui.state import UIState
+from iir_testutils import query_modes
 
 K = 4
 
 
 @pytest.fixture
 def engine(tiny_index):
-    return build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=K))
+    return build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=K), belief=query_modes())
 
 
 def finish(engine, st: UIState) -> list[str]:
@@ -58,7 +59,7 @@ def test_an_answer_shows_the_plain_dialogue_then_the_llms_rewrite(engine):
 
 
 def test_without_a_rewrite_an_answer_is_final_at_once(tiny_index):
-    eng = build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=K))
+    eng = build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=K), belief=query_modes())
     st = asked(eng)
     st.session.meta["plugir_method"] = "zs"  # the method does not rewrite
     h.answer(eng, st, "brown", later=True)
@@ -121,7 +122,7 @@ def test_marks_during_model_work_do_not_supersede_it(engine):
 
 
 def test_a_failed_step_keeps_the_results_and_says_so(tiny_index):
-    eng = build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=K))
+    eng = build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=K), belief=query_modes())
     st = asked(eng)
     h.skip(eng, st, later=True)
     shown = st.current_ids

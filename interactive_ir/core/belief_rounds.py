@@ -1,10 +1,15 @@
-"""Rounds moved by the belief over the collection (`retrieval.belief`): "this one is closest" and "none of these".
+"""Rounds moved by the belief over the collection (`retrieval.belief`): every action is evidence.
 
-A click on the shown image that looks most like the one in mind (or on "none of these") is evidence for
-every image of the collection at once; the next page shows the most probable unseen images and a few
-chosen to learn from (`Turn.extra["learn"]`). The belief's text term is the latest round's query row, so
-the belief follows whatever mode moved the query before; it lives on the session (`Session.belief`, never
-serialised) and is rebuilt from the session's rounds when missing (a session loaded from JSON).
+- "This one is closest" (or "none of these"), optionally with what differs: "like this, but at night"
+  (`closest`): a click among the shown images, and the statement's new words as text evidence.
+- What the user says about the image in mind (`tell`): an answer to a question, or "it also has ...".
+- Relevance marks (`marks`): each image marked "like it" counts as a click on it, none as "none of these".
+
+The next page shows the most probable unseen images and a few chosen to learn from (`Turn.extra["learn"]`).
+The belief's text term is the latest round's query row, so the belief follows whatever mode moved the query
+before; it lives on the session (`Session.belief`, never serialised) and is rebuilt from the session's
+rounds when missing (a session loaded from JSON): each belief round keeps its evidence in `Turn.extra`
+("options", "clicked" / "relevant", "said").
 """
 
 from __future__ import annotations
@@ -17,13 +22,24 @@ from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.text_search import OnCore, TextSearch, left_out
 from interactive_ir.errors import SessionError
 from interactive_ir.retrieval.belief import Belief, BeliefConfig
+from interactive_ir.retrieval.words import STEERING, content_words, new_words, split_statement
 from interactive_ir.types import Hit
 
-CLOSEST = "closest"  # the turn kind of a belief round
+CLOSEST = "closest"  # the turn kind of a click round ("this one is closest", maybe with "but ...")
+TELL = "tell"  # the turn kind of a statement round (an answer, "it also has ...")
+MARKS = "marks"  # the turn kind of a marks round
+SKIP = "skip"  # the turn kind of a round with no evidence but the page shown (the next page)
+KINDS = (CLOSEST, TELL, MARKS, SKIP)
+# the belief's open questions, in the order asked (then yes/no questions on a word): an answer's words that
+# were not said before are evidence; chosen on the Flickr8k dev split (bench/README.md, "A belief over the collection")
+OPEN_QUESTIONS = ("What is happening in the picture?", "Where was the picture taken?", "What colours stand out?",
+                  "Who is in the picture?", "What else is in the picture?")
+YES = frozenset("yes y yeah yep sure true correct right".split())  # a yes to a yes/no question
+NO = frozenset("no n nope not false wrong".split())  # a no
 
 
 class BeliefRounds(OnCore):
-    """The "closest image" action over a shared `TextSearch` core."""
+    """The belief's actions over a shared `TextSearch` core."""
 
     def __init__(self, core: TextSearch, config: BeliefConfig):
         self.core = core
@@ -46,11 +62,10 @@ class BeliefRounds(OnCore):
         b = session.belief
         if b is None:
             b = Belief.over(self.retriever, qrow, self.belief_config)
-            for t in session.turns:  # replay the clicks of a session that was loaded without its belief
-                if t.kind == CLOSEST and t.extra.get("options"):
-                    options = [i for i in t.extra["options"] if i in self.index.row_of]
-                    clicked = t.extra.get("clicked")
-                    b.click(self._rows(options), options.index(clicked) if clicked in options else None)
+            b.said.update(content_words(session.description or session.current_query or ""))
+            for t in session.turns:  # replay the evidence of a session that was loaded without its belief
+                if t.kind in KINDS:
+                    self._apply(b, t.extra)
             session.belief = b
         elif b.query is None or not np.array_equal(b.query, qrow):
             b.set_query(qrow)
@@ -69,28 +84,121 @@ class BeliefRounds(OnCore):
             rows.append(int(r))
         return rows
 
-    # --- the action ---------------------------------------------------------------------------------
-    def closest(self, session: Session, image_id: str | None) -> Turn:
-        """The user picked `image_id` among the last round's results as closest to the image in mind (None:
-        none of these is close). The next page comes from the updated belief."""
+    def _statement(self, b: Belief, text: str) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The query rows of what `text` says the target shows and does not show; with `new_words_only`, only
+        words not said before count (they are then remembered as said)."""
+        positive, negative = split_statement(text)
+        said = b.said if self.belief_config.new_words_only else set()
+        pos_words = new_words(positive, said)
+        neg_words = new_words(negative, set())
+        rows = []
+        for words in (pos_words, neg_words):
+            rows.append(self.retriever.text_query_row(self.retriever.encode_text(" ".join(words))) if words else None)
+        b.said.update(content_words(" ".join(pos_words)))
+        return rows[0], rows[1]
+
+    def _apply(self, b: Belief, extra: dict) -> None:
+        """One round's evidence (`Turn.extra` of a belief round) applied to `b`."""
+        options = [i for i in extra.get("options") or () if i in self.index.row_of]
+        if options and "relevant" in extra:
+            b.marks(self._rows(options), [options.index(i) for i in extra["relevant"] if i in options])
+        elif options and "clicked" in extra:
+            clicked = extra.get("clicked")
+            b.click(self._rows(options), options.index(clicked) if clicked in options else None)
+        if extra.get("said"):
+            b.say(*self._statement(b, extra["said"]))
+
+    # --- the actions --------------------------------------------------------------------------------
+    def _last_shown(self, session: Session, ids) -> list[str]:
         self.core.check_open(session)
         last = session.last
         if last is None or not last.shown:
             raise SessionError("describe the image first: a click needs results to choose from")
-        if image_id is not None and image_id not in last.shown:
-            raise SessionError(f"image {image_id!r} is not among the results on the page: pick one of them")
-        t_start = time.perf_counter()
-        turn = Turn(round=len(session.turns), kind=CLOSEST, query=last.query, method="belief",
-                    user_text=image_id or "none of these", started_at=time.time())
+        for image_id in ids:
+            if image_id not in last.shown:
+                raise SessionError(f"image {image_id!r} is not among the results on the page: pick one of them")
+        return [i for i in last.shown if i in self.index.row_of]
+
+    def closest(self, session: Session, image_id: str | None, text: str | None = None) -> Turn:
+        """The user picked `image_id` among the last round's results as closest to the image in mind (None:
+        none of these is close), and maybe said how the image in mind differs (`text`: "but at night") or
+        answered the pending question with it."""
+        options = self._last_shown(session, [image_id] if image_id is not None else [])
+        typed = " ".join((text or "").split())
+        said = self._answer_text(session, typed) if typed else ""
+        label = typed or ("closest" if image_id else "none of these")
+        extra = {"clicked": image_id, "options": options, **({"said": said} if said else {})}
+        return self._round(session, CLOSEST, label, extra, answered=session.pending_question if typed else "")
+
+    def _answer_text(self, session: Session, text: str) -> str:
+        """What `text` says about the image in mind: a "yes" or "no" to the pending yes/no question on a word
+        is that word, or "no" and the word; anything else is itself."""
+        word = session.last.extra.get("asked") if session.pending_question else None
+        reply = text.lower().strip(" .!")
+        if word and reply in YES:
+            return word
+        if word and reply in NO:
+            return f"no {word}"
+        return text
+
+    def tell(self, session: Session, text: str) -> Turn:
+        """What the user says about the image in mind: an answer to the pending question ("yes" / "no" to a
+        yes/no question on a word becomes that word, or "no" and the word), or "it also has a red kite"."""
+        typed = " ".join(self.core.check_text(text, "what you say about the image").split())
+        self._last_shown(session, [])
+        return self._round(session, TELL, typed, {"said": self._answer_text(session, typed)},
+                           answered=session.pending_question)
+
+    def skip(self, session: Session) -> Turn:
+        """Nothing to say about this page: the next most probable unseen images (the page is ruled out)."""
+        self._last_shown(session, [])
+        return self._round(session, SKIP, "skip", {}, answered="")
+
+    def splitting_word(self, session: Session) -> str | None:
+        """The content word of the most probable unseen images' captions whose images hold closest to half of
+        their probability (an answer about it then tells most), not said or asked before; None when no word
+        splits them. Among the `question_depth` most probable images."""
         b = self.belief_of(session)
-        options = [i for i in last.shown if i in self.index.row_of]
-        b.click(self._rows(options), options.index(image_id) if image_id in options else None)
+        logp = b.log_posterior()
+        live = int(np.isfinite(logp).sum())
+        depth = min(live, self.belief_config.question_depth)
+        if depth < 2:
+            return None
+        top = np.argpartition(-logp, depth - 1)[:depth]
+        top = top[np.argsort(-logp[top], kind="stable")]
+        p = np.exp(logp[top] - logp[top].max())
+        p = p / p.sum()
+        asked = {t.extra.get("asked") for t in session.turns}
+        mass: dict[str, float] = {}
+        for weight, caption in zip(p, self.core.captions_of([self.index.ids[int(r)] for r in b.rows[top]])):
+            for w in content_words(caption or ""):
+                if w not in b.said and w not in asked and w not in STEERING:
+                    mass[w] = mass.get(w, 0.0) + float(weight)
+        if not mass:
+            return None
+        word = min(mass, key=lambda w: abs(mass[w] - 0.5))  # dicts keep first-seen order: ties go to the likelier
+        return word if 0.0 < mass[word] < 1.0 - 1e-9 else None
+
+    def marks(self, session: Session, relevant, irrelevant=()) -> Turn:
+        """Relevance marks on the last round's results: "like it" (`relevant`) and "not it" (`irrelevant`)."""
+        relevant, irrelevant = list(relevant), list(irrelevant)
+        options = self._last_shown(session, [*relevant, *irrelevant])
+        label = f"{len(relevant)} like it, {len(irrelevant)} not it"
+        return self._round(session, MARKS, label, {"relevant": relevant, "irrelevant": irrelevant, "options": options})
+
+    def _round(self, session: Session, kind: str, user_text: str, extra: dict, answered: str = "") -> Turn:
+        t_start = time.perf_counter()
+        last = session.last
+        turn = Turn(round=len(session.turns), kind=kind, query=last.query, method="belief",
+                    user_text=user_text, started_at=time.time(), answered_question=answered)
+        b = self.belief_of(session)
+        self._apply(b, extra)
         posterior = b.log_posterior()  # once: the page and the round's ranking both read it
         rows, logp, n_best = b.page(self.config.k, logp=posterior)
         turn.timings["retrieve"] = round(time.perf_counter() - t_start, 6)
         hits = [Hit(h.id, h.row, h.path, float(np.exp(lp)), h.caption)
                 for h, lp in zip(self.retriever.hits(np.exp(logp).astype(np.float32), rows), logp)]
-        turn.extra.update({"clicked": image_id, "options": options, "learn": [h.id for h in hits[n_best:]]})
+        turn.extra.update({**extra, "learn": [h.id for h in hits[n_best:]]})
         turn.query_row = np.asarray(b.query, np.float32)
         turn.ranking = b.ranking(len(self.index), posterior)
         return self.core.record(session, turn, hits, t_start)

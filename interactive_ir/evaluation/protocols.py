@@ -18,7 +18,10 @@ Round 0 is always the query's description. Each later round is one call of an en
 | `shuffled-page` | `search_text` | the description again, but the page shows k random images not shown before (a known-bad) | - |
 | `attribute` | `search_text` | a yes/no question on the word that best splits the candidates; "yes" adds it | - |
 | `grounded` | `start` | the engine's grounded question (`engine.ask`): options chosen, or yes/no answered | - |
-| `closest` | `search_text` | a click on the shown image most like the target, or "none of these" (`engine.closest`: the belief over the collection) | - |
+| `belief` (= `belief:references`) | `search_text` | the web app's default without an LLM: a click on the shown image most like the target (or "none of these") and how the target differs from the most alike one, in the relative captioner's words ("like this, but ...": `engine.closest(id, text)`, the belief over the collection) | - |
+| `closest` | `search_text` | only the click (`engine.closest`) | - |
+| `belief:questions` | `search_text` | the page's questions answered: "which is closest?" (the click) and the belief's own question (open ones first, then yes/no on a word that splits the probable images; `engine.closest(id, answer)`) | - |
+| `belief:marks` | `search_text` | every shown image the user judges alike marked "like it", the rest "not it" (`engine.marks`) | - |
 | `fixed-dialogue` (= `:concat`) | `search_text` | ChatIR's query: the caption and the first t entries joined by ", " | dialogues |
 | `fixed-dialogue:split` | `search_text` | the dialogue file's round-t entry as the query (PlugIR's released files) | dialogues |
 | `fixed-dialogue:cr` | `start` | `answer` with the dialogue's question and answer (PlugIR context reformulation) | dialogues, LLM |
@@ -69,7 +72,7 @@ REFERENCE = ("none", "oracle", "attribute", *KNOWN_BAD)
 ENGINE_QUESTIONS = ("inverted-pull",)  # reference strategies that answer the engine's own (grounded) questions
 GROUNDED = _protocols(registry.questioners())  # the engine's questioner without an LLM
 _METHOD_OF = {m.protocol: m for name in ("conversation", "feedback", "composed") for m in registry.methods(name)}
-BELIEF = ("closest",)  # rounds moved by the belief over the collection (`retrieval.belief`)
+BELIEF = ("belief", "closest", "belief:references", "belief:questions", "belief:marks")  # rounds moved by the belief (`retrieval.belief`)
 ALL = (*CONVERSATION, *FEEDBACK, *COMPOSED, "mixed", *REFERENCE, *GROUNDED, *BELIEF, *FIXED)
 ATTRIBUTE_CANDIDATES = 20  # the attribute questioner splits the captions of this many top images
 ALIASES = {
@@ -226,7 +229,7 @@ def next_round(p: Protocol, engine, session: Session, query: Query, user: Simula
     if p.family == "fixed-dialogue":
         return _replay(p, engine, session, query, t)
     if p.family == "belief":
-        return _closest(engine, session, k, user)
+        return _BELIEF_ROUNDS[p.variant](engine, session, k, user)
     raise BadInputError(f"protocol family {p.family!r} has no rounds")  # pragma: no cover
 
 
@@ -387,6 +390,53 @@ def _closest(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) 
     return engine.closest(session, picked), act
 
 
+def _alike(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) -> tuple[list[str], object]:
+    """The shown images and the user's judgement of how alike each looks to the target (index captions in
+    caption space, against the user's knowledge)."""
+    shown = list(session.last.shown) if session.last else []
+    if not shown:
+        raise StopQuery("nothing was shown to choose from")
+    seen = [c or i for i, c in zip(shown, engine.captions_of(shown))]
+    return shown, user.answerer.choose(k, seen)
+
+
+def _like_this(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) -> tuple[Turn, dict]:
+    """"Like this, but ...": a click on the shown image most like the target ("none of these" when none is
+    alike) and how the target differs from that most alike image, in the relative captioner's words."""
+    shown, choice = _alike(engine, session, k, user)
+    picked = shown[choice.index] if choice.index is not None else None
+    best = shown[max(range(len(shown)), key=lambda i: (choice.scores[i] if i < len(choice.scores) else 0.0, -i))]
+    reply = user.relative.describe(k, best)
+    text = "" if reply.text.startswith("like this one") and " without " not in reply.text else reply.text
+    act = {"action": "closest", **choice.to_dict(), "none": picked is None, "said": text}
+    return engine.closest(session, picked, text or None), act
+
+
+def _belief_marks(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) -> tuple[Turn, dict]:
+    """Marks: every shown image the user judges alike (`SimConfig.choice_threshold`) marked "like it", the rest
+    "not it"."""
+    shown, choice = _alike(engine, session, k, user)
+    threshold = user.answerer.config.choice_threshold
+    relevant = [i for i, sc in zip(shown, choice.scores) if sc >= threshold]
+    irrelevant = [i for i in shown if i not in relevant]
+    return engine.marks(session, relevant, irrelevant), {"action": "marks", "relevant": len(relevant)}
+
+
+def _belief_question(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) -> tuple[Turn, dict]:
+    """The page's two questions, answered: "Which of these is closest to your image?" (a click on the shown
+    image most like the target, or "none of these") and the belief's own question (open ones first, then
+    yes/no on a word that splits the probable images; "not sure" says nothing)."""
+    question = session.question or engine.ask_belief(session)
+    shown, choice = _alike(engine, session, k, user)
+    picked = shown[choice.index] if choice.index is not None else None
+    act = {"action": "closest", **choice.to_dict(), "none": picked is None}
+    if question is None:
+        return engine.closest(session, picked), act
+    reply = user.answerer.answer(k, question.text)
+    act.update({"question": question.text, "answer": reply.text, "uncertain": reply.uncertain})
+    return engine.closest(session, picked, None if reply.uncertain else reply.text), act
+
+
 def _replay(p: Protocol, engine, session: Session, query: Query, t: int) -> tuple[Turn, dict]:
     if p.variant == "split":
         if t >= len(query.rounds_text):
@@ -402,3 +452,7 @@ def _replay(p: Protocol, engine, session: Session, query: Query, t: int) -> tupl
     question, answer = query.dialog[t - 1]
     session.pending_question = question or "(no question)"
     return engine.answer(session, answer or "uncertain"), {"action": "replay", "question": question, "text": answer}
+
+
+_BELIEF_ROUNDS = {"belief": _like_this, "closest": _closest, "belief:references": _like_this,
+                  "belief:questions": _belief_question, "belief:marks": _belief_marks}

@@ -45,22 +45,29 @@ class BeliefConfig:
     were fitted on the Flickr8k dev split with the model-free simulated user (bench/README.md, "A belief over
     the collection"): its clicks judge by shared words, so a soft click model and no learning images did best."""
 
+    on_page: bool = True  # the web app's searches use the belief: every action is evidence and pages come from it
     text_temperature: float = 0.05  # softmax temperature of text evidence (query row scores); lower: trust text more
     click_temperature: float = 0.3  # softmax temperature of a "closest image" click among the shown images
     none_similarity: float = 0.3  # the similarity of the "none of these" option in the click model (cosine)
     explore: int = 0  # of each page's k images, how many are chosen to learn from (0: the k most probable)
     explore_depth: int = 60  # the learning images are chosen among this many most probable unseen images
     pool: int = 4000  # rows kept by the belief on a collection larger than the exact limit (approximate kinds)
+    say_temperature: float = 0.1  # temperature of what the user says about the target (an answer, "like this, but ..."); lower: trust it more
+    unsay_weight: float = 0.3  # what the user says the target does NOT show counts this share of what it shows
+    question_depth: int = 60  # yes/no questions split the probability of this many most probable unseen images
+    new_words_only: bool = True  # words the user said before (the description included) add no evidence again
 
     def __post_init__(self):
-        for name in ("text_temperature", "click_temperature"):
+        for name in ("text_temperature", "click_temperature", "say_temperature"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
                 raise BadInputError(f"belief {name} must be a positive number, got {v!r} (IIR_BELIEF_{name.upper()})")
         if not (np.isfinite(self.none_similarity) and -1.0 <= self.none_similarity <= 1.0):
             raise BadInputError(f"belief none_similarity must be between -1 and 1, got {self.none_similarity!r}")
-        if self.explore < 0 or self.explore_depth < 1 or self.pool < 1:
-            raise BadInputError("belief explore must be >= 0, explore_depth and pool >= 1")
+        if not (np.isfinite(self.unsay_weight) and 0.0 <= self.unsay_weight <= 1.0):
+            raise BadInputError(f"belief unsay_weight must be between 0 and 1, got {self.unsay_weight!r} (IIR_BELIEF_UNSAY_WEIGHT)")
+        if self.explore < 0 or self.explore_depth < 1 or self.pool < 1 or self.question_depth < 2:
+            raise BadInputError("belief explore must be >= 0, explore_depth and pool >= 1, question_depth >= 2")
 
 
 def belief_config(cfg: BeliefConfig | None = None, environ=None) -> BeliefConfig:
@@ -99,6 +106,7 @@ class Belief:
     actions: np.ndarray = field(default=None)  # summed action terms, float64 per row (-inf: ruled out)
     query: np.ndarray | None = None  # the query row of the text term
     norms: np.ndarray = field(default=None)  # the vectors' lengths (similarities are cosines)
+    said: set = field(default_factory=set)  # content-word stems the user has said (`retrieval.words`)
 
     def __post_init__(self):
         n = len(self.rows)
@@ -113,7 +121,7 @@ class Belief:
     def __deepcopy__(self, memo) -> Belief:
         """A copy whose evidence is its own while the (read-only, possibly collection-sized) vectors are shared."""
         return Belief(self.rows, self.vectors, self.config, self.text.copy(), self.actions.copy(),
-                      None if self.query is None else self.query.copy(), self.norms)
+                      None if self.query is None else self.query.copy(), self.norms, set(self.said))
 
     # --- building ----------------------------------------------------------------------------------
     @classmethod
@@ -161,18 +169,40 @@ class Belief:
         """A click on `shown_rows[chosen]` as the image closest to the target (None: "none of these").
 
         log P(click | i) = sim(i, chosen)/T - logsumexp over the shown (and the none option) of sim/T."""
+        self.marks(shown_rows, [] if chosen is None else [chosen])
+
+    def marks(self, shown_rows: Sequence[int], liked: Sequence[int]) -> None:
+        """Images marked "like it" among the shown (`liked`: positions in `shown_rows`): the closest image to
+        the target is one of them, log P(marks | i) = logsumexp over the liked of sim(i, s)/T - logsumexp over
+        the shown and the none option; none liked is "none of these" (a click is one liked image)."""
         pos = self.positions(shown_rows)
         if not len(pos):
             raise SessionError("nothing was shown to choose from")
+        cols = sorted({int(c) for c in liked}) or [len(pos)]
+        if not 0 <= cols[0] <= cols[-1] <= len(pos) or (liked and cols[-1] == len(pos)):
+            raise SessionError(f"option {cols[-1]} is not one of the {len(pos)} shown images")
         t = self.config.click_temperature
         a = self.cosines(pos).astype(np.float64) / t  # rows x shown
         none = np.full((len(a), 1), self.config.none_similarity / t)
         a = np.concatenate([a, none], axis=1)
-        col = len(pos) if chosen is None else int(chosen)
-        if not 0 <= col <= len(pos):
-            raise SessionError(f"option {chosen} is not one of the {len(pos)} shown images")
         with np.errstate(invalid="ignore"):
-            self.actions = self.actions + (a[:, col] - _lse(a, 1))
+            self.actions = self.actions + (_lse(a[:, cols], 1) - _lse(a, 1))
+
+    def say(self, positive: np.ndarray | None, negative: np.ndarray | None = None) -> None:
+        """What the user said the target shows (`positive`, a query row of the retriever) and does not show
+        (`negative`): log P(statement | i) = (score(positive, i) - unsay_weight * score(negative, i)) /
+        say_temperature, up to a constant (an answer, or the text of "like this, but ...")."""
+        t = self.config.say_temperature
+        term = np.zeros(len(self.rows))
+        for row, weight in ((positive, 1.0), (negative, -self.config.unsay_weight)):
+            if row is None or weight == 0.0:
+                continue
+            q = np.asarray(row, np.float32)
+            if q.shape != (self.vectors.shape[1],) or not np.isfinite(q).all():
+                raise BadInputError(f"a statement row of width {self.vectors.shape[1]} with finite values is needed")
+            term += weight * (self.vectors @ q).astype(np.float64) / t
+        with np.errstate(invalid="ignore"):
+            self.actions = self.actions + term
 
     def cosines(self, pos: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
         """Cosine similarities of the covered rows (or those at `among`) with the rows at positions `pos`."""

@@ -158,9 +158,22 @@ def set_hide_seen(engine, st: UIState, hide: bool) -> UIState:
     return st
 
 
-def _session_meta(st: UIState) -> dict:
+def on_belief(engine) -> bool:
+    """Whether this app's searches run on the belief over the collection (`BeliefConfig.on_page`)."""
+    rounds = getattr(engine, "belief_rounds", None)
+    return bool(rounds is not None and rounds.belief_config.on_page)
+
+
+def _belief(st: UIState) -> bool:
+    """Whether the tab's search runs on the belief (its actions go to `engine.closest/tell/marks`)."""
+    return bool(st.session is not None and st.session.meta.get("belief"))
+
+
+def _session_meta(engine, st: UIState) -> dict:
     """What a new search of this tab takes from its Options (kind of questions, hide seen)."""
     meta: dict = {"source": "web"}
+    if on_belief(engine):
+        meta["belief"] = True  # every action is evidence for the belief over the collection; pages come from it
     if st.questioner:
         meta["questioner"] = st.questioner
     if st.hide_seen is not None:
@@ -177,9 +190,11 @@ def start(engine, st: UIState, description: str, *, defer_question: bool = False
     "refine" step (`interactive_ir.ui.work`): the round is shown from retrieval alone, then replaced.
     """
     text = engine.check_text(description, "description")
-    session = engine.new_session(**_session_meta(st))
+    session = engine.new_session(**_session_meta(engine, st))
     with _question_later(engine, st, session, defer_question or later):
-        if modes(engine).conversation:
+        if session.meta.get("belief"):
+            engine.search_text(session, text)  # then the belief's own question (no LLM)
+        elif modes(engine).conversation:
             engine.start(session, text)
         else:
             engine.search_text(session, text)
@@ -219,8 +234,15 @@ def _require_questions(engine) -> None:
 def answer(engine, st: UIState, text: str, *, defer_question: bool = False, later: bool = False) -> UIState:
     """An answer to the pending question. With `later`, the dialogue as typed is searched at once and the
     LLM's rewrite of it (when the method has one) follows in the "refine" step."""
-    _require_questions(engine)
     s = _open(st)
+    if _belief(st):  # what is said is evidence (a yes or no to the belief's question: its word)
+        with _question_later(engine, st, s, defer_question or later):
+            engine.tell(s, text)
+        _moved(st)
+        st.new_page()
+        st.notice = ""
+        return st
+    _require_questions(engine)
     with _question_later(engine, st, s, defer_question or later):
         turn = engine.answer(s, text, refine=not later)  # later: the dialogue as typed, rewritten by "refine"
     _moved(st, ENGINE_REFINE if turn.extra.get("plugir", {}).get("refine_due") else None)
@@ -230,10 +252,11 @@ def answer(engine, st: UIState, text: str, *, defer_question: bool = False, late
 
 
 def skip(engine, st: UIState, *, defer_question: bool = False, later: bool = False) -> UIState:
-    _require_questions(engine)
     s = _open(st)
+    if not _belief(st):
+        _require_questions(engine)
     with _question_later(engine, st, s, defer_question or later):
-        engine.skip(s)
+        engine.skip_belief(s) if _belief(st) else engine.skip(s)
     _moved(st)
     st.new_page()
     st.notice = "Question skipped."
@@ -251,6 +274,18 @@ def choose(engine, st: UIState, index, question: str = "", *, defer_question: bo
         index = int(index)
     except (TypeError, ValueError):
         raise BadInputError(f"not an option: {index!r}") from None
+    pending = s.question
+    if _belief(st) and pending is not None and pending.kind == "yesno":  # the belief's yes/no question
+        if question and question != pending.text:
+            raise SessionError("that question was replaced by a newer one: answer the one shown")
+        if not 0 <= index < len(pending.options):
+            raise BadInputError(f"not an option: {index}")
+        with _question_later(engine, st, s, defer_question or later):
+            engine.tell(s, pending.options[index].label)
+        _moved(st)
+        st.new_page()
+        st.notice = ""
+        return st
     with _question_later(engine, st, s, defer_question or later):
         engine.answer_choice(s, index, question or None)
     _moved(st)
@@ -276,12 +311,19 @@ def feedback(engine, st: UIState, method: str | None = None, *, defer_question: 
              later: bool = False) -> UIState:
     """A new page of unseen results from the marks on this page. With `later`, an LLM method's rewrite
     follows in the "refine" step (the captions are added to the query at once)."""
-    if not modes(engine).feedback:
-        raise BadInputError("relevance feedback is not available in this app")
     s = _open(st)
+    if not _belief(st) and not modes(engine).feedback:
+        raise BadInputError("relevance feedback is not available in this app")
     rel, irr = st.marked()
     if not rel and not irr:
         raise BadInputError("mark at least one result as relevant or not relevant first")
+    if _belief(st):  # marks are evidence: the closest image is among those marked relevant
+        with _question_later(engine, st, s, defer_question or later):
+            engine.marks(s, rel, irr)
+        _moved(st)
+        st.new_page()
+        st.notice = ""
+        return st
     if method:
         FEEDBACK.method(method)  # UnknownMethodError naming the methods
     plain = later and FEEDBACK.method(engine.resolve_feedback_method(method or None)).needs_llm
@@ -395,10 +437,12 @@ def relative(engine, st: UIState, caption: str, method: str | None = None, *,
     if method:
         COMPOSED.method(method)  # UnknownMethodError naming the methods
     caption = engine.check_text(caption, "relative caption")
+    if _belief(st) and st.reference and not st.upload and not st.ended:  # "like this, but ...": belief evidence
+        return closest(engine, st, st.reference, caption, defer_question=defer_question or later)
     if st.started:
         session, fresh = _open(st), False
     elif st.upload:
-        session, fresh = engine.new_session(**_session_meta(st)), True
+        session, fresh = engine.new_session(**_session_meta(engine, st)), True
     else:
         raise SessionError("choose a reference first: upload an image, or start with a description")
     image = st.upload or None  # the engine opens (and checks) it
@@ -420,6 +464,22 @@ def relative(engine, st: UIState, caption: str, method: str | None = None, *,
     return st
 
 
+# --- the belief: "closest" ------------------------------------------------------------------------
+def closest(engine, st: UIState, image_id: str, text: str = "", *, defer_question: bool = False,
+            later: bool = False) -> UIState:
+    """This result is the closest to the image in mind ("" : none of these is), maybe with how the image in
+    mind differs (`text`): the next page comes from the belief over the collection."""
+    s = _open(st)
+    image_id = _on_page(st, image_id) if image_id else None
+    with _question_later(engine, st, s, defer_question or later):
+        engine.closest(s, image_id, text or None)
+    _moved(st)
+    st.new_page()
+    st.reference = ""
+    st.notice = ""
+    return st
+
+
 # --- the end -------------------------------------------------------------------------------------
 def found(engine, st: UIState, image_id: str) -> UIState:
     s = _session(st)
@@ -435,11 +495,13 @@ def found(engine, st: UIState, image_id: str) -> UIState:
     return st
 
 
-CARD_ACTIONS = ("relevant", "irrelevant", "reference", "found")
+CARD_ACTIONS = ("closest", "relevant", "irrelevant", "reference", "found")
 
 
 def card_action(engine, st: UIState, action: str, image_id: str) -> UIState:
     """A button on a result card."""
+    if action == "closest":
+        return closest(engine, st, image_id)
     if action == "relevant":
         return toggle_mark(engine, st, image_id, True)
     if action == "irrelevant":

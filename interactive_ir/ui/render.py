@@ -15,6 +15,7 @@ from interactive_ir.ui.serving.media import image_url, upload_url
 from interactive_ir.ui.state import UIState
 
 ACTIONS = {  # data-action -> (label, tooltip)
+    "closest": ("Closest", "The most like my image so far: show more like it (add how yours differs with Use as reference)"),
     "relevant": ("Relevant", "Mark as relevant (click again to unmark)"),
     "irrelevant": ("Not it", "Mark as not what you look for (click again to unmark)"),
     "reference": ("Use as reference", "Describe how your image differs from this one"),
@@ -129,6 +130,7 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
             actions = '<div class="iir-found-badge">✓ Found: your image</div>' if found_id == h.id else ""
         else:
             actions = ('<div class="iir-actions">'
+                       + (_button("closest", h.id) if s.meta.get("belief") else "")
                        + _button("relevant", h.id, mark is True) + _button("irrelevant", h.id, mark is False)
                        + _button("reference", h.id, st.reference == h.id) + _button("found", h.id)
                        + "</div>")
@@ -208,6 +210,10 @@ def _turn_label(t: Turn) -> str:
         "relative": f"“{t.user_text}” relative to " + ("an uploaded image" if t.reference_upload else
                                                         (t.reference or "the top result")),
         "search": f"searched “{t.user_text}”",
+        "closest": ("picked none as close" if t.extra.get("clicked") is None else "picked the closest")
+                   + (f": “{t.extra['said']}”" if t.extra.get("said") else ""),
+        "tell": f"said “{t.user_text}”",
+        "marks": f"marked {len(t.extra.get('relevant', []))} like it",
     }.get(t.kind, t.kind)
     return f"Round {t.round + 1}: {kind}"
 
@@ -275,6 +281,13 @@ def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "
             lines.append(("note", f"(you marked {len(t.relevant)} relevant, {len(t.irrelevant)} not relevant)"))
         elif t.kind == "relative":
             lines.append(("you", f"{t.user_text}  (relative to a reference image)"))
+        elif t.kind == "closest":
+            picked = "none of these is close" if t.extra.get("clicked") is None else "this one is the closest"
+            said = t.extra.get("said")
+            lines.append(("you", f"{said}  ({picked})") if said else ("note", f"(you said {picked})"))
+        elif t.kind == "marks":
+            lines.append(("note", f"(you marked {len(t.extra.get('relevant', []))} like it, "
+                                  f"{len(t.extra.get('irrelevant', []))} not it)"))
         elif t.user_text:
             lines.append(("you", t.user_text))
         if t.error:

@@ -63,7 +63,8 @@ def app_env(tmp_path_factory) -> dict:
     env = dict(os.environ)
     env.update(IIR_EMBEDDER="fake:32", IIR_LLM="fake", IIR_VLM="fake", IIR_INDICES_DIR=str(tmp / "indices"),
                IIR_CACHE_DIR=str(tmp / "cache"), GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1",
-               PYTHONUNBUFFERED="1")
+               PYTHONUNBUFFERED="1",
+               IIR_BELIEF_ON_PAGE="0")  # the app's query-vector modes; the belief page: test_belief_browser.py
     for k in ("PORT", "GRADIO_SERVER_PORT", "GRADIO_SERVER_NAME", "OPENAI_API_KEY", "IIR_LLM_BASE_URL"):
         env.pop(k, None)
     env["IIR_TMP"] = str(tmp)

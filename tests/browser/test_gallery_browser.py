@@ -6,6 +6,7 @@ import re
 
 import pytest
 from pageobj import AppPage, K, expect
+from iir_testutils import query_modes
 
 pytestmark = pytest.mark.browser
 
@@ -16,7 +17,7 @@ def url(demo_retriever, app_env):
 
     from interactive_ir.engine import EngineConfig, build_engine
 
-    engine = build_engine(demo_retriever.retriever, llm=None, config=EngineConfig(k=K))
+    engine = build_engine(demo_retriever.retriever, llm=None, config=EngineConfig(k=K), belief=query_modes())
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IIR_CACHE_DIR", app_env["IIR_CACHE_DIR"])
         with serve_in_process(engine, demo_retriever.notes, examples=("a dog", "a red car", "a house")) as u:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from pageobj import TIMEOUT_MS, AppPage, expect
+from iir_testutils import query_modes
 
 pytestmark = pytest.mark.browser
 
@@ -41,7 +42,7 @@ def url(demo_retriever, app_env):
 
     from interactive_ir.engine import EngineConfig, build_engine
 
-    engine = build_engine(demo_retriever.retriever, llm=None, config=EngineConfig(k=K))
+    engine = build_engine(demo_retriever.retriever, llm=None, config=EngineConfig(k=K), belief=query_modes())
     assert engine.questions_enabled  # picture questions need no LLM
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IIR_CACHE_DIR", app_env["IIR_CACHE_DIR"])

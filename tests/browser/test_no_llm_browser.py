@@ -6,6 +6,7 @@ import pytest
 from pageobj import AppPage, K
 
 from interactive_ir.ui.events import QUESTIONS_OFF
+from iir_testutils import query_modes
 
 pytestmark = pytest.mark.browser
 
@@ -21,7 +22,7 @@ def url(demo_retriever, app_env):
 
     # no LLM and LLM questions chosen: the question mode is off (the default, "auto", asks grounded questions)
     engine = build_engine(demo_retriever.retriever, llm=None, config=EngineConfig(k=K),
-                          plugir=PlugIRConfig(questioner="llm"))
+                          plugir=PlugIRConfig(questioner="llm"), belief=query_modes())
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IIR_CACHE_DIR", app_env["IIR_CACHE_DIR"])
         with serve_in_process(engine, [*demo_retriever.notes, OFF], questions_off_reason=OFF) as u:

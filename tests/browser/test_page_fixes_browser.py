@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from pageobj import AppPage, K, expect
+from iir_testutils import query_modes
 
 pytestmark = pytest.mark.browser
 
@@ -70,7 +71,7 @@ def picture_url(demo_retriever, app_env):
 
     from interactive_ir.engine import EngineConfig, build_engine
 
-    engine = build_engine(demo_retriever.retriever, llm=None, config=EngineConfig(k=K))
+    engine = build_engine(demo_retriever.retriever, llm=None, config=EngineConfig(k=K), belief=query_modes())
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IIR_CACHE_DIR", app_env["IIR_CACHE_DIR"])
         with serve_in_process(engine, demo_retriever.notes) as u:
@@ -104,7 +105,7 @@ def test_an_uploaded_reference_is_refined_by_the_model_then_deleted(app, app_env
 def test_without_a_way_to_read_uploads_the_page_says_why(browser, app_env, tmp_path, shot):
     """A caption index and no captioner (the offline demo's default): no upload, and a plain reason."""
     from conftest import serve_in_process
-    from iir_testutils import build_tiny
+    from iir_testutils import build_tiny, query_modes
 
     from interactive_ir.backends.embedders import FakeEmbedder
     from interactive_ir.engine import EngineConfig, build_engine
@@ -114,7 +115,7 @@ def test_without_a_way_to_read_uploads_the_page_says_why(browser, app_env, tmp_p
         has_vision = False
 
     r, _, _ = build_tiny(tmp_path, embedder=TextOnly(32))
-    engine = build_engine(r, config=EngineConfig(k=4))
+    engine = build_engine(r, config=EngineConfig(k=4), belief=query_modes())
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IIR_CACHE_DIR", app_env["IIR_CACHE_DIR"])
         with serve_in_process(engine, ["a tiny index"]) as url:

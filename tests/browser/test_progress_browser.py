@@ -7,6 +7,7 @@ import re
 
 import pytest
 from pageobj import AppPage, K, expect
+from iir_testutils import query_modes
 
 pytestmark = pytest.mark.browser
 
@@ -29,7 +30,7 @@ def slow_url(demo_retriever, app_env, slow_llm):
 
     from interactive_ir.engine import EngineConfig, build_engine
 
-    engine = build_engine(demo_retriever.retriever, llm=slow_llm, config=EngineConfig(k=K))
+    engine = build_engine(demo_retriever.retriever, llm=slow_llm, config=EngineConfig(k=K), belief=query_modes())
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IIR_CACHE_DIR", app_env["IIR_CACHE_DIR"])
         with serve_in_process(engine, [*demo_retriever.notes, "LLM fake:sleep"]) as url:

@@ -1,0 +1,188 @@
+"""Every action as evidence for the belief (issue 23, D1): what the user says ("like this, but ...", answers),
+relevance marks, the belief's own yes/no questions, Skip; their likelihoods against loops written from the
+formulas, the session round trip, the protocols that use them, and the web app's routing."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+
+from interactive_ir.core.session import Session
+from interactive_ir.engine import EngineConfig, build_engine
+from interactive_ir.errors import BadInputError, SessionError
+from interactive_ir.retrieval.belief import Belief, BeliefConfig
+from interactive_ir.retrieval.words import new_words, split_statement
+
+
+def _unit(rng, n, d):
+    v = rng.normal(size=(n, d)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("text,pos,neg", [
+    ("black lake stick instead of brown grass", "black lake stick", "brown grass"),
+    ("at night, not during the day", "at night,", "during the day"),
+    ("no people and a red car", "and a red car", "people"),
+    ("dogs -leash on a beach", "dogs on a beach", "leash"),
+    ("a well-known dog without a collar but with a hat", "a well-known dog but with a hat", "a collar"),
+    ("", "", ""),
+])
+def test_a_statement_splits_into_what_the_image_shows_and_what_it_does_not(text, pos, neg):
+    assert split_statement(text) == (pos, neg)
+
+
+def test_only_new_words_that_name_something_count():
+    assert new_words("like this one but a red kite and a dog", {"dog"}) == ["red", "kite"]
+    assert new_words("the same", set()) == []
+
+
+def test_marks_are_the_closest_among_the_liked_images_by_a_loop():
+    rng = np.random.default_rng(3)
+    V, q = _unit(rng, 30, 6), _unit(rng, 1, 6)[0]
+    cfg = BeliefConfig(text_temperature=0.2, click_temperature=0.3, none_similarity=0.2)
+    b = Belief(np.arange(30), V, cfg)
+    b.set_query(q)
+    shown, liked = [2, 5, 8, 13], [1, 3]
+    b.marks(shown, liked)
+    want = []
+    for i in range(30):
+        sims = [float(V[i] @ V[s]) / 0.3 for s in shown] + [0.2 / 0.3]
+        lse = math.log(sum(math.exp(x) for x in sims))
+        want.append(float(V[i] @ q) / 0.2 + math.log(sum(math.exp(sims[j]) for j in liked)) - lse)
+    want = np.array(want) - max(want)
+    want -= math.log(np.exp(want).sum())
+    assert np.allclose(b.log_posterior(), want, atol=1e-9)
+    one = Belief(np.arange(30), V, cfg)
+    one.set_query(q)
+    one.marks(shown, [2])
+    other = Belief(np.arange(30), V, cfg)
+    other.set_query(q)
+    other.click(shown, 2)
+    assert np.allclose(one.log_posterior(), other.log_posterior())  # a click is one liked image
+    with pytest.raises(SessionError, match="not one of the 4 shown"):
+        b.marks(shown, [4])
+
+
+def test_what_is_said_adds_its_scores_and_subtracts_a_share_of_what_is_not():
+    rng = np.random.default_rng(4)
+    V, q, pos, neg = _unit(rng, 25, 5), *_unit(rng, 3, 5)
+    cfg = BeliefConfig(text_temperature=0.1, say_temperature=0.2, unsay_weight=0.4)
+    b = Belief(np.arange(25), V, cfg)
+    b.set_query(q)
+    b.say(pos, neg)
+    raw = V @ q / 0.1 + (V @ pos - 0.4 * (V @ neg)) / 0.2
+    want = raw - raw.max()
+    want -= np.log(np.exp(want).sum())
+    assert np.allclose(b.log_posterior(), want, atol=1e-6)
+    with pytest.raises(BadInputError, match="width 5"):
+        b.say(np.zeros(3, np.float32))
+    with pytest.raises(BadInputError, match="IIR_BELIEF_UNSAY_WEIGHT"):
+        BeliefConfig(unsay_weight=1.5)
+
+
+@pytest.fixture
+def engine(tiny_index):
+    return build_engine(tiny_index[0], config=EngineConfig(k=4))
+
+
+def test_like_this_but_moves_the_page_toward_what_is_said(engine, tiny_index):
+    _, ids, caps = tiny_index
+    s = engine.new_session()
+    first = engine.search_text(s, "a shape")
+    plain = engine.closest(copy.deepcopy(s), first.shown[0])
+    said = engine.closest(s, first.shown[0], "blue circle instead of square")
+    assert said.extra["said"] == "blue circle instead of square" and said.kind == "closest"
+    b = s.belief
+    assert {"blue", "circle"} <= b.said  # remembered as said: saying it again adds nothing
+    # the statement's evidence is the encoded new words, by the formula
+    row_pos = engine.retriever.text_query_row(engine.retriever.encode_text("blue circle"))
+    row_neg = engine.retriever.text_query_row(engine.retriever.encode_text("square"))
+    cfg = engine.belief_rounds.belief_config
+    diff = said.ranking - plain.ranking
+    live = np.isfinite(diff)
+    term = (b.vectors @ row_pos - cfg.unsay_weight * (b.vectors @ row_neg)) / cfg.say_temperature
+    assert np.allclose(diff[live] - diff[live].mean(), (term[live] - term[live].mean()), atol=1e-4)
+    again = engine.closest(copy.deepcopy(s), said.shown[0], "blue circle")
+    clickonly = engine.closest(copy.deepcopy(s), said.shown[0])
+    assert np.allclose(again.ranking, clickonly.ranking)  # nothing new said: no new evidence
+
+
+def test_belief_questions_are_open_ones_first_then_yes_or_no_on_a_splitting_word(tiny_index):
+    from interactive_ir.core.belief_rounds import OPEN_QUESTIONS
+
+    engine = build_engine(tiny_index[0], config=EngineConfig(k=1))
+    assert len(engine.index) >= len(OPEN_QUESTIONS) + 6
+    s = engine.new_session(belief=True)
+    engine.search_text(s, "a shape")
+    for text in OPEN_QUESTIONS:  # each open question once, in order; the answer is what is said
+        q = s.question
+        assert q is not None and q.kind == "open" and q.text == text and not q.options
+        turn = engine.tell(s, "not sure")
+        assert turn.answered_question == text and turn.extra["said"] == "not sure"
+    q = s.question
+    assert q is not None and q.kind == "yesno" and [o.label for o in q.options] == ["yes", "no"]
+    word = s.last.extra["asked"]
+    assert word in q.text.lower() and word not in s.belief.said
+    yes = engine.tell(copy.deepcopy(s), "yes")
+    no = engine.tell(copy.deepcopy(s), "No.")
+    assert yes.extra["said"] == word and no.extra["said"] == f"no {word}"
+    other = engine.tell(copy.deepcopy(s), "it is green")
+    assert other.extra["said"] == "it is green"
+    asked = [word]  # a yes/no question is never asked twice about the same word
+    for _ in range(3):
+        engine.tell(s, "yes")
+        if s.question is None:
+            break
+        asked.append(s.last.extra["asked"])
+    assert len(asked) == len(set(asked))
+
+
+def test_not_sure_is_no_evidence(engine):
+    s = engine.new_session()
+    first = engine.search_text(s, "a shape")
+    a = engine.tell(copy.deepcopy(s), "not sure")
+    b = engine.skip_belief(copy.deepcopy(s))
+    assert a.shown == b.shown and np.allclose(a.ranking, b.ranking)
+    assert not set(b.shown) & set(first.shown)
+
+
+def test_marks_skip_and_a_json_round_trip_rebuild_the_same_belief(engine):
+    s = engine.new_session()
+    first = engine.search_text(s, "a blue circle")
+    engine.marks(s, first.shown[:2], first.shown[2:])
+    engine.closest(s, s.last.shown[1], "red instead of blue")
+    engine.skip_belief(s)
+    engine.tell(s, "it has a triangle")
+    loaded = Session.from_json(s.to_json())
+    a = engine.closest(copy.deepcopy(s), s.last.shown[0], "green")
+    b = engine.closest(loaded, s.last.shown[0], "green")
+    assert a.shown == b.shown and np.allclose(a.ranking, b.ranking)
+    with pytest.raises(SessionError, match="not among the results on the page"):
+        engine.marks(s, ["nope.png"])
+
+
+@pytest.mark.parametrize("name", ["belief", "belief:references", "belief:questions", "belief:marks"])
+def test_the_belief_protocols_run_and_rank_by_the_posterior(tiny_index, name):
+    from interactive_ir.evaluation.protocols import get_protocol
+    from interactive_ir.evaluation.queries import Query
+    from interactive_ir.evaluation.runner import RunConfig, run_query
+    from interactive_ir.evaluation.simulators import make_user
+
+    retriever, ids, caps = tiny_index
+    engine = build_engine(retriever, config=EngineConfig(k=3, hide_seen=True))
+    user = make_user(retriever.index, seed=0)
+    kinds = {"belief": "closest", "belief:references": "closest", "belief:questions": "tell", "belief:marks": "marks"}
+    seen = []
+    for target in ids[:4]:
+        q = Query(qid=target, target=target, description=caps[target][0], captions=tuple(caps[target][1:]))
+        res = run_query(engine, get_protocol(name), q, user, RunConfig(rounds=3, k=3, progress=False),
+                        on_session=seen.append)
+        session = seen[-1]
+        later = [t.kind for t in session.turns][1:]
+        assert set(later) <= {kinds[name], "closest"} and (not later or kinds[name] in later or name == "belief:questions")
+        for t, turn in enumerate(session.turns[1:], 1):  # the rank is the target's among the unseen, by the posterior
+            row = retriever.index.row_of[target]
+            assert res.ranks[t] == int(np.sum(turn.ranking > turn.ranking[row])) + 1 or res.stop == "found"
