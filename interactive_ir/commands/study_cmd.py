@@ -5,6 +5,7 @@
   study export --db FILE --format csv|jsonl|parquet [--out FILE]   one row per logged event
   study report --db FILE --out DIR [--k 1,5,10] [--no-plots]       mixed models, report.html, tables, PNGs
   study simulate STUDY.yaml --participants N [--db FILE] [--out DIR]  a dry run with simulated participants
+  study replay --db FILE|EVAL_DIR [--participant P] [--task T] --out page.html   watch sessions step by step
 
 The study itself runs in the web app: `python app.py --study STUDY.yaml` (logs in IIR_STUDY_DIR,
 default ./study_data, as <study_id>.sqlite).
@@ -50,6 +51,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sm.add_argument("--embedder", default="", help="embedder spec (default: the index's own)")
     sm.add_argument("--seed", type=int, default=0, help="seed of the simulated participants (default 0)")
     sm.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    rp = sub.add_parser("replay", help="a static HTML page that plays sessions back, round by round")
+    rp.add_argument("--db", required=True, type=Path,
+                    help="a study database (people or `study simulate`), or an `eval --out` folder / checkpoint.jsonl")
+    rp.add_argument("--participant", default=None, help="the participant id (eval: the protocol; default: all)")
+    rp.add_argument("--task", default=None, help="the task's number in the participant's plan (eval: the target)")
+    rp.add_argument("--out", type=Path, default=None, help="the page to write (default: beside --db, replay.html)")
+    rp.add_argument("--images", default="",
+                    help="folder or address of the images, to draw them in the tiles (default: ids only)")
 
 
 def _validate(args) -> int:
@@ -145,11 +154,29 @@ def _simulate(args) -> int:
     return 0
 
 
+def _replay(args) -> int:
+    from interactive_ir.study.analysis.replay_html import write_replay
+    from interactive_ir.study.analysis.timeline import load_replay
+
+    rep = load_replay(args.db, args.participant, args.task)
+    out = args.out or (args.db / "replay.html" if args.db.is_dir() else args.db.with_name(f"{args.db.stem}.replay.html"))
+    images = args.images
+    if images and "://" not in images:
+        images = Path(images).resolve().as_uri()
+    write_replay(rep, out, images)
+    unfinished = sum(t.status == "unfinished" for t in rep.tasks)
+    print(f"replay of {len(rep.tasks)} task(s) ({unfinished} unfinished) written to {out}")
+    for note in rep.notes:
+        print(f"note: {note}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
-    actions = {"validate": _validate, "plan": _plan, "export": _export, "report": _report, "simulate": _simulate}
+    actions = {"validate": _validate, "plan": _plan, "export": _export, "report": _report, "simulate": _simulate,
+               "replay": _replay}
     action = actions.get(getattr(args, "study_command", None))
     if action is None:
-        print("usage: python -m interactive_ir study {validate,plan,export,report,simulate} ... (see --help)",
+        print("usage: python -m interactive_ir study {validate,plan,export,report,simulate,replay} ... (see --help)",
               file=sys.stderr)
         return 2
     return action(args)
