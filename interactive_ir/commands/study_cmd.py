@@ -40,6 +40,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--out", required=True, type=Path, help="folder for report.json, summary.md, sessions.csv, PNGs")
     r.add_argument("--k", default="1,5,10", help="cut-offs for Hits@K (default 1,5,10; the study's k is added)")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots (no matplotlib needed)")
+    r.add_argument("--exclude-away", action="store_true",
+                   help="leave out tasks whose participant left the page too long or too often (the report shows "
+                        "the analysis with them too)")
+    r.add_argument("--max-away-s", type=float, default=None,
+                   help="seconds away from the page that flag a task (default IIR_STUDY_AWAY_MAX_S, 30; 0: off)")
+    r.add_argument("--max-defocus", type=int, default=None,
+                   help="times away from the page that flag a task (default IIR_STUDY_AWAY_MAX_DEFOCUS, 5; 0: off)")
     sm = sub.add_parser("simulate", help="dry run: simulated participants through the whole study, then the report")
     sm.add_argument("study_file", type=Path, metavar="STUDY.yaml")
     sm.add_argument("--participants", type=int, default=8, help="how many simulated participants (default 8)")
@@ -119,8 +126,14 @@ def _report(args) -> int:
     from interactive_ir.study.analysis.report import write_report
     from interactive_ir.study.log import open_readonly
 
+    from interactive_ir.study.log import study_log_config
+
+    overrides = {k: v for k, v in (("away_max_s", args.max_away_s), ("away_max_defocus", args.max_defocus))
+                 if v is not None}
+    cfg = study_log_config(**overrides)
     with open_readonly(args.db) as log:
-        rep = write_report(log, args.out, ks=parse_ks(args.k), plots=not args.no_plots)
+        rep = write_report(log, args.out, ks=parse_ks(args.k), plots=not args.no_plots,
+                           exclude_away=args.exclude_away, away=(cfg.away_max_s, cfg.away_max_defocus))
     print(f"report of {rep['n_sessions_ended']} ended task(s) by {rep['n_participants']} participant(s) "
           f"written to {args.out}:")
     for f in rep["files"]:
@@ -129,6 +142,9 @@ def _report(args) -> int:
                       for c, d in rep["conditions"].items()}))
     for w in rep["warnings"]:
         print(f"warning: {w}")
+    para = rep["paradata"]
+    print(f"time on the page: {len(para['flagged'])} task(s) flagged as away "
+          + ("(left out)" if para["excluded"] else "(kept; --exclude-away leaves them out)"))
     print(f"open {Path(args.out) / 'report.html'} for the mixed-effects models, plots and the data dictionary")
     return 0
 

@@ -158,6 +158,9 @@ class StudyRunner:
                              client_ts: float | None = None) -> Progress:
         return self.task_flow.submit_questionnaire(participant, answers, client_ts)
 
+    def paradata(self, participant: str, items: Any, client_ts: float | None = None) -> int:
+        return self.task_flow.paradata(participant, items, client_ts)
+
     def log_error(self, participant: str, action: str, message: str, client_ts: float | None = None) -> None:
         self.task_flow.log_error(participant, action, message, client_ts)
 

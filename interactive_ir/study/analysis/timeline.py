@@ -100,8 +100,14 @@ def study_replay(log, participant: str | None = None, task: int | None = None, s
             raise BadInputError(f"no events of task {task} in {log.path}"
                                 + (f" for participant {participant!r}" if participant else ""))
     rep = Replay(str(log.path), "study")
+    from interactive_ir.study.analysis.paradata import task_paradata
+
+    para = {(r.participant, r.task): r for r in task_paradata(events)}
     for (pid, n), evs in groups.items():
         rep.tasks.append(task_timeline(pid, n, evs))
+        row = para.get((pid, n))
+        if row is not None and (row.defocus_count or row.idle_count or row.time_away_s):
+            rep.tasks[-1].paradata = row.to_dict()
     rep.notes = [f"{t.participant} task {t.task}: the log ends mid-task (after {t.duration_s:.0f} s)"
                  for t in rep.tasks if t.status == UNFINISHED]
     return rep
@@ -182,6 +188,9 @@ def _step(e, t: float, dt: float) -> Step:
         s.text = str(p.get("reference") or "")
     elif e.type == "error":
         s.text = str(p.get("message") or "")
+    elif e.type == "paradata":
+        s.text = {"blur": "left the page (blur)", "focus": "came back (focus)", "hidden": "tab hidden",
+                  "visible": "tab visible", "idle": "idle", "active": "active again"}.get(p.get("kind"), str(p.get("kind")))
     else:
         s.text = str(p.get("text") or p.get("question") or "")
         if p.get("question") and e.type == "answer":

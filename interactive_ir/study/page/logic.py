@@ -300,6 +300,10 @@ class StudyPage:
         else:
             raise SessionError(f"unknown action {action!r}")
 
+    def _paradata(self, pid, tab, items, ts):
+        """The page's focus, visibility and idle changes (logged only; the page is not redrawn)."""
+        self.runner.paradata(pid, items, ts)
+
     def _ask(self, pid, tab, ts):
         self.runner.ask(pid, ts)
 
