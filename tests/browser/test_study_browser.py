@@ -263,3 +263,37 @@ def test_a_question_with_options_is_answered_by_a_click(browser, grounded_app, s
     assert len(rows) == 1
     payload = json.loads(rows[0][0])
     assert payload["text"] == label and payload["question"] == question and payload["option"] == 0
+
+
+def test_the_page_logs_leaving_and_coming_back(browser, study_app, shot):
+    """paradata.js: the window's blur and focus and a hidden tab reach the study log with the browser's time."""
+    from interactive_ir.study.log import open_readonly
+
+    url, db = study_app
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = ctx.new_page()
+    page.goto(url)
+    page.click("#iir-agree")
+    expect(page.locator("#iir-start-task")).to_be_visible(timeout=TIMEOUT_MS)
+    pid = re.search(r"Participant (\S+)", page.locator("#iir-study-header").inner_text()).group(1)
+    page.click("#iir-start-task")
+    expect(page.locator("#iir-desc textarea")).to_be_visible(timeout=TIMEOUT_MS)
+    before = time.time()
+    page.evaluate("""() => { window.dispatchEvent(new Event('blur'));
+        Object.defineProperty(document, 'visibilityState', {value: 'hidden', configurable: true});
+        document.dispatchEvent(new Event('visibilitychange'));
+        Object.defineProperty(document, 'visibilityState', {value: 'visible', configurable: true});
+        document.dispatchEvent(new Event('visibilitychange'));
+        window.dispatchEvent(new Event('focus')); }""")
+    kinds: list = []
+    for _ in range(40):
+        with open_readonly(db) as log:
+            evs = log.events("browser-study", pid, types=["paradata"])
+        kinds = [e.payload["kind"] for e in evs]
+        if len(kinds) >= 4:
+            break
+        time.sleep(0.25)
+    assert kinds == ["blur", "hidden", "visible", "focus"]
+    assert all(e.task == 1 and abs(e.client_ts - before) < 30 for e in evs)
+    shot(page, "paradata")
+    ctx.close()
