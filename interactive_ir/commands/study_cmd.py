@@ -3,6 +3,7 @@
   study validate STUDY.yaml [--index DIR]            check the file (and its targets against the index)
   study plan STUDY.yaml --participants N [--index DIR]  print each participant's counterbalanced plan
   study export --db FILE --format csv|jsonl|parquet [--out FILE]   one row per logged event
+  study export --db FILE --format dres|lsc-csv [--out FILE]         DRES logs per task / the NTCIR-LSC run CSV
   study report --db FILE --out DIR [--k 1,5,10] [--no-plots]       mixed models, report.html, tables, PNGs
   study simulate STUDY.yaml --participants N [--db FILE] [--out DIR]  a dry run with simulated participants
   study replay --db FILE|EVAL_DIR [--participant P] [--task T] --out page.html   watch sessions step by step
@@ -32,9 +33,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     pl.add_argument("--index", type=Path, help="index folder (default: the study's index)")
     e = sub.add_parser("export", help="export the event log: one row per event")
     e.add_argument("--db", required=True, type=Path, help="the study database (<IIR_STUDY_DIR>/<study_id>.sqlite)")
-    e.add_argument("--format", choices=("csv", "jsonl", "parquet"), default=None,
-                   help="output format (default: from --out's suffix, else csv)")
+    e.add_argument("--format", choices=("csv", "jsonl", "parquet", "dres", "lsc-csv"), default=None,
+                   help="output format (default: from --out's suffix, else csv): csv|jsonl|parquet one row per event; "
+                        "dres: DRES query-event, result and submission logs per task (JSON); lsc-csv: the NTCIR/LSC "
+                        "run CSV (GROUP-ID, RUN-ID, TOPIC-ID, IMAGE-ID, SECONDS-ELAPSED, SCORE)")
     e.add_argument("--out", type=Path, help="output file (default: beside the database, e.g. pilot.events.csv)")
+    e.add_argument("--group", default="", help="lsc-csv: the GROUP-ID (default: the study id)")
+    e.add_argument("--collection", default="", help="dres: the mediaItemCollectionName of the images (default: none)")
     r = sub.add_parser("report", help="per-condition metrics, questionnaire means with 95%% CIs, correlations, plots")
     r.add_argument("--db", required=True, type=Path, help="the study database")
     r.add_argument("--out", required=True, type=Path, help="folder for report.json, summary.md, sessions.csv, PNGs")
@@ -112,12 +117,25 @@ def _export(args) -> int:
     from interactive_ir.study.log import open_readonly
 
     fmt = args.format or (args.out.suffix.lstrip(".").lower() if args.out else "csv")
+    if fmt in ("dres", "lsc-csv"):
+        return _export_interop(args, fmt)
     if fmt not in FORMATS:
         raise BadInputError(f"cannot tell the format from {args.out}: pass --format {'|'.join(FORMATS)}")
     out = args.out or args.db.with_name(f"{args.db.stem}.events.{fmt}")
     with open_readonly(args.db) as log:
         n = export_events(log, out, fmt)
     print(f"exported {n} event(s) to {out}")
+    return 0
+
+
+def _export_interop(args, fmt: str) -> int:
+    from interactive_ir.study.analysis.interop import export_interop
+    from interactive_ir.study.log import open_readonly
+
+    out = args.out or args.db.with_name(f"{args.db.stem}.{'dres.json' if fmt == 'dres' else 'lsc.csv'}")
+    with open_readonly(args.db) as log:
+        n = export_interop(log, out, fmt, group=args.group, collection=args.collection)
+    print(f"exported {n} {'task(s)' if fmt == 'dres' else 'submission row(s)'} as {fmt} to {out}")
     return 0
 
 

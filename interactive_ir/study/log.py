@@ -68,6 +68,7 @@ EVENT_TYPES = (
     "questionnaire",  # post-task answers
     "study_end",  # the last questionnaire was submitted
     "paradata",  # the page lost or got back focus or visibility, or went idle; payload: kind, sent_at (browser clock)
+    "dres",  # what the live DRES link sent and got back: payload call, ok, status, verdict, message (failed: the body)
 )
 PARADATA_KINDS = ("blur", "focus", "hidden", "visible", "idle", "active")  # a paradata event's payload "kind"
 TASK_END_TYPES = ("found", "give_up", "budget_exhausted", "timeout")

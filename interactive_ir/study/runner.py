@@ -58,6 +58,12 @@ class StudyRunner:
         self.replay = Replay(study, log, self.plan, self.task_flow.new_session)
         self.enrolment = Enrolment(self.participants, self.plan)
         self.rounds = Rounds(self.participants, self.engines, self.task_flow)
+        self.dres = None  # the live DRES link, when the study file has `dres:`
+        if study.dres is not None:
+            from interactive_ir.study.dres_link import DresLink
+
+            self.dres = DresLink(study.dres, log)
+            self.participants.listeners.append(self.dres.on_events)
         _record_run(log, study, engine, self.tasks, clock())
 
     def _caption(self, image_id: str) -> str:

@@ -20,7 +20,7 @@ from interactive_ir.errors import BadInputError
 END_TYPES = ("found", "give_up", "budget_exhausted", "timeout")
 UNFINISHED = "unfinished"
 # event types that carry no step of their own in a replay
-_SKIPPED = ("questionnaire", "study_end", "enrol", "consent", "resume")
+_SKIPPED = ("questionnaire", "study_end", "enrol", "consent", "resume", "dres")
 
 
 @dataclass
@@ -118,7 +118,7 @@ def task_timeline(participant: str, task: int, events: list) -> TaskTimeline:
     first = events[0]
     status = next((e.type for e in events if e.type in END_TYPES), UNFINISHED)
     tl = TaskTimeline(participant, task, first.target or "", first.condition or "", status)
-    times = _task_times(events)
+    times = task_times(events)
     last_results: Step | None = None
     prev = 0.0
     for e, t in zip(events, times):
@@ -137,7 +137,7 @@ def task_timeline(participant: str, task: int, events: list) -> TaskTimeline:
     return tl
 
 
-def _task_times(events: list) -> list[float]:
+def task_times(events: list) -> list[float]:
     """Seconds since the task's start for each event: the payload's own elapsed time where logged (shared by the
     events written in the same transaction: a round's input and its results), else the previous event's time plus
     the server's gap; never running backwards."""
