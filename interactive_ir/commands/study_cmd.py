@@ -4,6 +4,7 @@
   study plan STUDY.yaml --participants N [--index DIR]  print each participant's counterbalanced plan
   study export --db FILE --format csv|jsonl|parquet [--out FILE]   one row per logged event
   study export --db FILE --format dres|lsc-csv [--out FILE]         DRES logs per task / the NTCIR-LSC run CSV
+  study export --db FILE --bundle DIR                               a run bundle (re-scored without models)
   study report --db FILE --out DIR [--k 1,5,10] [--no-plots]       mixed models, report.html, tables, PNGs
   study simulate STUDY.yaml --participants N [--db FILE] [--out DIR]  a dry run with simulated participants
   study replay --db FILE|EVAL_DIR [--participant P] [--task T] --out page.html   watch sessions step by step
@@ -40,8 +41,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     e.add_argument("--out", type=Path, help="output file (default: beside the database, e.g. pilot.events.csv)")
     e.add_argument("--group", default="", help="lsc-csv: the GROUP-ID (default: the study id)")
     e.add_argument("--collection", default="", help="dres: the mediaItemCollectionName of the images (default: none)")
+    e.add_argument("--bundle", type=Path, default=None,
+                   help="write a run bundle folder instead: configuration, versions, dialogues, per-round ranks and "
+                        "shown ids, the event log, no images (`metrics DIR` and `study report --db DIR` re-score it)")
     r = sub.add_parser("report", help="per-condition metrics, questionnaire means with 95%% CIs, correlations, plots")
-    r.add_argument("--db", required=True, type=Path, help="the study database")
+    r.add_argument("--db", required=True, type=Path, help="the study database, or a study's run bundle folder")
     r.add_argument("--out", required=True, type=Path, help="folder for report.json, summary.md, sessions.csv, PNGs")
     r.add_argument("--k", default="1,5,10", help="cut-offs for Hits@K (default 1,5,10; the study's k is added)")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots (no matplotlib needed)")
@@ -116,6 +120,12 @@ def _export(args) -> int:
     from interactive_ir.study.analysis.export import FORMATS, export_events
     from interactive_ir.study.log import open_readonly
 
+    if args.bundle is not None:
+        from interactive_ir.study.bundle import study_bundle
+
+        print(f"run bundle written to {study_bundle(args.db, args.bundle)} (re-score: python -m interactive_ir "
+              f"metrics {args.bundle}; study report --db {args.bundle} --out DIR)")
+        return 0
     fmt = args.format or (args.out.suffix.lstrip(".").lower() if args.out else "csv")
     if fmt in ("dres", "lsc-csv"):
         return _export_interop(args, fmt)
@@ -149,7 +159,12 @@ def _report(args) -> int:
     overrides = {k: v for k, v in (("away_max_s", args.max_away_s), ("away_max_defocus", args.max_defocus))
                  if v is not None}
     cfg = study_log_config(**overrides)
-    with open_readonly(args.db) as log:
+    db = args.db
+    if db.is_dir():  # a run bundle (study export --bundle): its event log, rebuilt
+        from interactive_ir.study.bundle import bundle_log
+
+        db = bundle_log(db)
+    with open_readonly(db) as log:
         rep = write_report(log, args.out, ks=parse_ks(args.k), plots=not args.no_plots,
                            exclude_away=args.exclude_away, away=(cfg.away_max_s, cfg.away_max_defocus))
     print(f"report of {rep['n_sessions_ended']} ended task(s) by {rep['n_participants']} participant(s) "
