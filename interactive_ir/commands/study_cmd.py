@@ -8,6 +8,7 @@
   study report --db FILE --out DIR [--k 1,5,10] [--no-plots]       mixed models, report.html, tables, PNGs
   study simulate STUDY.yaml --participants N [--db FILE] [--out DIR]  a dry run with simulated participants
   study replay --db FILE|EVAL_DIR [--participant P] [--task T] --out page.html   watch sessions step by step
+  study compare-sim --db HUMAN --sim SIMULATED [--out DIR]   the simulator's condition ranking against people's
 
 The study itself runs in the web app: `python app.py --study STUDY.yaml` (logs in IIR_STUDY_DIR,
 default ./study_data, as <study_id>.sqlite).
@@ -56,6 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seconds away from the page that flag a task (default IIR_STUDY_AWAY_MAX_S, 30; 0: off)")
     r.add_argument("--max-defocus", type=int, default=None,
                    help="times away from the page that flag a task (default IIR_STUDY_AWAY_MAX_DEFOCUS, 5; 0: off)")
+    r.add_argument("--compare-sim", type=Path, default=None, metavar="SIM_DB",
+                   help="also compare a simulated run of the study with this one (compare_sim.{json,md} in --out)")
     sm = sub.add_parser("simulate", help="dry run: simulated participants through the whole study, then the report")
     sm.add_argument("study_file", type=Path, metavar="STUDY.yaml")
     sm.add_argument("--participants", type=int, default=8, help="how many simulated participants (default 8)")
@@ -67,6 +70,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sm.add_argument("--embedder", default="", help="embedder spec (default: the index's own)")
     sm.add_argument("--seed", type=int, default=0, help="seed of the simulated participants (default 0)")
     sm.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    cs = sub.add_parser("compare-sim", help="does a simulator rank the conditions as people do? (tau, distances)")
+    cs.add_argument("--db", required=True, type=Path, help="the people's study database (or its run bundle)")
+    cs.add_argument("--sim", required=True, type=Path, help="the simulated one (`study simulate`'s database or bundle)")
+    cs.add_argument("--out", type=Path, default=None, help="folder for compare_sim.json and compare_sim.md")
+    cs.add_argument("--boot", type=int, default=1000, help="bootstrap resamples of the tau interval (default 1000)")
+    cs.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     rp = sub.add_parser("replay", help="a static HTML page that plays sessions back, round by round")
     rp.add_argument("--db", required=True, type=Path,
                     help="a study database (people or `study simulate`), or an `eval --out` folder / checkpoint.jsonl")
@@ -178,6 +187,8 @@ def _report(args) -> int:
     para = rep["paradata"]
     print(f"time on the page: {len(para['flagged'])} task(s) flagged as away "
           + ("(left out)" if para["excluded"] else "(kept; --exclude-away leaves them out)"))
+    if args.compare_sim is not None:
+        _write_compare(args.db, args.compare_sim, Path(args.out), 1000, 0)
     print(f"open {Path(args.out) / 'report.html'} for the mixed-effects models, plots and the data dictionary")
     return 0
 
@@ -203,6 +214,26 @@ def _simulate(args) -> int:
     return 0
 
 
+def _compare_sim(args) -> int:
+    if args.boot < 0:
+        raise BadInputError("--boot must be 0 or more")
+    _write_compare(args.db, args.sim, args.out, args.boot, args.seed)
+    return 0
+
+
+def _write_compare(human: Path, sim: Path, out: Path | None, boot: int, seed: int) -> None:
+    from interactive_ir.study.analysis.compare_sim import compare_logs, compare_markdown
+
+    rep = compare_logs(human, sim, boot, seed)
+    text = compare_markdown(rep)
+    print(text)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare_sim.json").write_text(json.dumps(rep, indent=1), encoding="utf-8")
+        (out / "compare_sim.md").write_text(text, encoding="utf-8")
+        print(f"written to {out}/compare_sim.{{json,md}}")
+
+
 def _replay(args) -> int:
     from interactive_ir.study.analysis.replay_html import write_replay
     from interactive_ir.study.analysis.timeline import load_replay
@@ -222,10 +253,10 @@ def _replay(args) -> int:
 
 def run(args: argparse.Namespace) -> int:
     actions = {"validate": _validate, "plan": _plan, "export": _export, "report": _report, "simulate": _simulate,
-               "replay": _replay}
+               "replay": _replay, "compare-sim": _compare_sim}
     action = actions.get(getattr(args, "study_command", None))
     if action is None:
-        print("usage: python -m interactive_ir study {validate,plan,export,report,simulate,replay} ... (see --help)",
+        print("usage: python -m interactive_ir study {validate,plan,export,report,simulate,replay,compare-sim} ... (see --help)",
               file=sys.stderr)
         return 2
     return action(args)
