@@ -111,7 +111,9 @@ def test_a_study_bundle_rescores_in_metrics_and_in_the_report(tmp_path, capsys):
         direct = write_report(original, tmp_path / "rep1", plots=False)
     with open_readonly(bundle_log(bundle)) as rebuilt:
         again = write_report(rebuilt, tmp_path / "rep2", plots=False)
-    pick = lambda rep: {c: (d["bri"]["mean"], d["found_rate"], d["n_sessions"]) for c, d in rep["conditions"].items()}
+    def pick(rep):
+        return {c: (d["bri"]["mean"], d["found_rate"], d["n_sessions"]) for c, d in rep["conditions"].items()}
+
     assert pick(again) == pick(direct) and again["n_participants"] == 2
     assert main(["study", "report", "--db", str(bundle), "--out", str(tmp_path / "rep3"), "--no-plots"]) == 0
 

@@ -12,8 +12,14 @@ from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.cli import main
 from interactive_ir.engine import build_engine
 from interactive_ir.errors import BadInputError
-from interactive_ir.study.analysis.compare_sim import (TaskRow, compare, kendall_tau, ks_statistic, task_rows,
-                                                       wasserstein)
+from interactive_ir.study.analysis.compare_sim import (
+    TaskRow,
+    compare,
+    kendall_tau,
+    ks_statistic,
+    task_rows,
+    wasserstein,
+)
 from interactive_ir.study.config import parse_study
 from interactive_ir.study.log import StudyLog, open_readonly
 from interactive_ir.study.runner import StudyRunner

@@ -9,6 +9,7 @@
   study simulate STUDY.yaml --participants N [--db FILE] [--out DIR]  a dry run with simulated participants
   study replay --db FILE|EVAL_DIR [--participant P] [--task T] --out page.html   watch sessions step by step
   study compare-sim --db HUMAN --sim SIMULATED [--out DIR]   the simulator's condition ranking against people's
+  study scoreboard --db FILE [--out page.html]               KIS scores per participant and task (also at /scoreboard)
 
 The study itself runs in the web app: `python app.py --study STUDY.yaml` (logs in IIR_STUDY_DIR,
 default ./study_data, as <study_id>.sqlite).
@@ -76,6 +77,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     cs.add_argument("--out", type=Path, default=None, help="folder for compare_sim.json and compare_sim.md")
     cs.add_argument("--boot", type=int, default=1000, help="bootstrap resamples of the tau interval (default 1000)")
     cs.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    sb = sub.add_parser("scoreboard", help="correct/wrong submissions, times and KIS scores per participant and task")
+    sb.add_argument("--db", required=True, type=Path, help="the study database")
+    sb.add_argument("--out", type=Path, default=None, help="also write the scoreboard as an HTML page")
     rp = sub.add_parser("replay", help="a static HTML page that plays sessions back, round by round")
     rp.add_argument("--db", required=True, type=Path,
                     help="a study database (people or `study simulate`), or an `eval --out` folder / checkpoint.jsonl")
@@ -161,9 +165,7 @@ def _export_interop(args, fmt: str) -> int:
 def _report(args) -> int:
     from interactive_ir.commands.metrics_cmd import parse_ks
     from interactive_ir.study.analysis.report import write_report
-    from interactive_ir.study.log import open_readonly
-
-    from interactive_ir.study.log import study_log_config
+    from interactive_ir.study.log import open_readonly, study_log_config
 
     overrides = {k: v for k, v in (("away_max_s", args.max_away_s), ("away_max_defocus", args.max_defocus))
                  if v is not None}
@@ -234,6 +236,25 @@ def _write_compare(human: Path, sim: Path, out: Path | None, boot: int, seed: in
         print(f"written to {out}/compare_sim.{{json,md}}")
 
 
+def _scoreboard(args) -> int:
+    from interactive_ir.study.analysis.scoreboard import scoreboard, scoreboard_html
+    from interactive_ir.study.log import open_readonly
+
+    with open_readonly(args.db) as log:
+        teams = scoreboard(log)
+    if not teams:
+        print("no task has started yet: the scoreboard fills in as participants submit")
+    for rank, t in enumerate(teams, 1):
+        cells = ", ".join(f"task {n}: {'correct' if s.correct else 'not found'} {s.score:.0f} ({s.wrong} wrong"
+                          + (f", {s.time_s:.0f} s)" if s.correct else ")") for n, s in sorted(t.tasks.items()))
+        print(f"{rank}. {t.participant} ({t.condition}) {t.total:.0f}: {cells}")
+    if args.out is not None:
+        args.out.write_text(f"<!doctype html><meta charset='utf-8'><title>Scoreboard</title>{scoreboard_html(teams)}",
+                            encoding="utf-8")
+        print(f"written to {args.out}")
+    return 0
+
+
 def _replay(args) -> int:
     from interactive_ir.study.analysis.replay_html import write_replay
     from interactive_ir.study.analysis.timeline import load_replay
@@ -253,10 +274,10 @@ def _replay(args) -> int:
 
 def run(args: argparse.Namespace) -> int:
     actions = {"validate": _validate, "plan": _plan, "export": _export, "report": _report, "simulate": _simulate,
-               "replay": _replay, "compare-sim": _compare_sim}
+               "replay": _replay, "compare-sim": _compare_sim, "scoreboard": _scoreboard}
     action = actions.get(getattr(args, "study_command", None))
     if action is None:
-        print("usage: python -m interactive_ir study {validate,plan,export,report,simulate,replay,compare-sim} ... (see --help)",
+        print("usage: python -m interactive_ir study {validate,plan,export,report,simulate,replay,compare-sim,scoreboard} ... (see --help)",
               file=sys.stderr)
         return 2
     return action(args)

@@ -299,3 +299,27 @@ def test_the_page_logs_leaving_and_coming_back(browser, study_app, shot):
     assert all(e.task == 1 and abs(e.client_ts - before) < 30 for e in evs)
     shot(page, "paradata")
     ctx.close()
+
+
+def test_the_scoreboard_page_is_read_only_and_refreshes(browser, study_app, shot):
+    """/scoreboard: the KIS scoreboard, no sign-in, no inputs; a participant who starts a task appears on it
+    without a reload (it refreshes every few seconds)."""
+    url, db = study_app
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    board = ctx.new_page()
+    board.goto(url + "scoreboard")
+    expect(board.locator("#iir-scoreboard-box")).to_be_visible(timeout=TIMEOUT_MS)
+    rows = board.locator("#iir-scoreboard tbody tr")
+    before = rows.count()
+    assert board.locator("#iir-scoreboard-box input, #iir-scoreboard-box textarea").count() == 0
+    other = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    other.goto(url)
+    other.click("#iir-agree")
+    expect(other.locator("#iir-start-task")).to_be_visible(timeout=TIMEOUT_MS)
+    pid = re.search(r"Participant (\S+)", other.locator("#iir-study-header").inner_text()).group(1)
+    other.click("#iir-start-task")
+    expect(board.locator("#iir-scoreboard")).to_contain_text(pid, timeout=TIMEOUT_MS)
+    assert rows.count() == before + 1
+    shot(board, "scoreboard")
+    other.context.close()
+    ctx.close()

@@ -258,15 +258,19 @@ def compare_markdown(rep: dict) -> str:
         tau = "n/a" if m["kendall_tau"] is None else f"{m['kendall_tau']:+.2f}"
         ci = f" [{m['tau_ci95'][0]:+.2f}, {m['tau_ci95'][1]:+.2f}]" if m["tau_ci95"] else ""
         same = {True: "yes", False: "**no**", None: "n/a"}[m["same_winner"]]
-        order = ">" if m["higher_is_better"] else "<"
-        fmt = lambda side: f" {order} ".join(f"{c} ({m[side][c]:.3g})" for c in m[f"{side}_ranking"]) or "n/a"
-        lines.append(f"| {name} | {fmt('human')} | {fmt('simulated')} | {tau}{ci} | {same} |")
+        lines.append(f"| {name} | {_order(m, 'human')} | {_order(m, 'simulated')} | {tau}{ci} | {same} |")
     lines += ["", "| distribution | KS (all) | Wasserstein-1 (all) | per condition (KS / W1) |", "|---|---|---|---|"]
     for name, d in rep["distances"].items():
         per = "; ".join(f"{c}: {_f(v['ks'])} / {_f(v['wasserstein'])}" for c, v in d.items() if c != "all")
         lines.append(f"| {name} | {_f(d['all']['ks'])} | {_f(d['all']['wasserstein'])} | {per} |")
     lines += [""] + [f"- note: {n}" for n in rep["notes"]]
     return "\n".join(lines) + "\n"
+
+
+def _order(m: dict, side: str) -> str:
+    """One log's ranking of the conditions on one metric, with the means ("A (0.8) > B (0.5)")."""
+    sign = " > " if m["higher_is_better"] else " < "
+    return sign.join(f"{c} ({m[side][c]:.3g})" for c in m[f"{side}_ranking"]) or "n/a"
 
 
 def _f(x) -> str:
