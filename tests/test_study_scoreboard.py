@@ -70,3 +70,12 @@ def test_the_scoreboard_of_a_competition(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "1. team1 (A) 775: task 1: correct 775 (1 wrong, 30 s), task 2: not found 0 (1 wrong)" in out
     assert "iir-scoreboard" in (tmp_path / "b.html").read_text()
+
+
+def test_the_scoreboard_is_served_only_when_the_study_asks_for_it():
+    from interactive_ir.study.config import StudyConfigError
+
+    base = {"study_id": "s", "conditions": {"A": "feedback"}, "tasks": ["a.jpg"]}
+    assert parse_study(base).scoreboard is False and parse_study({**base, "scoreboard": True}).scoreboard is True
+    with pytest.raises(StudyConfigError, match="scoreboard: expected true or false"):
+        parse_study({**base, "scoreboard": "yes"})

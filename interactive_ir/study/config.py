@@ -137,6 +137,7 @@ class StudyConfig:
     breaks: bool = False  # a break page between conditions
     closes_at: float | None = None  # unix time after which nobody new may start (returning participants are told)
     dres: DresSettings | None = None  # the live link to a DRES server (`dres:`; None: no link), see study.dres
+    scoreboard: bool = False  # serve the public, read-only KIS scoreboard at /scoreboard (a competition)
     source: str = ""  # the file it was read from
 
     def condition(self, name: str) -> Condition:
@@ -199,7 +200,7 @@ def parse_study(data: Any, source: str = "") -> StudyConfig:
                                f"got {type(data).__name__}")
     known = ("study_id", "title", "index", "rounds", "k", "show_target", "counterbalance", "seed", "consent",
              "instructions", "conditions", "tasks", "questions", "questionnaires", "recruitment", "time_limit_s",
-             "practice", "breaks", "closes_at", "dres")
+             "practice", "breaks", "closes_at", "dres", "scoreboard")
     _check_keys(data, known, "")
     for req in ("study_id", "conditions", "tasks"):
         if req not in data:
@@ -246,6 +247,7 @@ def parse_study(data: Any, source: str = "") -> StudyConfig:
         breaks=_bool(data.get("breaks", False), "breaks"),
         closes_at=parse_when(data.get("closes_at"), "closes_at"),
         dres=parse_dres(data.get("dres")),
+        scoreboard=_bool(data.get("scoreboard", False), "scoreboard"),
         source=source,
     )
 

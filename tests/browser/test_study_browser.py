@@ -80,7 +80,7 @@ def _serve_study(app_env, tmp: Path, study_yaml: str, study_id: str):
 def study_app(browser, app_env, tmp_path_factory):
     yield from _serve_study(
         app_env, tmp_path_factory.mktemp("study"),
-        "study_id: browser-study\ntitle: Browser study\nrounds: 2\nk: 6\ncounterbalance: none\n"
+        "study_id: browser-study\ntitle: Browser study\nrounds: 2\nk: 6\ncounterbalance: none\nscoreboard: true\n"
         "conditions:\n  A: {mode: mixed, label: System A}\n  B: {mode: text, label: System B}\n"
         f"tasks: [{TARGETS[0]}, {TARGETS[1]}]\n", "browser-study")
 

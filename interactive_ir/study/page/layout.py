@@ -331,7 +331,8 @@ def _wire(demo, page: StudyPage, c: Components) -> None:
 
 
 def layout(page: StudyPage, password: str):
-    """The study page (a `gr.Blocks`) over `page`, with the admin page at /admin and the scoreboard at /scoreboard."""
+    """The study page (a `gr.Blocks`) over `page`, with the admin page at /admin and, when the study
+    file asks for it (`scoreboard: true`), the scoreboard at /scoreboard."""
     import gradio as gr
 
     from interactive_ir.study.page.admin import add_admin_page
@@ -359,7 +360,8 @@ def layout(page: StudyPage, password: str):
         _forms_and_end(gr, c, study)
         _wire(demo, page, c)
     add_admin_page(demo, page, password)
-    from interactive_ir.study.page.scoreboard import add_scoreboard_page
+    if study.scoreboard:
+        from interactive_ir.study.page.scoreboard import add_scoreboard_page
 
-    add_scoreboard_page(demo, page)
+        add_scoreboard_page(demo, page)
     return demo
