@@ -51,7 +51,7 @@ class Team:
     """One participant (team) on the scoreboard."""
 
     participant: str
-    condition: str = ""  # the system they used (the last task's condition)
+    condition: str = ""  # the system they used in their last task (its label when it has one, as they saw it)
     tasks: dict[int, TaskScore] = field(default_factory=dict)
 
     @property
@@ -74,7 +74,7 @@ def scoreboard(log: StudyLog, scoring: KisScoring = KisScoring()) -> list[Team]:
             index = p.get("task_index")
             ts = TaskScore(task=int(index) + 1 if isinstance(index, int) else int(e.task))
             team = teams.setdefault(e.participant, Team(e.participant))
-            team.condition, team.tasks[ts.task] = e.condition or "", ts
+            team.condition, team.tasks[ts.task] = str(p.get("label") or e.condition or ""), ts  # what participants see
             open_[key] = (ts, float(p.get("time_limit_s") or scoring.default_duration_s))
             continue
         if key not in open_:
