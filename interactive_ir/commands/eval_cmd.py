@@ -52,6 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, default=None, help="run only the first Q queries of the file")
     p.add_argument("--seed", type=int, default=0, help="seed of the simulated user and of sampling (default 0)")
     p.add_argument("--out", required=True, type=Path, help="output folder (reused to resume)")
+    p.add_argument("--bundle", type=Path, default=None,
+                   help="also write a run bundle here: configuration, versions, dialogues, per-round ranks and shown "
+                        "ids, no images (`metrics DIR` re-scores it without models)")
     p.add_argument("-k", type=int, default=None, help="results shown per round (default 10)")
     p.add_argument("--metrics-k", default=None, help="cut-offs for Hits/Recall/MRR/NDCG (default 1,5,10)")
     p.add_argument("--stop-on-found", action=argparse.BooleanOptionalAction, default=None,
@@ -166,6 +169,12 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     results = {p.name: run_one_protocol(args, plan, backends, p) for p in plan.protocols}
     write_results(args.out, results, plan.ks)
+    if getattr(args, "bundle", None):
+        from interactive_ir.evaluation.bundle import eval_bundle
+
+        relevant = {q.qid: list(q.relevant) for q in plan.queries if q.relevant}
+        print(f"run bundle written to {eval_bundle(args.out, args.bundle, results, plan.ks, relevant)} "
+              "(re-score: python -m interactive_ir metrics DIR)")
     return 0
 
 

@@ -1,4 +1,7 @@
-"""`python -m interactive_ir metrics RANKS.json`: every retrieval metric, as one JSON object on stdout.
+"""`python -m interactive_ir metrics RANKS.json|BUNDLE_DIR`: every retrieval metric, as one JSON object on stdout.
+
+Given a run bundle's folder (`eval --bundle`, `study export --bundle`), each of its runs is re-scored from its
+records (see interactive_ir.evaluation.bundle), with the headline metrics eval reports.
 
 RANKS.json maps each query id to its target image's 1-based rank at each round, round 0 first
 (null = not retrieved), e.g. ``{"q1": [20, 3, 1], "q2": [null, 8]}``. Queries that stopped early keep
@@ -15,7 +18,9 @@ from interactive_ir.errors import BadInputError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("ranks_file", metavar="RANKS.json", help="JSON object: query id -> list of target ranks by round")
+    p.add_argument("ranks_file", metavar="RANKS.json",
+                   help="JSON object: query id -> list of target ranks by round; or a run bundle folder "
+                        "(eval --bundle, study export --bundle): each of its runs re-scored from its records")
     p.add_argument("--k", default="1,5,10", help="comma-separated cut-offs for Hits/Recall/MRR/NDCG (default 1,5,10)")
     p.add_argument(
         "--n-images",
@@ -67,6 +72,11 @@ def run(args: argparse.Namespace) -> int:
 
     ks = parse_ks(args.k)
     path = Path(args.ranks_file)
+    if path.is_dir():  # a run bundle: every run re-scored from its records
+        from interactive_ir.evaluation.bundle import rescore
+
+        print(json.dumps(rescore(path, ks), indent=2, default=str))
+        return 0
     ranks = load_ranks(path)
     try:
         result = compute_all(ranks, ks=ks, n_images=args.n_images, rounds=args.rounds)

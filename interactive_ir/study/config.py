@@ -42,6 +42,7 @@ from interactive_ir.study.config_fields import int_field as _int
 from interactive_ir.study.config_fields import text_field as _str
 from interactive_ir.study.config_forms import parse_questionnaires, parse_recruitment, parse_when
 from interactive_ir.study.config_types import Question, Recruitment, StudyConfigError
+from interactive_ir.study.dres import DresSettings, parse_dres
 
 MODES = registry.mode_names()  # interaction modes a search page can offer
 PRESETS: dict[str, tuple[tuple[str, ...], str | None]] = {
@@ -135,6 +136,8 @@ class StudyConfig:
     practice: TaskSpec | None = None  # a practice task done first under the first condition, never analysed
     breaks: bool = False  # a break page between conditions
     closes_at: float | None = None  # unix time after which nobody new may start (returning participants are told)
+    dres: DresSettings | None = None  # the live link to a DRES server (`dres:`; None: no link), see study.dres
+    scoreboard: bool = False  # serve the public, read-only KIS scoreboard at /scoreboard (a competition)
     source: str = ""  # the file it was read from
 
     def condition(self, name: str) -> Condition:
@@ -197,7 +200,7 @@ def parse_study(data: Any, source: str = "") -> StudyConfig:
                                f"got {type(data).__name__}")
     known = ("study_id", "title", "index", "rounds", "k", "show_target", "counterbalance", "seed", "consent",
              "instructions", "conditions", "tasks", "questions", "questionnaires", "recruitment", "time_limit_s",
-             "practice", "breaks", "closes_at")
+             "practice", "breaks", "closes_at", "dres", "scoreboard")
     _check_keys(data, known, "")
     for req in ("study_id", "conditions", "tasks"):
         if req not in data:
@@ -243,6 +246,8 @@ def parse_study(data: Any, source: str = "") -> StudyConfig:
         practice=practice,
         breaks=_bool(data.get("breaks", False), "breaks"),
         closes_at=parse_when(data.get("closes_at"), "closes_at"),
+        dres=parse_dres(data.get("dres")),
+        scoreboard=_bool(data.get("scoreboard", False), "scoreboard"),
         source=source,
     )
 

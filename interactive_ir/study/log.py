@@ -67,7 +67,10 @@ EVENT_TYPES = (
     "error",  # an error shown to the participant (bad input, a failing model)
     "questionnaire",  # post-task answers
     "study_end",  # the last questionnaire was submitted
+    "paradata",  # the page lost or got back focus or visibility, or went idle; payload: kind, sent_at (browser clock)
+    "dres",  # what the live DRES link sent and got back: payload call, ok, status, verdict, message (failed: the body)
 )
+PARADATA_KINDS = ("blur", "focus", "hidden", "visible", "idle", "active")  # a paradata event's payload "kind"
 TASK_END_TYPES = ("found", "give_up", "budget_exhausted", "timeout")
 
 
@@ -83,6 +86,9 @@ class StudyLogConfig:
     synchronous: str = "FULL"  # FULL: fsync every commit (survives power loss); NORMAL: survives a killed
     #                            process but a power cut may lose the last commits (see the module docstring)
     busy_timeout_ms: int = 10_000  # how long a writer waits for another process's lock before failing
+    away_max_s: float = 30.0  # the report flags a task whose participant left the page (blur, hidden tab) for
+    #                           longer than this in total (0: never); `study report --exclude-away` leaves them out
+    away_max_defocus: int = 5  # ... or left it more often than this (0: never)
 
 
 def study_log_config(environ: Mapping[str, str] | None = None, **overrides) -> StudyLogConfig:

@@ -58,6 +58,12 @@ class StudyRunner:
         self.replay = Replay(study, log, self.plan, self.task_flow.new_session)
         self.enrolment = Enrolment(self.participants, self.plan)
         self.rounds = Rounds(self.participants, self.engines, self.task_flow)
+        self.dres = None  # the live DRES link, when the study file has `dres:`
+        if study.dres is not None:
+            from interactive_ir.study.dres_link import DresLink
+
+            self.dres = DresLink(study.dres, log)
+            self.participants.listeners.append(self.dres.on_events)
         _record_run(log, study, engine, self.tasks, clock())
 
     def _caption(self, image_id: str) -> str:
@@ -157,6 +163,9 @@ class StudyRunner:
     def submit_questionnaire(self, participant: str, answers: Mapping[str, Any],
                              client_ts: float | None = None) -> Progress:
         return self.task_flow.submit_questionnaire(participant, answers, client_ts)
+
+    def paradata(self, participant: str, items: Any, client_ts: float | None = None) -> int:
+        return self.task_flow.paradata(participant, items, client_ts)
 
     def log_error(self, participant: str, action: str, message: str, client_ts: float | None = None) -> None:
         self.task_flow.log_error(participant, action, message, client_ts)

@@ -80,7 +80,7 @@ def _serve_study(app_env, tmp: Path, study_yaml: str, study_id: str):
 def study_app(browser, app_env, tmp_path_factory):
     yield from _serve_study(
         app_env, tmp_path_factory.mktemp("study"),
-        "study_id: browser-study\ntitle: Browser study\nrounds: 2\nk: 6\ncounterbalance: none\n"
+        "study_id: browser-study\ntitle: Browser study\nrounds: 2\nk: 6\ncounterbalance: none\nscoreboard: true\n"
         "conditions:\n  A: {mode: mixed, label: System A}\n  B: {mode: text, label: System B}\n"
         f"tasks: [{TARGETS[0]}, {TARGETS[1]}]\n", "browser-study")
 
@@ -198,7 +198,7 @@ def test_participant_runs_the_study_and_admin_exports(browser, study_app, shot):
     rows = con.execute("SELECT type, task, condition, client_ts FROM events WHERE participant=? ORDER BY id",
                        (pid,)).fetchall()
     con.close()
-    types = [r[0] for r in rows]
+    types = [r[0] for r in rows if r[0] != "paradata"]  # closing the tab logs it hidden, after the study's end
     assert types[:2] == ["enrol", "consent"] and types[-1] == "study_end"
     assert types.count("resume") >= 1 and types.count("questionnaire") == 2
     assert ("found" if first_how == "found" else "budget_exhausted") in types
@@ -223,7 +223,9 @@ def test_participant_runs_the_study_and_admin_exports(browser, study_app, shot):
     with urllib.request.urlopen(link.get_attribute("href"), timeout=10) as r:
         lines = r.read().decode("utf-8").splitlines()
     assert lines[0].startswith("id,study_id,participant,participant_number,task,target,condition,round,type")
-    assert len(lines) - 1 == len(rows)  # one row per event; this participant is the only one
+    # one row per event (this participant is the only one); paradata: the participant's page loses focus when the
+    # admin page opens, and logs it whenever it arrives
+    assert len([x for x in lines[1:] if ",paradata," not in x]) == len([r for r in rows if r[0] != "paradata"])
     shot(admin, "admin")
     admin.close()
 
@@ -263,3 +265,61 @@ def test_a_question_with_options_is_answered_by_a_click(browser, grounded_app, s
     assert len(rows) == 1
     payload = json.loads(rows[0][0])
     assert payload["text"] == label and payload["question"] == question and payload["option"] == 0
+
+
+def test_the_page_logs_leaving_and_coming_back(browser, study_app, shot):
+    """paradata.js: the window's blur and focus and a hidden tab reach the study log with the browser's time."""
+    from interactive_ir.study.log import open_readonly
+
+    url, db = study_app
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = ctx.new_page()
+    page.goto(url)
+    page.click("#iir-agree")
+    expect(page.locator("#iir-start-task")).to_be_visible(timeout=TIMEOUT_MS)
+    pid = re.search(r"Participant (\S+)", page.locator("#iir-study-header").inner_text()).group(1)
+    page.click("#iir-start-task")
+    expect(page.locator("#iir-desc textarea")).to_be_visible(timeout=TIMEOUT_MS)
+    before = time.time()
+    page.evaluate("""() => { window.dispatchEvent(new Event('blur'));
+        Object.defineProperty(document, 'visibilityState', {value: 'hidden', configurable: true});
+        document.dispatchEvent(new Event('visibilitychange'));
+        Object.defineProperty(document, 'visibilityState', {value: 'visible', configurable: true});
+        document.dispatchEvent(new Event('visibilitychange'));
+        window.dispatchEvent(new Event('focus')); }""")
+    kinds: list = []
+    for _ in range(40):
+        with open_readonly(db) as log:
+            evs = log.events("browser-study", pid, types=["paradata"])
+        kinds = [e.payload["kind"] for e in evs]
+        if len(kinds) >= 4:
+            break
+        time.sleep(0.25)
+    assert kinds == ["blur", "hidden", "visible", "focus"]
+    assert all(e.task == 1 and abs(e.client_ts - before) < 30 for e in evs)
+    shot(page, "paradata")
+    ctx.close()
+
+
+def test_the_scoreboard_page_is_read_only_and_refreshes(browser, study_app, shot):
+    """/scoreboard: the KIS scoreboard, no sign-in, no inputs; a participant who starts a task appears on it
+    without a reload (it refreshes every few seconds)."""
+    url, db = study_app
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    board = ctx.new_page()
+    board.goto(url + "scoreboard")
+    expect(board.locator("#iir-scoreboard-box")).to_be_visible(timeout=TIMEOUT_MS)
+    rows = board.locator("#iir-scoreboard tbody tr")
+    before = rows.count()
+    assert board.locator("#iir-scoreboard-box input, #iir-scoreboard-box textarea").count() == 0
+    other = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    other.goto(url)
+    other.click("#iir-agree")
+    expect(other.locator("#iir-start-task")).to_be_visible(timeout=TIMEOUT_MS)
+    pid = re.search(r"Participant (\S+)", other.locator("#iir-study-header").inner_text()).group(1)
+    other.click("#iir-start-task")
+    expect(board.locator("#iir-scoreboard")).to_contain_text(pid, timeout=TIMEOUT_MS)
+    assert rows.count() == before + 1
+    shot(board, "scoreboard")
+    other.context.close()
+    ctx.close()

@@ -310,10 +310,40 @@ def summary_markdown(rep: dict) -> str:
                              f"{_fmt(d['ci_high'])}] | " + (f"{con['a']} - {con['b']} | {_fmt(con['diff'])} | "
                                                             f"{_fmt(con['p_holm'])} | {_fmt(con['d'], 2)} |"
                                                             if con else "| | | |"))
+    lines += paradata_lines(rep.get("paradata"))
     if rep.get("warnings"):
         lines += ["", "## Design warnings", "", *[f"- {w}" for w in rep["warnings"]]]
     lines += ["", *[f"- {n}" for n in rep["notes"]], ""]
     return "\n".join(lines)
+
+
+def paradata_lines(para: dict | None) -> list[str]:
+    """The report's paradata section (markdown): per task defocus count and time away, the flagged tasks, and
+    the analysis with or without them (whichever the main tables are not)."""
+    if not para or not para.get("n_tasks_with_events"):
+        return ["", "## Time on the page", "", "No focus or visibility events were logged (older page, or none)."]
+    th = para["thresholds"]
+    lines = ["", "## Time on the page (paradata)", "",
+             f"{para['n_tasks_with_events']} of {para['n_tasks']} task(s) logged leaving the page; flagged above "
+             f"{th['max_away_s']} s away or {th['max_defocus']} defocus event(s) (0 = off): "
+             f"{len(para['flagged'])} ({', '.join(para['flagged']) or 'none'}). The tables above "
+             + ("leave the flagged tasks out." if para["excluded"] else "include them (--exclude-away leaves them out)."),
+             "", "| task | condition | defocus | time away (s) | idle periods | idle (s) | clock offset (s) | flagged |",
+             "|---" * 8 + "|"]
+    for r in para["tasks"]:
+        if r["defocus_count"] or r["idle_count"] or r["flagged"]:
+            lines.append(f"| {r['key']} | {r['condition']} | {r['defocus_count']} | {r['time_away_s']:.1f} | "
+                         f"{r['idle_count']} | {r['idle_s']:.1f} | {r['clock_offset_s']:.1f} | "
+                         f"{'yes' if r['flagged'] else ''} |")
+    other = para.get("other_analysis")
+    if other and "error" not in other:
+        lines += ["", "With the flagged tasks " + ("in:" if para["excluded"] else "left out:"), "",
+                  "| condition | sessions | found rate | mean BRI | mean time per task (s) |", "|---|---|---|---|---|"]
+        lines += [f"| {c} | {d['n_sessions']} | {_fmt(d['found_rate'])} | {_fmt(d['bri'])} | "
+                  f"{_fmt(d['time_per_task_s'], 1)} |" for c, d in other.items()]
+    elif other:
+        lines += ["", f"The other analysis could not run: {other['error']}"]
+    return lines
 
 
 def write_sessions_csv(sessions: Sequence[SessionSummary], path: Path, qids: Sequence[str]) -> None:
@@ -345,22 +375,53 @@ def questionnaire_rows(forms: Sequence[dict]) -> list[dict]:
              "attention_failed": ";".join(k for k, ok in f["attention"].items() if not ok)} for f in forms]
 
 
+def paradata_split(log: StudyLog, sessions: Sequence[SessionSummary], study_id: str | None, ks: Sequence[int],
+                   exclude_away: bool, away: tuple[float, int] | None = None) -> tuple[list[SessionSummary], dict]:
+    """(the sessions the analysis uses, the report's paradata section). Tasks whose participant was away from the
+    page above the thresholds (`away` = (seconds, defocus count); default StudyLogConfig's) are flagged; with
+    `exclude_away` the analysis leaves them out. The section also holds the other analysis's per-condition
+    results (with them when they are left out, without them when they are in), so both are shown."""
+    from interactive_ir.study.analysis.paradata import paradata_summary, task_paradata
+    from interactive_ir.study.log import study_log_config
+
+    if away is None:
+        cfg = study_log_config()
+        away = (cfg.away_max_s, cfg.away_max_defocus)
+    rows = task_paradata(log.events(study_id), *away)
+    section = {**paradata_summary(rows, *away), "excluded": exclude_away}
+    flagged = set(section["flagged"])
+    kept = [s for s in sessions if s.key not in flagged]
+    main, other = (kept, list(sessions)) if exclude_away else (list(sessions), kept)
+    if flagged:
+        try:
+            alt = build_report(log, study_id, ks, other)["conditions"]
+            section["other_analysis"] = {c: {"n_sessions": d["n_sessions"], "found_rate": d["found_rate"],
+                                             "bri": d["bri"]["mean"], "time_per_task_s": d["time_per_task_s"]["mean"]}
+                                         for c, d in alt.items()}
+        except BadInputError as e:
+            section["other_analysis"] = {"error": str(e)}
+    return main, section
+
+
 def write_report(log: StudyLog, out_dir: str | Path, study_id: str | None = None,
-                 ks: Sequence[int] = DEFAULT_REPORT_KS, plots: bool = True) -> dict:
+                 ks: Sequence[int] = DEFAULT_REPORT_KS, plots: bool = True, exclude_away: bool = False,
+                 away: tuple[float, int] | None = None) -> dict:
     """Write report.json, summary.md, sessions.csv and PNG plots into `out_dir`; the report dict.
 
-    The report dict gains "files": the paths written.
+    The report dict gains "files": the paths written, and "paradata" (see `paradata_split`).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    all_sessions = read_sessions(log, study_id)
+    every_session = read_sessions(log, study_id)
+    all_sessions, para = paradata_split(log, every_session, study_id, ks, exclude_away, away)
     rep = build_report(log, study_id, ks, all_sessions)
+    rep["paradata"] = para
     sessions = [s for s in all_sessions if s.bri is not None]
     tables = rep.pop("tables")
     files = [out / "report.json", out / "summary.md", out / "sessions.csv", out / "questionnaires.csv",
              out / "analysis_tasks.csv", out / "analysis_conditions.csv", out / "data_dictionary.csv",
              out / "report.html"]
-    write_sessions_csv(all_sessions, files[2], rep["likert_questions"])  # every started task (bri blank: not scored)
+    write_sessions_csv(every_session, files[2], rep["likert_questions"])  # every started task (bri blank: not scored)
     write_rows(questionnaire_rows(read_forms(log, study_id)), files[3])
     write_rows(tables["tasks"], files[4])
     write_rows(tables["conditions"], files[5])

@@ -147,6 +147,28 @@ th { background: #f3f4f6; text-align: left; } .warn { color: #92400e; background
 </style>"""
 
 
+def paradata_html(para: dict | None) -> str:
+    """Time on the page: the flagged tasks and the analysis with or without them (both shown)."""
+    if not para or not para.get("n_tasks_with_events"):
+        return "<h2>Time on the page</h2><p class='small'>No focus or visibility events were logged.</p>"
+    e, th = html.escape, para["thresholds"]
+    rows = [[e(r["key"]), e(r["condition"]), r["defocus_count"], _f(r["time_away_s"]), r["idle_count"],
+             _f(r["idle_s"]), _f(r["clock_offset_s"]), "yes" if r["flagged"] else ""]
+            for r in para["tasks"] if r["defocus_count"] or r["idle_count"] or r["flagged"]]
+    out = (f"<h2>Time on the page</h2><p>{len(para['flagged'])} task(s) flagged (over {th['max_away_s']} s away or "
+           f"{th['max_defocus']} defocus events; 0 = off). The analysis above "
+           + ("leaves them out." if para["excluded"] else "includes them (<code>--exclude-away</code> leaves them out).")
+           + "</p>" + _table(["task", "condition", "defocus", "time away (s)", "idle periods", "idle (s)",
+                              "clock offset (s)", "flagged"], rows))
+    other = para.get("other_analysis") or {}
+    if other and "error" not in other:
+        out += (f"<p>With the flagged tasks {'in' if para['excluded'] else 'left out'}:</p>" + _table(
+            ["condition", "tasks", "found rate", "BRI mean", "time per task (s)"],
+            [[e(c), d["n_sessions"], _f(d["found_rate"]), _f(d["bri"]), _f(d["time_per_task_s"])]
+             for c, d in other.items()]))
+    return out
+
+
 def write_html(rep: dict, path: Path, plots: Sequence[Path], dictionary: Sequence[tuple[str, str, str]]) -> None:
     e = html.escape
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Study report: {e(str(rep['study_id']))}"
@@ -181,6 +203,7 @@ def write_html(rep: dict, path: Path, plots: Sequence[Path], dictionary: Sequenc
         ["condition", "tasks", "found rate", "BRI mean", "timed out"],
         [[e(c), d["n_sessions"], _f(d["found_rate"]), _f(d["bri"]["mean"]), d.get("timeout", 0)]
          for c, d in rep["conditions"].items()]))
+    parts.append(paradata_html(rep.get("paradata")))
     if plots:
         parts.append("<h2>Plots</h2>" + "".join(f"<figure><img src='{e(p.name)}' alt='{e(p.stem)}'>"
                                                   f"<figcaption>{e(p.stem)}</figcaption></figure>" for p in plots))

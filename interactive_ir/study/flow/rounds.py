@@ -47,6 +47,14 @@ def _model_latencies(turn: Turn) -> list[dict]:
              "latency_s": c.get("latency_s"), "error": c.get("error")} for c in turn.llm_calls]
 
 
+def _question_options(turn: Turn) -> dict:
+    """The shown question's kind and clickable options (label, image id), for the log and its replay."""
+    q = turn.asked
+    if q is None or not q.options:
+        return {}
+    return {"question_kind": q.kind, "options": [o.to_dict() for o in q.options]}
+
+
 class Rounds:
     """Runs participants' search rounds. Every round method takes `ask`: True runs the question step too
     (scripts); the web page passes False, shows the results, then calls `ask` separately."""
@@ -183,7 +191,8 @@ class Rounds:
         events = [ps.event(p, "results", payload, client_ts, turn.round)]
         if turn.question:
             events.append(ps.event(p, "question_shown", {"question": turn.question,
-                                                         "fallback": turn.question_fallback}, None, turn.round))
+                                                         "fallback": turn.question_fallback,
+                                                         **_question_options(turn)}, None, turn.round))
         if turn.error:
             events.append(ps.event(p, "error", {"action": turn.kind, "message": turn.error}, None, turn.round))
         return events
@@ -215,6 +224,7 @@ class Rounds:
             if turn.question:
                 events.append(ps.event(p, "question_shown", {"question": turn.question,
                                                              "fallback": turn.question_fallback,
+                                                             **_question_options(turn),
                                                              "model_latencies": _model_latencies(turn),
                                                              "timings": dict(turn.timings)}, client_ts, turn.round))
             if turn.error:

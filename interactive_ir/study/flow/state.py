@@ -7,6 +7,7 @@ before it is acknowledged.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -51,6 +52,7 @@ class Participants:
         self._rebuild = rebuild
         self._slots: dict[str, _Slot] = {}
         self._slots_lock = threading.Lock()
+        self.listeners: list[Callable[[list[Event]], None]] = []  # told of every committed write (the DRES link)
 
     def is_closed(self) -> bool:
         """The study closed (`closes_at`): nobody new may start a task."""
@@ -88,4 +90,10 @@ class Participants:
         state = None
         if session is not None and p.current is not None:
             state = (p.participant, p.current.position, session.to_json())
-        return self.log.append_many(events, state, study_id=self.study.study_id)
+        ids = self.log.append_many(events, state, study_id=self.study.study_id)
+        for listener in self.listeners:
+            try:
+                listener(events)
+            except Exception as e:  # a listener (the DRES link) never fails the study's own step
+                logging.getLogger(__name__).warning("study event listener failed: %s", e)
+        return ids

@@ -18,6 +18,7 @@ from interactive_ir.study.engines import ConditionEngines
 from interactive_ir.study.flow.plan import due_forms
 from interactive_ir.study.flow.state import Participants, StudyClosed, copy_session, require
 from interactive_ir.study.instruments import score_form
+from interactive_ir.study.log import PARADATA_KINDS
 from interactive_ir.study.progress import Progress
 from interactive_ir.study.questionnaire import attention_results, check_answers, screened_out
 
@@ -79,6 +80,25 @@ class TaskFlow:
             rnd = p.session.round if p.session and p.session.turns else None
             ps.write(p, [ps.event(p, "click", {"image_id": image_id, "action": action,
                                                "is_target": image_id == p.current.task.target}, client_ts, rnd)])
+
+    def paradata(self, participant: str, items: Any, client_ts: float | None = None) -> int:
+        """Log the page's focus, visibility and idle changes: `items` = [{kind, at (browser seconds)}, ...] (at most
+        50; unknown kinds and bad times are dropped). The number logged."""
+        events = []
+        with self.participants.locked(participant) as p:
+            in_task = p.phase in ("search", "questionnaire")
+            for item in list(items or [])[:50] if isinstance(items, list) else []:
+                kind, at = (item.get("kind"), item.get("at")) if isinstance(item, dict) else (None, None)
+                try:
+                    at = float(at)
+                except (TypeError, ValueError):
+                    continue
+                if kind in PARADATA_KINDS and 1e9 < at < 1e11:  # a plausible unix time
+                    events.append(self.participants.event(p, "paradata", {"kind": kind, "sent_at": client_ts}, at,
+                                                          task=in_task))
+            if events:
+                self.participants.write(p, events)
+        return len(events)
 
     def log_error(self, participant: str, action: str, message: str, client_ts: float | None = None) -> None:
         """Record an error the participant saw (the UI calls this for errors outside the runner)."""

@@ -1,4 +1,4 @@
-"""The study admin page at /admin: participants, completion, and a download of the event log.
+"""The study admin page at /admin: participants, completion, a download of the event log, and replay pages.
 
 It is off unless a password is set (env IIR_STUDY_ADMIN_PASSWORD); every action checks the sign-in.
 The password is compared in constant time; a weak or example password (shorter than 12 characters,
@@ -105,6 +105,10 @@ def add_admin_page(demo, page, password: str, limiter: LoginLimiter | None = Non
                 fmt = gr.Radio(["csv", "jsonl", "parquet"], value="csv", label="Export format")
                 export_btn = gr.Button("Export the event log", variant="primary", elem_id="iir-admin-export")
             export_file = gr.File(label="Download", interactive=False, elem_id="iir-admin-file")
+            with gr.Row():
+                who = gr.Textbox(label="Participant to replay (blank: all)", max_lines=1, elem_id="iir-admin-who")
+                replay_btn = gr.Button("Replay (HTML page)", elem_id="iir-admin-replay")
+            replay_file = gr.File(label="Replay page", interactive=False, elem_id="iir-admin-replay-file")
 
         limits = limiter or LoginLimiter()
 
@@ -135,7 +139,16 @@ def add_admin_page(demo, page, password: str, limiter: LoginLimiter | None = Non
             except IIRError as e:
                 raise gr.Error(str(e)) from e
 
+        def replay_fn(ok, participant):
+            if not ok:
+                raise gr.Error("sign in first")
+            try:
+                return page.replay(participant)
+            except IIRError as e:
+                raise gr.Error(str(e)) from e
+
         login_btn.click(login_fn, [pw], [authed, login, panel, summary, table])
         pw.submit(login_fn, [pw], [authed, login, panel, summary, table])
         refresh_btn.click(refresh_fn, [authed], [summary, table])
         export_btn.click(export_fn, [authed, fmt], [export_file])
+        replay_btn.click(replay_fn, [authed, who], [replay_file])

@@ -21,6 +21,7 @@ FORMS = ("task", "condition", "end")  # the questionnaires, in the order they ca
 CLOCK_JS = "(...args) => { args[args.length - 1] = Date.now() / 1000; return args; }"
 BUSY_JS = ("(...args) => { document.body.classList.add('iir-busy'); args[args.length - 1] = Date.now() / 1000; "
            "return args; }")
+IDLE_S = 30  # seconds without a key, pointer or scroll after which the page logs an idle period
 IDLE_JS = "() => { document.body.classList.remove('iir-busy'); }"
 BUSY_CSS = """<style>
 #iir-working { display: none; }
@@ -246,6 +247,17 @@ def _on_card(page: StudyPage, c: Components):
     return on_card
 
 
+def _on_paradata(page: StudyPage):
+    import gradio as gr
+
+    def on_paradata(token, tab, ts, evt: gr.EventData):
+        """The page's focus, visibility and idle changes (paradata.js): logged, nothing redrawn."""
+        data = getattr(evt, "_data", None) or {}
+        page.act("paradata", token, tab, data.get("events"), client_ts=ts)
+
+    return on_paradata
+
+
 def _on_choose(page: StudyPage, c: Components):
     import gradio as gr
 
@@ -314,10 +326,13 @@ def _wire(demo, page: StudyPage, c: Components) -> None:
     for form, (_, _, inputs, btn) in c.forms.items():
         btn.click(_on_submit(page, c, form), [*base, *inputs, c.clock], outputs, **quick)
     c.leave_btn.click(act("leave"), timed, outputs, **quick)
+    c.paradata.click(_on_paradata(page), timed, None, js=CLOCK_JS, show_progress="hidden", trigger_mode="multiple",
+                     concurrency_id="paradata", concurrency_limit=None)
 
 
 def layout(page: StudyPage, password: str):
-    """The study page (a `gr.Blocks`) over `page`, with the admin page at /admin."""
+    """The study page (a `gr.Blocks`) over `page`, with the admin page at /admin and, when the study
+    file asks for it (`scoreboard: true`), the scoreboard at /scoreboard."""
     import gradio as gr
 
     from interactive_ir.study.page.admin import add_admin_page
@@ -338,9 +353,15 @@ def layout(page: StudyPage, password: str):
         gr.Navbar(visible="hidden", main_page_name=False)  # no "Home" bar ("hidden": mounted, so it applies)
         c = Components()
         _top(gr, c, page)
+        c.paradata = gr.HTML(f'<span hidden data-idle-s="{IDLE_S}"></span>', padding=False, elem_id="iir-study-paradata",
+                             js_on_load=(ASSETS / "paradata.js").read_text())
         _consent_and_briefing(gr, c, study)
         _search(gr, c, cards_js, timer_js)
         _forms_and_end(gr, c, study)
         _wire(demo, page, c)
     add_admin_page(demo, page, password)
+    if study.scoreboard:
+        from interactive_ir.study.page.scoreboard import add_scoreboard_page
+
+        add_scoreboard_page(demo, page)
     return demo

@@ -300,6 +300,10 @@ class StudyPage:
         else:
             raise SessionError(f"unknown action {action!r}")
 
+    def _paradata(self, pid, tab, items, ts):
+        """The page's focus, visibility and idle changes (logged only; the page is not redrawn)."""
+        self.runner.paradata(pid, items, ts)
+
     def _ask(self, pid, tab, ts):
         self.runner.ask(pid, ts)
 
@@ -345,6 +349,16 @@ class StudyPage:
         out = Path(tempfile.mkdtemp(prefix="iir-study-")) / f"{self.study.study_id}.events.{fmt}"
         export_events(self.runner.log, out, fmt, self.study.study_id)
         return str(out)
+
+    def replay(self, participant: str) -> str:
+        """A replay page (static HTML) of one participant's tasks, or of everyone's when `participant` is blank."""
+        from interactive_ir.study.analysis.replay_html import write_replay
+        from interactive_ir.study.analysis.timeline import study_replay
+
+        who = (participant or "").strip() or None
+        rep = study_replay(self.runner.log, who, study_id=self.study.study_id)
+        name = f"{self.study.study_id}.{who or 'all'}.replay.html".replace("/", "_")
+        return str(write_replay(rep, Path(tempfile.mkdtemp(prefix="iir-study-")) / name))
 
 
 def _sentence(e: BaseException) -> str:
