@@ -74,7 +74,7 @@ def lay_out(ctx, setup_notes, title: str) -> Page:
     with gr.Column(elem_id="iir-page"):
         with gr.Row(elem_id="iir-top", equal_height=False):
             gr.Markdown(f"# {title}\n{INTRO}", elem_id="iir-head")
-            with gr.Accordion("Models and data", open=False, elem_id="iir-notes-panel"):
+            with gr.Accordion("About this app", open=False, elem_id="iir-notes-panel"):
                 gr.Markdown(notes_markdown(setup_notes), elem_id="iir-notes")
         parts |= _search_column(ctx, js)
         parts |= _dialogue_panel(ctx, js)

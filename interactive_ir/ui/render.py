@@ -185,24 +185,25 @@ def _liked_card(engine, image_id: str) -> str:
     row = engine.index.row_of.get(image_id)
     if row is None:
         return ""
-    cap = engine.index.records[row].caption or image_id
+    raw = engine.index.records[row].caption
+    cap = plain_caption(raw) or image_id  # in plain words, as on the other cards
     url = image_url(engine.index, image_id)
     full = image_url(engine.index, image_id, full=True) if url else ""
-    pic = _img(url, _alt(cap, image_id))
+    pic = _img(url, _alt(raw, image_id))
     if url:
         pic = (f'<button type="button" class="iir-open" data-action="open" data-id="{esc(image_id)}" '
                f'data-src="{esc(full or url)}" title="Larger view" aria-label="Larger view: {esc(cap)}">{pic}</button>')
     return (f'<article class="iir-card is-liked is-rel" data-id="{esc(image_id)}" role="listitem">'
             '<div class="iir-pic"><span class="iir-liked" title="You marked it relevant: kept in view while the '
             f'round shows new images">You liked</span>{pic}</div>'
-            f'<p class="iir-cap" title="{esc(cap)}">{esc(cap)}</p>'
+            f'<p class="iir-cap" title="{esc(cap)}">{esc(plain_caption(raw, CARD_CHARS) or image_id)}</p>'
             f'<div class="iir-actions">{_button("found", image_id)}</div></article>')
 
 
 def _turn_label(t: Turn) -> str:
     kind = {
         "describe": f"described “{t.user_text}”",
-        "answer": f"answered “{t.user_text}”",
+        "answer": f"answered “{answer_words(t)}”",
         "skip": "skipped the question",
         "feedback": f"marked {len(t.relevant)} relevant, {len(t.irrelevant)} not relevant",
         "relative": f"“{t.user_text}” relative to " + ("an uploaded image" if t.reference_upload else
@@ -246,6 +247,7 @@ def options_html(engine, q) -> str:
         label = answer = o.label.strip() or f"option {n + 1}"  # the tooltip: the answer a click gives
         if o.image_id and label != NONE_OF_THESE:  # a picture's caption, in plain words and short
             label = plain_caption(label, OPTION_CHARS) or f"option {n + 1}"
+            answer = plain_caption(answer) or label  # the tooltip in plain words too, whole
         pic = ""
         if o.image_id:
             url = image_url(engine.index, o.image_id)
@@ -260,6 +262,18 @@ def options_html(engine, q) -> str:
     return f'<div class="iir-opts {kind}" role="group" aria-label="answers: click one">{"".join(items)}</div>{hint}'
 
 
+def answer_words(t: Turn) -> str:
+    """An answer as the "You:" line shows it: a clicked picture option's caption in plain words (the session
+    records the index caption: "closest to: clipart of Bulldog Puppy; keywords: ..."), typed words as typed."""
+    from interactive_ir.types import NONE_OF_THESE
+
+    choice = t.extra.get("choice") if isinstance(t.extra, dict) else None
+    label = str((choice or {}).get("label", "")).strip()
+    if not (choice and choice.get("image_id")) or not label or label == NONE_OF_THESE or label not in t.user_text:
+        return t.user_text
+    return t.user_text.replace(label, plain_caption(label) or label)
+
+
 def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "", engine=None) -> str:
     """The conversation so far and the question waiting for an answer (with its clickable options)."""
     lines = []
@@ -268,7 +282,7 @@ def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "
         if t.kind == "describe":
             lines.append(("you", t.user_text))
         elif t.kind == "answer":
-            lines.append(("you", t.user_text))
+            lines.append(("you", answer_words(t)))
         elif t.kind == "skip":
             lines.append(("note", "(question skipped)"))
         elif t.kind == "feedback":

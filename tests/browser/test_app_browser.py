@@ -27,7 +27,7 @@ def app(page, app_url):
 
 def test_full_search_every_mode(app, shot):
     page = app.page
-    page.locator("#iir-notes-panel").get_by_text("Models and data").click()  # folded by default
+    page.locator("#iir-notes-panel").get_by_text("About this app").click()  # folded by default
     expect(page.locator("#iir-notes")).to_contain_text("fake:32", timeout=10_000)
     expect_text = page.locator("#iir-notes").inner_text()
     assert "fake:32" in expect_text and "LLM fake" in expect_text  # the setup notes are on the page
