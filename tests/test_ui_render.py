@@ -156,3 +156,13 @@ def test_a_clicked_picture_option_reads_in_plain_words_in_the_dialogue_and_its_t
     assert "clipart of dogs; keywords: typed" in render.dialogue_html(UIState(session=s), True, "", Eng())
     assert "answered “closest to: Bulldog puppy”" in render.strip_html(
         type("E", (), {"hits_of": lambda self, t: [], "index": None})(), UIState(session=s))
+
+
+def test_the_results_list_the_keyboard_shortcuts_until_the_search_ends(grounded):
+    st = h.start(grounded, UIState(), "a red dog")
+    html = render.results_html(grounded, st)
+    assert html.count('class="iir-keys"') == 1
+    keys = re.findall(r"<kbd>([^<]+)</kbd>", html)
+    assert keys == ["← → ↑ ↓", "j / k", "Enter", "Esc", "r / n", "f", "?"]
+    h.found(grounded, st, st.current_ids[0])
+    assert "iir-keys" not in render.results_html(grounded, st)

@@ -3,11 +3,16 @@
 // - a card or option button sends {action, id, index, question, round} to the server (`trigger("click", ...)`);
 // - a card's picture opens the large view (lightbox) with the caption, previous/next and the card's actions;
 // - an example description on the empty page runs that search;
-// - a new round scrolls into view when it is off screen (a phone, after answering from the dialogue bar).
+// - a new round scrolls into view when it is off screen (a phone, after answering from the dialogue bar);
+// - the keyboard moves through the results (`iirKeys`: arrows or j/k, Enter, r/n/f, ? for the list).
 if (!element.dataset.iirBound) {
   element.dataset.iirBound = "1";
   const isResults = !!element.closest("#iir-results");
   if (isResults) window.iirResultsTrigger = trigger;
+  if (isResults && !window.iirKeysBound) {
+    window.iirKeysBound = true;
+    document.addEventListener("keydown", iirKeys);
+  }
 
   element.addEventListener("click", (ev) => {
     const ex = ev.target.closest("button[data-example]");
@@ -211,4 +216,67 @@ function iirClose() {
   const back = iirCards().find((c) => c.dataset.id === box.dataset.id);
   const btn = back && back.querySelector("button[data-action=open]");
   if (btn) btn.focus();
+}
+
+// --- the keyboard on the results (issue 25, deliverable 7) -----------------------------------------------------
+// Arrows (or j/k) move between the cards, a row at a time up and down; Enter (or Space) on a picture opens the
+// large view, Escape closes it and the focus comes back to the card; r / n mark the card relevant / not it,
+// f says Found it; ? opens the list of keys. Keys typed into a text box are left alone.
+function iirTyping(el) {
+  return !!el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
+}
+
+function iirCardTarget(card) {
+  return card.querySelector("button[data-action=open]") || card;
+}
+
+function iirFocusCard(card) {
+  if (!card) return;
+  const el = iirCardTarget(card);
+  if (el === card) card.tabIndex = -1;
+  el.focus();
+  el.scrollIntoView({ block: "nearest" });
+}
+
+// how many cards a row of the grid holds (those level with the first)
+function iirColumns(cards) {
+  if (!cards.length) return 1;
+  const top = cards[0].getBoundingClientRect().top;
+  const n = cards.filter((c) => Math.abs(c.getBoundingClientRect().top - top) < 4).length;
+  return Math.max(1, n);
+}
+
+const IIR_MOVES = { ArrowRight: 1, ArrowLeft: -1, j: 1, k: -1, ArrowDown: "row", ArrowUp: "-row" };
+const IIR_ACTS = { r: "relevant", n: "irrelevant", f: "found" };
+
+function iirKeys(ev) {
+  if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.defaultPrevented) return;
+  const lb = document.getElementById("iir-lightbox");
+  const inView = lb && !lb.hidden;
+  if (iirTyping(ev.target)) return;
+  if (ev.key === "?") {
+    if (inView) return;
+    const help = document.querySelector("#iir-results .iir-keys");
+    if (help) { ev.preventDefault(); help.open = !help.open; if (help.open) help.querySelector("summary").focus(); }
+    return;
+  }
+  const cards = iirCards();
+  if (!cards.length) return;
+  const here = ev.target.closest ? ev.target.closest("#iir-results .iir-card") : null;
+  const card = inView ? cards.find((c) => c.dataset.id === lb.dataset.id) : here;
+  if (IIR_ACTS[ev.key] && card) {
+    const scope = inView ? lb.querySelector(".iir-lb-actions") : card;
+    const b = scope && scope.querySelector(`button[data-action="${IIR_ACTS[ev.key]}"]`);
+    if (b && !b.disabled) { ev.preventDefault(); b.click(); }
+    return;
+  }
+  if (inView || !(ev.key in IIR_MOVES)) return;
+  const onPage = ev.target === document.body || !!here;  // j/k from nowhere start at the first card
+  if (!onPage || (!here && ev.key.startsWith("Arrow"))) return;
+  ev.preventDefault();
+  if (!here) return iirFocusCard(cards[0]);
+  const i = cards.indexOf(here);
+  const cols = iirColumns(cards);
+  const d = IIR_MOVES[ev.key] === "row" ? cols : IIR_MOVES[ev.key] === "-row" ? -cols : IIR_MOVES[ev.key];
+  iirFocusCard(cards[Math.min(cards.length - 1, Math.max(0, i + d))]);
 }

@@ -25,6 +25,8 @@ OPTION_CHARS = 40  # the same for a picture option's label
 # why the page offers no upload (a caption index and no captioner: `handlers.modes`), in plain words
 NO_UPLOAD = ("You cannot upload a photo of your own here: this demo finds pictures by their descriptions, and "
              "it has no model that could describe a new photo.")
+KEYS = (("← → ↑ ↓ or j / k", "move between results"), ("Enter", "larger view"), ("Esc", "close it"),
+        ("r / n", "mark relevant / not it"), ("f", "found it"), ("?", "show or hide these keys"))
 EXAMPLES = ("a puppy sitting on the grass", "a red sports car", "a slice of birthday cake",
             "a small house with a chimney")  # the empty page's example descriptions (demo gallery)
 
@@ -154,13 +156,22 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
     n_liked = len(liked_ids(st)) if liked else 0
     kept = f", with {_the_liked(n_liked)} first" if n_liked else ""
     head = (f'<div class="iir-page-head" data-round="{turn.round + 1}" data-epoch="{st.epoch}">'
-            f"Round {turn.round + 1}: {len(hits)} {'new ' if n_liked else ''}results{kept}{badge}{seen_note}</div>")
+            f"Round {turn.round + 1}: {len(hits)} {'new ' if n_liked else ''}results{kept}{badge}{seen_note}"
+            f"{keys_html() if not ended else ''}</div>")
     ask = ""  # on a phone the dialogue bar is stuck to the bottom: the question is said there too
     q = s.question if not ended else None
     if q is not None:
         ask = (f'<div class="iir-ask-narrow">System asks: <b>{esc(q.text)}</b> '
                '<a href="#iir-dialogue-panel">Answer ↓</a></div>')
     return f'{head}{ask}<div class="iir-grid" role="list" aria-label="results">{liked}{"".join(cards)}</div>'
+
+
+def keys_html() -> str:
+    """The keyboard's shortcuts on the results (assets/ui/cards.js `iirKeys`), as a tip opened by a click or ?."""
+    rows = "".join("<li>" + " or ".join(f"<kbd>{esc(k)}</kbd>" for k in keys.split(" or ")) + f" {esc(what)}</li>"
+                   for keys, what in KEYS)
+    return (f'<details class="iir-keys"><summary title="Keyboard shortcuts (?)">Keyboard shortcuts</summary>'
+            f'<ul aria-label="keyboard shortcuts">{rows}</ul></details>')
 
 
 def _the_liked(n: int) -> str:
