@@ -163,6 +163,6 @@ def test_the_results_list_the_keyboard_shortcuts_until_the_search_ends(grounded)
     html = render.results_html(grounded, st)
     assert html.count('class="iir-keys"') == 1
     keys = re.findall(r"<kbd>([^<]+)</kbd>", html)
-    assert keys == ["← → ↑ ↓", "j / k", "Enter", "Esc", "r / n", "f", "?"]
+    assert keys == ["← → ↑ ↓", "j / k", "Enter", "Esc", "r / n", "f", "x", "?"]
     h.found(grounded, st, st.current_ids[0])
     assert "iir-keys" not in render.results_html(grounded, st)

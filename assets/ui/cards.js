@@ -15,6 +15,12 @@ if (!element.dataset.iirBound) {
   }
 
   element.addEventListener("click", (ev) => {
+    const pick = ev.target.closest("button[data-select], button[data-selbar]");
+    if (pick && element.contains(pick)) {
+      ev.preventDefault();
+      if (!pick.disabled) iirSelectClick(pick, ev.shiftKey);
+      return;
+    }
     const ex = ev.target.closest("button[data-example]");
     if (ex && element.contains(ex)) {
       ev.preventDefault();
@@ -33,6 +39,7 @@ if (!element.dataset.iirBound) {
   });
 
   if (isResults) {
+    iirSelectSync();
     let lastHead = "";
     new MutationObserver(() => {
       const head = element.querySelector(".iir-page-head");
@@ -43,6 +50,7 @@ if (!element.dataset.iirBound) {
         lastHead = key;
       }
       if (window.iirLightboxSync) window.iirLightboxSync();
+      iirSelectSync();
     }).observe(element, { childList: true, subtree: true, attributes: true, characterData: true });
     // (Gradio may update the cards in place, changing only attributes such as aria-pressed)
   }
@@ -264,6 +272,11 @@ function iirKeys(ev) {
   if (!cards.length) return;
   const here = ev.target.closest ? ev.target.closest("#iir-results .iir-card") : null;
   const card = inView ? cards.find((c) => c.dataset.id === lb.dataset.id) : here;
+  if (ev.key === "x" && card && !inView) {
+    const b = card.querySelector("button[data-select]");
+    if (b) { ev.preventDefault(); iirSelectClick(b, ev.shiftKey); }
+    return;
+  }
   if (IIR_ACTS[ev.key] && card) {
     const scope = inView ? lb.querySelector(".iir-lb-actions") : card;
     const b = scope && scope.querySelector(`button[data-action="${IIR_ACTS[ev.key]}"]`);
@@ -279,4 +292,81 @@ function iirKeys(ev) {
   const cols = iirColumns(cards);
   const d = IIR_MOVES[ev.key] === "row" ? cols : IIR_MOVES[ev.key] === "-row" ? -cols : IIR_MOVES[ev.key];
   iirFocusCard(cards[Math.min(cards.length - 1, Math.max(0, i + d))]);
+}
+
+
+// --- selecting results to act on them (issue 25, deliverable 5) ---------------------------------------------
+// The selection lives in the page (a set of ids), is redrawn onto the cards after every render, and keeps only
+// the results on the page. Shift-click selects every card from the last one clicked. The bar downloads the
+// selection (hidden buttons #iir-sel-zip / #iir-sel-csv, which read `iirSelectedIds()`) or copies its links.
+window.iirSelected = window.iirSelected || new Set();
+window.iirSelectedIds = () => JSON.stringify(iirCards().filter((c) => !c.classList.contains("is-liked") &&
+  window.iirSelected.has(c.dataset.id)).map((c) => c.dataset.id));
+
+function iirSelectable() {
+  return iirCards().filter((c) => c.querySelector("button[data-select]"));
+}
+
+function iirSelectClick(b, shift) {
+  const sel = window.iirSelected;
+  const what = b.dataset.selbar;
+  const ids = iirSelectable().map((c) => c.dataset.id);
+  if (b.dataset.select !== undefined) {
+    const id = b.dataset.select;
+    const last = ids.indexOf(window.iirSelectLast || "");
+    const here = ids.indexOf(id);
+    if (shift && last >= 0 && here >= 0) {
+      const [a, z] = last < here ? [last, here] : [here, last];
+      ids.slice(a, z + 1).forEach((i) => sel.add(i));
+    } else if (sel.has(id)) sel.delete(id);
+    else sel.add(id);
+    window.iirSelectLast = id;
+  } else if (what === "all") ids.forEach((i) => sel.add(i));
+  else if (what === "clear") sel.clear();
+  else if (what === "zip" || what === "csv") {
+    const go = document.getElementById(`iir-sel-${what}`);
+    if (go) go.click();
+  } else if (what === "links") iirCopyLinks(b);
+  iirSelectSync();
+}
+
+// the selected images' addresses (the large view's, one a line) to the clipboard
+function iirCopyLinks(b) {
+  const sel = window.iirSelected;
+  const urls = iirSelectable().filter((c) => sel.has(c.dataset.id)).map((c) => {
+    const open = c.querySelector("button[data-action=open]");
+    return open ? new URL(open.dataset.src, location.href).href : "";
+  }).filter(Boolean);
+  const said = b.parentElement.querySelector(".iir-selsaid");
+  const say = (t) => { if (said) { said.textContent = t; setTimeout(() => { said.textContent = ""; }, 4000); } };
+  const text = urls.join("\n");
+  const fallback = () => { window.prompt("Copy these links:", text); };
+  if (navigator.clipboard && window.isSecureContext) {
+    navigator.clipboard.writeText(text).then(() => say(`${urls.length} link${urls.length === 1 ? "" : "s"} copied`),
+                                             fallback);
+  } else fallback();
+}
+
+// the selection onto the cards and the bar (after each render: the server redraws the cards)
+function iirSelectSync() {
+  const sel = window.iirSelected;
+  const cards = iirSelectable();
+  const onPage = new Set(cards.map((c) => c.dataset.id));
+  [...sel].forEach((i) => { if (!onPage.has(i)) sel.delete(i); });
+  for (const c of cards) {
+    const on = sel.has(c.dataset.id);
+    const b = c.querySelector("button[data-select]");
+    if (b.getAttribute("aria-pressed") !== String(on)) b.setAttribute("aria-pressed", String(on));
+    if (c.classList.contains("is-selected") !== on) c.classList.toggle("is-selected", on);
+  }
+  const bar = document.querySelector("#iir-results .iir-selbar");
+  if (!bar) return;
+  const n = [...sel].length;
+  const count = bar.querySelector(".iir-selcount");
+  const text = n ? `${n} selected` : "Select results to download them or copy their links";
+  if (count.textContent !== text) count.textContent = text;
+  bar.querySelectorAll("button[data-selbar]").forEach((x) => {
+    const off = x.dataset.selbar === "all" ? n === cards.length : n === 0;
+    if (x.disabled !== off) x.disabled = off;
+  });
 }

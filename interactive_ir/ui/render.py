@@ -26,7 +26,8 @@ OPTION_CHARS = 40  # the same for a picture option's label
 NO_UPLOAD = ("You cannot upload a photo of your own here: this demo finds pictures by their descriptions, and "
              "it has no model that could describe a new photo.")
 KEYS = (("← → ↑ ↓ or j / k", "move between results"), ("Enter", "larger view"), ("Esc", "close it"),
-        ("r / n", "mark relevant / not it"), ("f", "found it"), ("?", "show or hide these keys"))
+        ("r / n", "mark relevant / not it"), ("f", "found it"), ("x", "select / unselect (to download)"),
+        ("?", "show or hide these keys"))
 EXAMPLES = ("a puppy sitting on the grass", "a red sports car", "a slice of birthday cake",
             "a small house with a chimney")  # the empty page's example descriptions (demo gallery)
 
@@ -124,7 +125,7 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
         if url:  # the picture opens the large view (lightbox) with the caption, previous/next and the actions
             pic = (f'<button type="button" class="iir-open" data-action="open" data-id="{esc(h.id)}" '
                    f'data-src="{esc(full or url)}" title="Larger view" aria-label="Larger view: {esc(cap)}">{pic}</button>')
-        badges = f'<span class="iir-rank">#{rank}</span>'
+        badges = f'<span class="iir-rank">#{rank}</span>' + _select_button(h.id, cap)
         if h.id in seen:
             badges += '<span class="iir-seen" title="Shown in an earlier round of this search">Seen</span>'
         if ended:
@@ -163,7 +164,27 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
     if q is not None:
         ask = (f'<div class="iir-ask-narrow">System asks: <b>{esc(q.text)}</b> '
                '<a href="#iir-dialogue-panel">Answer ↓</a></div>')
-    return f'{head}{ask}<div class="iir-grid" role="list" aria-label="results">{liked}{"".join(cards)}</div>'
+    return (f'{head}{selection_bar_html()}{ask}<div class="iir-grid" role="list" aria-label="results">'
+            f'{liked}{"".join(cards)}</div>')
+
+
+def _select_button(image_id: str, cap: str) -> str:
+    """A card's selection toggle (cards.js keeps the selection; shift-click selects a range)."""
+    return (f'<button type="button" class="iir-select" data-select="{esc(image_id)}" aria-pressed="false" '
+            f'aria-label="Select: {esc(cap)}" title="Select (shift-click: all from the last one)"></button>')
+
+
+def selection_bar_html() -> str:
+    """The selection's actions over the results; cards.js shows the count and enables them once one is chosen."""
+    def b(what: str, label: str, disabled: bool = True) -> str:
+        return (f'<button type="button" class="iir-selbtn" data-selbar="{what}"{" disabled" if disabled else ""}>'
+                f"{label}</button>")
+
+    return ('<div class="iir-selbar" role="toolbar" aria-label="selected results">'
+            '<span class="iir-selcount" aria-live="polite">Select results to download them or copy their links'
+            "</span>" + b("all", "Select all on this page", False) + b("clear", "Clear selection")
+            + b("zip", "Download selected (zip)") + b("csv", "Download selected (CSV)") + b("links", "Copy links")
+            + '<span class="iir-selsaid" role="status"></span></div>')
 
 
 def keys_html() -> str:
