@@ -12,6 +12,11 @@ if (!element.dataset.iirBound) {
   if (isResults && !window.iirKeysBound) {
     window.iirKeysBound = true;
     document.addEventListener("keydown", iirKeys);
+    // the card that holds the focus is remembered, so a re-render that replaces it gives the focus back
+    document.addEventListener("focusin", (ev) => {
+      const c = ev.target.closest && ev.target.closest("#iir-results .iir-card");
+      window.iirKeyFocus = c ? c.dataset.id : "";
+    });
   }
 
   element.addEventListener("click", (ev) => {
@@ -51,6 +56,7 @@ if (!element.dataset.iirBound) {
       }
       if (window.iirLightboxSync) window.iirLightboxSync();
       iirSelectSync();
+      iirKeepFocus();
     }).observe(element, { childList: true, subtree: true, attributes: true, characterData: true });
     // (Gradio may update the cards in place, changing only attributes such as aria-pressed)
   }
@@ -351,8 +357,14 @@ function iirCopyLinks(b) {
 function iirSelectSync() {
   const sel = window.iirSelected;
   const cards = iirSelectable();
-  const onPage = new Set(cards.map((c) => c.dataset.id));
-  [...sel].forEach((i) => { if (!onPage.has(i)) sel.delete(i); });
+  const head = document.querySelector("#iir-results .iir-page-head");
+  if (!head || !cards.length) return;  // between two renders: nothing to sync, nothing to forget
+  const key = head.dataset.round + "/" + head.dataset.epoch;
+  if (window.iirSelectPage !== key) {  // a new page of results keeps only the selected images it shows
+    window.iirSelectPage = key;
+    const onPage = new Set(cards.map((c) => c.dataset.id));
+    [...sel].forEach((i) => { if (!onPage.has(i)) sel.delete(i); });
+  }
   for (const c of cards) {
     const on = sel.has(c.dataset.id);
     const b = c.querySelector("button[data-select]");
@@ -362,6 +374,7 @@ function iirSelectSync() {
   const bar = document.querySelector("#iir-results .iir-selbar");
   if (!bar) return;
   const n = [...sel].length;
+  if (bar.classList.contains("has-sel") !== n > 0) bar.classList.toggle("has-sel", n > 0);
   const count = bar.querySelector(".iir-selcount");
   const text = n ? `${n} selected` : "Select results to download them or copy their links";
   if (count.textContent !== text) count.textContent = text;
@@ -369,4 +382,15 @@ function iirSelectSync() {
     const off = x.dataset.selbar === "all" ? n === cards.length : n === 0;
     if (x.disabled !== off) x.disabled = off;
   });
+}
+
+// a re-render replaced the card that had the focus (it fell to the page's body): the same card gets it back
+function iirKeepFocus() {
+  const id = window.iirKeyFocus;
+  const lb = document.getElementById("iir-lightbox");
+  if (!id || (lb && !lb.hidden)) return;
+  const a = document.activeElement;
+  if (a && a !== document.body && document.contains(a)) return;
+  const card = iirCards().find((c) => c.dataset.id === id);
+  if (card) iirCardTarget(card).focus({ preventScroll: true });
 }

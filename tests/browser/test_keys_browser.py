@@ -31,7 +31,9 @@ def test_the_results_work_from_the_keyboard(app, shot):
     app.expect_round(1)
     expect(app.cards).to_have_count(K, timeout=TIMEOUT_MS)
     app.wait_model()
-    page.locator("#iir-results .iir-page-head").click()  # the focus on the page, in no text box
+    app.wait_idle()
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")  # the focus in no text box
+    expect(page.locator("body")).to_be_focused()
     page.keyboard.press("j")
     expect(_pic(app, 0)).to_be_focused()
     page.keyboard.press("ArrowRight")

@@ -97,7 +97,7 @@ def test_an_uploaded_reference_is_refined_by_the_model_then_deleted(app, app_env
     # the model's work is done: the upload is deleted (the page shows the top result as the reference)
     deadline = time.time() + 10
     while time.time() < deadline and uploads.exists() and any(uploads.iterdir()):
-        time.sleep(0.2)
+        time.sleep(0.2)  # wait-ok: polling the upload folder (a server-side state)
     assert not uploads.exists() or not any(uploads.iterdir())
 
 
@@ -121,7 +121,7 @@ def test_without_a_way_to_read_uploads_the_page_says_why(browser, app_env, tmp_p
             ctx = browser.new_context(viewport={"width": 1440, "height": 900})
             try:
                 app = AppPage(ctx.new_page(), url).open()
-                assert app.page.locator("#iir-upload input[type=file]").count() == 0
+                expect(app.page.locator("#iir-upload input[type=file]")).to_have_count(0)
                 expect(app.page.locator("#iir-reference")).to_contain_text(NO_UPLOAD)
                 shot(app.page, "no-upload-why")
             finally:
@@ -143,13 +143,13 @@ def test_the_large_view_keeps_held_clicks_and_traps_focus(app, shot):
         b = rel.bounding_box()
         page.mouse.move(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2)
         page.mouse.down()
-        page.wait_for_timeout(600)
+        page.wait_for_timeout(600)  # wait-ok: the click is held this long (the action itself)
         page.mouse.up()
         want = "true" if n % 2 == 0 else "false"
         expect(rel).to_have_attribute("aria-pressed", want, timeout=8_000)
         expect(app.button(1, "relevant")).to_have_attribute("aria-pressed", want, timeout=8_000)
     rel.focus()
-    page.wait_for_timeout(1500)  # the page re-renders meanwhile: the focus stays where it was
+    page.wait_for_timeout(1500)  # wait-ok: the page re-renders meanwhile, and the focus must stay all along
     assert page.evaluate("() => document.activeElement.dataset.action") == "relevant"
     inside = "() => document.getElementById('iir-lightbox').contains(document.activeElement)"
     for key in ["Tab"] * 8 + ["Shift+Tab"] * 8:
@@ -177,7 +177,7 @@ def test_the_pending_question_stays_in_view_after_many_rounds(browser, picture_u
             if n < 6:
                 page.locator("#iir-dialogue .iir-opt").nth(0).click()
         opts = page.locator("#iir-dialogue .iir-question .iir-opt")
-        assert opts.count() >= 2
+        expect(opts.nth(1)).to_be_attached()
         page.evaluate("() => window.scrollTo(0, 0)")  # nothing scrolled by hand: what a person sees
         for i in range(opts.count()):
             assert opts.nth(i).evaluate(UNCLIPPED_JS), f"option {i} is cut off"
@@ -185,7 +185,7 @@ def test_the_pending_question_stays_in_view_after_many_rounds(browser, picture_u
         # the history scrolls in its own box, showing its newest line
         last = page.locator("#iir-dialogue .iir-history .iir-msg").last
         assert last.evaluate(UNCLIPPED_JS)
-        assert page.locator("#iir-dialogue .iir-history .iir-msg").count() >= 10
+        expect(page.locator("#iir-dialogue .iir-history .iir-msg").nth(9)).to_be_attached()
         shot(page, "question-after-six-rounds")
     finally:
         ctx.close()
@@ -202,14 +202,14 @@ def test_found_it_is_a_clear_action_and_notes_are_readable(browser, picture_url,
         page.wait_for_selector("#iir-dialogue .iir-opt", timeout=30_000)
         app.wait_idle()
         found = page.locator('#iir-results .iir-card button[data-action="found"]')
-        assert found.count() == K
+        expect(found).to_have_count(K)
         for i in range(K):
             b = found.nth(i)
             ratio = b.evaluate(CONTRAST_JS)
             box = b.bounding_box()
             assert ratio >= 4.5 and box["height"] >= 44 and box["width"] >= 44, (i, ratio, box)
         notes = page.locator("#iir-dialogue .iir-note, #iir-dialogue .iir-qnote")
-        assert notes.count() >= 1
+        expect(notes.first).to_be_attached()
         for i in range(notes.count()):
             assert notes.nth(i).evaluate(CONTRAST_JS) >= 4.5, notes.nth(i).inner_text()
         shot(page, "found-it-primary")
@@ -233,7 +233,7 @@ def test_more_like_my_marks_keeps_the_liked_images_first(app, shot):
     app.expect_round(2)
     assert app.liked_ids() == liked  # first on the page, with a badge
     assert not set(app.ids()) & set(liked) and len(app.ids()) == K  # the round itself shows new images
-    assert page.locator("#iir-results .iir-card.is-liked .iir-liked").count() == 2
+    expect(page.locator("#iir-results .iir-card.is-liked .iir-liked")).to_have_count(2)
     app.expect_status("the 2 you liked stay first")
     first = page.locator("#iir-results .iir-card").first
     assert first.get_attribute("data-id") == liked[0]
