@@ -340,6 +340,9 @@ def export_file(ctx: PageContext, st: UIState, kind: str, ids=None):
         except IIRError as e:
             gr.Warning(message(e), title="Nothing to download")
             return None
+# the page's load events have run (a shared link's search, the options' sync): `body[data-iir-loaded]`, a state
+# that scripts and the browser tests wait for instead of a fixed sleep
+LOADED_JS = "() => { document.body.dataset.iirLoaded = '1'; return []; }"
 SELECTED_JS = "() => (window.iirSelectedIds ? window.iirSelectedIds() : '[]')"  # the page's selection, as JSON
 
 

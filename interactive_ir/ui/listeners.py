@@ -102,7 +102,8 @@ def _wire_share(demo, page: Page, ctx: PageContext, act: dict, model: dict, chea
     options = [page.questioner, page.hide_seen]
     demo.load(bind(events.on_shared_link, ctx), [state], outputs, api_name=False, **act).then(
         bind(events.on_sync_options, ctx), [state], options, api_name=False, **cheap).then(
-        bind(events.follow_up, ctx), [state], outputs, api_name=False, **model)
+        bind(events.follow_up, ctx), [state], outputs, api_name=False, **model).then(
+        None, None, None, js=events.LOADED_JS, api_name=False, queue=False)
     page.results.change(bind(events.on_share_refresh, ctx), [state], [page.share, page.save_btn], api_name=False,
                         **cheap)
     page.open_btn.upload(bind(events.on_open_saved, ctx), [state, page.open_btn], outputs, api_name=False,

@@ -30,6 +30,8 @@ class AppPage:
     def open(self) -> AppPage:
         self.page.goto(self.url)
         self.page.wait_for_selector("#iir-desc textarea", timeout=TIMEOUT_MS)
+        # the page's load events have run (they set the options and may run a shared search): no click races them
+        self.page.wait_for_selector("body[data-iir-loaded]", state="attached", timeout=TIMEOUT_MS)
         return self
 
     # --- reading the page ------------------------------------------------------------------------
