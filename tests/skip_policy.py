@@ -1,4 +1,4 @@
-"""A skip outside a short allow-list fails the run (issue 31, item 2), where `IIR_FAIL_ON_SKIP=1` (set by .ci/run).
+"""A skip outside a short allow-list fails the run (issue 31, item 2), where `CI_FAIL_ON_SKIP=1` (set by .ci/run).
 
 The requirements make every package the tests import mandatory, so on CI a skipped test is a broken install
 (an `importorskip` that fires, Chromium missing) or a hidden failure, unless its reason is one of `ALLOWED`.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 
-ENV = "IIR_FAIL_ON_SKIP"
+ENV = "CI_FAIL_ON_SKIP"
 # (pattern of the skip's reason, why such a skip is allowed on CI)
 ALLOWED: tuple[tuple[str, str], ...] = (
     (r"^glibc only$", "malloc arenas exist only in glibc: a musl or macOS runner has nothing to test"),

@@ -1,4 +1,4 @@
-"""CI fails on an unexpected skip (issue 31, item 2): a run with `IIR_FAIL_ON_SKIP=1` exits 1 when a test skips
+"""CI fails on an unexpected skip (issue 31, item 2): a run with `CI_FAIL_ON_SKIP=1` exits 1 when a test skips
 for a reason outside `skip_policy.ALLOWED`, and 0 when every skip is allowed (or the variable is unset)."""
 
 from __future__ import annotations
