@@ -6,6 +6,7 @@ import json
 
 import pytest
 from iir_testutils import FLICKR, build_tiny
+from skip_policy import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401 (hooks: CI fails on a skip)
 
 
 @pytest.fixture

@@ -167,3 +167,32 @@ def test_old_exports_are_deleted_before_a_new_one_is_written(tmp_path):
     assert old.exists() and recent.exists()
     newest = fresh_folder(tmp_path, keep_s=600, now=1700.0)  # old is 700 s old: gone
     assert not old.exists() and newest.exists() and newest.parent == tmp_path
+
+
+def test_the_selection_from_the_page_is_read_safely():
+    from interactive_ir.ui.export import MAX_SELECTED, selected_ids
+
+    assert selected_ids('["a.jpg", "b.jpg", "a.jpg"]') == ["a.jpg", "b.jpg"]
+    for junk in ("", None, "not json", "{}", '"a.jpg"', "[1, 2]", '[""]', "[null]"):
+        assert selected_ids(junk) == [], junk
+    assert len(selected_ids(str([f"i{n}" for n in range(MAX_SELECTED + 50)]).replace("'", '"'))) == MAX_SELECTED
+
+
+def test_a_selection_exports_only_the_selected_images(tiny_index, tmp_path):
+    import csv
+    import io
+    import zipfile
+
+    from interactive_ir.engine import EngineConfig, build_engine
+    from interactive_ir.ui import handlers as h
+    from interactive_ir.ui.export import write_file
+    from interactive_ir.ui.state import UIState
+
+    engine = build_engine(tiny_index[0], llm=None, config=EngineConfig(k=6))
+    st = h.start(engine, UIState(), "a red dog")
+    picked = [st.current_ids[4], st.current_ids[1]]
+    z = write_file(engine, st, "zip", tmp_path, picked)
+    assert sorted(zipfile.ZipFile(z).namelist()) == sorted(picked)
+    rows = list(csv.DictReader(io.StringIO(write_file(engine, st, "csv", tmp_path, picked).read_text())))
+    assert [r["id"] for r in rows] == [st.current_ids[1], st.current_ids[4]]  # page order, their ranks
+    assert [r["rank"] for r in rows] == ["2", "5"]

@@ -60,7 +60,7 @@ def test_grounded_question_options_are_clickable_and_a_click_answers(grounded):
     h.choose(grounded, st, 0, q.text, later=True)
     assert len(st.session.turns) == before + 1 and st.session.last.kind == "answer"
     assert st.todo == ["ask"]
-    assert st.session.last.user_text in render.dialogue_html(st, True, "", grounded)
+    assert render.esc(render.answer_words(st.session.last)) in render.dialogue_html(st, True, "", grounded)
 
 
 def test_a_click_on_a_replaced_question_changes_nothing(grounded):
@@ -130,3 +130,40 @@ def test_hide_seen_option_holds_for_this_tab_and_its_next_searches(tiny_index):
     assert st.session.meta["hide_seen"] is True
     st = h.set_hide_seen(eng, st, False)
     assert st.session.meta["hide_seen"] is False and "marked as seen" in st.notice
+
+
+def test_a_clicked_picture_option_reads_in_plain_words_in_the_dialogue_and_its_tooltip():
+    """The session records the index caption of a clicked option ("closest to: clipart of Bulldog Puppy;
+    keywords: ..."): the "You:" line, the strip and the option's tooltip show the caption in plain words."""
+    from interactive_ir.core.session import Session, Turn
+
+    class Eng:
+        index = None
+
+    raw = "clipart of Bulldog Puppy; keywords: mammal, dog, puppy"
+    q = Question("Which is closest to your image?", "choice", (Option(raw, "img1"), Option("none of these")), 0)
+    s = Session(turns=[Turn(round=0, kind="describe", user_text="a dog", shown=["img1"], asked=q,
+                            question=q.text)])
+    s.set_question(q)
+    tip = re.findall(r'data-action="choose"[^>]*title="([^"]+)"', render.dialogue_html(UIState(session=s), True, "",
+                                                                                         Eng()))
+    assert tip == ["Bulldog puppy", "none of these"]
+    s.turns.append(Turn(round=1, kind="answer", user_text=f"closest to: {raw}", answered_question=q.text,
+                        shown=["img2"], extra={"choice": {"index": 0, "label": raw, "image_id": "img1"}}))
+    s.set_question(None)
+    html = render.dialogue_html(UIState(session=s), True, "", Eng())
+    assert "closest to: Bulldog puppy" in html and "keywords" not in html and "clipart" not in html
+    s.turns.append(Turn(round=2, kind="answer", user_text="clipart of dogs; keywords: typed", shown=["img3"]))
+    assert "clipart of dogs; keywords: typed" in render.dialogue_html(UIState(session=s), True, "", Eng())
+    assert "answered “closest to: Bulldog puppy”" in render.strip_html(
+        type("E", (), {"hits_of": lambda self, t: [], "index": None})(), UIState(session=s))
+
+
+def test_the_results_list_the_keyboard_shortcuts_until_the_search_ends(grounded):
+    st = h.start(grounded, UIState(), "a red dog")
+    html = render.results_html(grounded, st)
+    assert html.count('class="iir-keys"') == 1
+    keys = re.findall(r"<kbd>([^<]+)</kbd>", html)
+    assert keys == ["← → ↑ ↓", "j / k", "Enter", "Esc", "r / n", "f", "x", "?"]
+    h.found(grounded, st, st.current_ids[0])
+    assert "iir-keys" not in render.results_html(grounded, st)

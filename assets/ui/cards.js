@@ -3,13 +3,29 @@
 // - a card or option button sends {action, id, index, question, round} to the server (`trigger("click", ...)`);
 // - a card's picture opens the large view (lightbox) with the caption, previous/next and the card's actions;
 // - an example description on the empty page runs that search;
-// - a new round scrolls into view when it is off screen (a phone, after answering from the dialogue bar).
+// - a new round scrolls into view when it is off screen (a phone, after answering from the dialogue bar);
+// - the keyboard moves through the results (`iirKeys`: arrows or j/k, Enter, r/n/f, ? for the list).
 if (!element.dataset.iirBound) {
   element.dataset.iirBound = "1";
   const isResults = !!element.closest("#iir-results");
   if (isResults) window.iirResultsTrigger = trigger;
+  if (isResults && !window.iirKeysBound) {
+    window.iirKeysBound = true;
+    document.addEventListener("keydown", iirKeys);
+    // the card that holds the focus is remembered, so a re-render that replaces it gives the focus back
+    document.addEventListener("focusin", (ev) => {
+      const c = ev.target.closest && ev.target.closest("#iir-results .iir-card");
+      window.iirKeyFocus = c ? c.dataset.id : "";
+    });
+  }
 
   element.addEventListener("click", (ev) => {
+    const pick = ev.target.closest("button[data-select], button[data-selbar]");
+    if (pick && element.contains(pick)) {
+      ev.preventDefault();
+      if (!pick.disabled) iirSelectClick(pick, ev.shiftKey);
+      return;
+    }
     const ex = ev.target.closest("button[data-example]");
     if (ex && element.contains(ex)) {
       ev.preventDefault();
@@ -28,6 +44,7 @@ if (!element.dataset.iirBound) {
   });
 
   if (isResults) {
+    iirSelectSync();
     let lastHead = "";
     new MutationObserver(() => {
       const head = element.querySelector(".iir-page-head");
@@ -38,6 +55,8 @@ if (!element.dataset.iirBound) {
         lastHead = key;
       }
       if (window.iirLightboxSync) window.iirLightboxSync();
+      iirSelectSync();
+      iirKeepFocus();
     }).observe(element, { childList: true, subtree: true, attributes: true, characterData: true });
     // (Gradio may update the cards in place, changing only attributes such as aria-pressed)
   }
@@ -211,4 +230,167 @@ function iirClose() {
   const back = iirCards().find((c) => c.dataset.id === box.dataset.id);
   const btn = back && back.querySelector("button[data-action=open]");
   if (btn) btn.focus();
+}
+
+// --- the keyboard on the results (issue 25, deliverable 7) -----------------------------------------------------
+// Arrows (or j/k) move between the cards, a row at a time up and down; Enter (or Space) on a picture opens the
+// large view, Escape closes it and the focus comes back to the card; r / n mark the card relevant / not it,
+// f says Found it; ? opens the list of keys. Keys typed into a text box are left alone.
+function iirTyping(el) {
+  return !!el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
+}
+
+function iirCardTarget(card) {
+  return card.querySelector("button[data-action=open]") || card;
+}
+
+function iirFocusCard(card) {
+  if (!card) return;
+  const el = iirCardTarget(card);
+  if (el === card) card.tabIndex = -1;
+  el.focus();
+  el.scrollIntoView({ block: "nearest" });
+}
+
+// how many cards a row of the grid holds (those level with the first)
+function iirColumns(cards) {
+  if (!cards.length) return 1;
+  const top = cards[0].getBoundingClientRect().top;
+  const n = cards.filter((c) => Math.abs(c.getBoundingClientRect().top - top) < 4).length;
+  return Math.max(1, n);
+}
+
+const IIR_MOVES = { ArrowRight: 1, ArrowLeft: -1, j: 1, k: -1, ArrowDown: "row", ArrowUp: "-row" };
+const IIR_ACTS = { r: "relevant", n: "irrelevant", f: "found" };
+
+function iirKeys(ev) {
+  if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.defaultPrevented) return;
+  const lb = document.getElementById("iir-lightbox");
+  const inView = lb && !lb.hidden;
+  if (iirTyping(ev.target)) return;
+  if (ev.key === "?") {
+    if (inView) return;
+    const help = document.querySelector("#iir-results .iir-keys");
+    if (help) { ev.preventDefault(); help.open = !help.open; if (help.open) help.querySelector("summary").focus(); }
+    return;
+  }
+  const cards = iirCards();
+  if (!cards.length) return;
+  const here = ev.target.closest ? ev.target.closest("#iir-results .iir-card") : null;
+  const card = inView ? cards.find((c) => c.dataset.id === lb.dataset.id) : here;
+  if (ev.key === "x" && card && !inView) {
+    const b = card.querySelector("button[data-select]");
+    if (b) { ev.preventDefault(); iirSelectClick(b, ev.shiftKey); }
+    return;
+  }
+  if (IIR_ACTS[ev.key] && card) {
+    const scope = inView ? lb.querySelector(".iir-lb-actions") : card;
+    const b = scope && scope.querySelector(`button[data-action="${IIR_ACTS[ev.key]}"]`);
+    if (b && !b.disabled) { ev.preventDefault(); b.click(); }
+    return;
+  }
+  if (inView || !(ev.key in IIR_MOVES)) return;
+  const onPage = ev.target === document.body || !!here;  // j/k from nowhere start at the first card
+  if (!onPage || (!here && ev.key.startsWith("Arrow"))) return;
+  ev.preventDefault();
+  if (!here) return iirFocusCard(cards[0]);
+  const i = cards.indexOf(here);
+  const cols = iirColumns(cards);
+  const d = IIR_MOVES[ev.key] === "row" ? cols : IIR_MOVES[ev.key] === "-row" ? -cols : IIR_MOVES[ev.key];
+  iirFocusCard(cards[Math.min(cards.length - 1, Math.max(0, i + d))]);
+}
+
+
+// --- selecting results to act on them (issue 25, deliverable 5) ---------------------------------------------
+// The selection lives in the page (a set of ids), is redrawn onto the cards after every render, and keeps only
+// the results on the page. Shift-click selects every card from the last one clicked. The bar downloads the
+// selection (hidden buttons #iir-sel-zip / #iir-sel-csv, which read `iirSelectedIds()`) or copies its links.
+window.iirSelected = window.iirSelected || new Set();
+window.iirSelectedIds = () => JSON.stringify(iirCards().filter((c) => !c.classList.contains("is-liked") &&
+  window.iirSelected.has(c.dataset.id)).map((c) => c.dataset.id));
+
+function iirSelectable() {
+  return iirCards().filter((c) => c.querySelector("button[data-select]"));
+}
+
+function iirSelectClick(b, shift) {
+  const sel = window.iirSelected;
+  const what = b.dataset.selbar;
+  const ids = iirSelectable().map((c) => c.dataset.id);
+  if (b.dataset.select !== undefined) {
+    const id = b.dataset.select;
+    const last = ids.indexOf(window.iirSelectLast || "");
+    const here = ids.indexOf(id);
+    if (shift && last >= 0 && here >= 0) {
+      const [a, z] = last < here ? [last, here] : [here, last];
+      ids.slice(a, z + 1).forEach((i) => sel.add(i));
+    } else if (sel.has(id)) sel.delete(id);
+    else sel.add(id);
+    window.iirSelectLast = id;
+  } else if (what === "all") ids.forEach((i) => sel.add(i));
+  else if (what === "clear") sel.clear();
+  else if (what === "zip" || what === "csv") {
+    const go = document.getElementById(`iir-sel-${what}`);
+    if (go) go.click();
+  } else if (what === "links") iirCopyLinks(b);
+  iirSelectSync();
+}
+
+// the selected images' addresses (the large view's, one a line) to the clipboard
+function iirCopyLinks(b) {
+  const sel = window.iirSelected;
+  const urls = iirSelectable().filter((c) => sel.has(c.dataset.id)).map((c) => {
+    const open = c.querySelector("button[data-action=open]");
+    return open ? new URL(open.dataset.src, location.href).href : "";
+  }).filter(Boolean);
+  const said = b.parentElement.querySelector(".iir-selsaid");
+  const say = (t) => { if (said) { said.textContent = t; setTimeout(() => { said.textContent = ""; }, 4000); } };
+  const text = urls.join("\n");
+  const fallback = () => { window.prompt("Copy these links:", text); };
+  if (navigator.clipboard && window.isSecureContext) {
+    navigator.clipboard.writeText(text).then(() => say(`${urls.length} link${urls.length === 1 ? "" : "s"} copied`),
+                                             fallback);
+  } else fallback();
+}
+
+// the selection onto the cards and the bar (after each render: the server redraws the cards)
+function iirSelectSync() {
+  const sel = window.iirSelected;
+  const cards = iirSelectable();
+  const head = document.querySelector("#iir-results .iir-page-head");
+  if (!head || !cards.length) return;  // between two renders: nothing to sync, nothing to forget
+  const key = head.dataset.round + "/" + head.dataset.epoch;
+  if (window.iirSelectPage !== key) {  // a new page of results keeps only the selected images it shows
+    window.iirSelectPage = key;
+    const onPage = new Set(cards.map((c) => c.dataset.id));
+    [...sel].forEach((i) => { if (!onPage.has(i)) sel.delete(i); });
+  }
+  for (const c of cards) {
+    const on = sel.has(c.dataset.id);
+    const b = c.querySelector("button[data-select]");
+    if (b.getAttribute("aria-pressed") !== String(on)) b.setAttribute("aria-pressed", String(on));
+    if (c.classList.contains("is-selected") !== on) c.classList.toggle("is-selected", on);
+  }
+  const bar = document.querySelector("#iir-results .iir-selbar");
+  if (!bar) return;
+  const n = [...sel].length;
+  if (bar.classList.contains("has-sel") !== n > 0) bar.classList.toggle("has-sel", n > 0);
+  const count = bar.querySelector(".iir-selcount");
+  const text = n ? `${n} selected` : "Select results to download them or copy their links";
+  if (count.textContent !== text) count.textContent = text;
+  bar.querySelectorAll("button[data-selbar]").forEach((x) => {
+    const off = x.dataset.selbar === "all" ? n === cards.length : n === 0;
+    if (x.disabled !== off) x.disabled = off;
+  });
+}
+
+// a re-render replaced the card that had the focus (it fell to the page's body): the same card gets it back
+function iirKeepFocus() {
+  const id = window.iirKeyFocus;
+  const lb = document.getElementById("iir-lightbox");
+  if (!id || (lb && !lb.hidden)) return;
+  const a = document.activeElement;
+  if (a && a !== document.body && document.contains(a)) return;
+  const card = iirCards().find((c) => c.dataset.id === id);
+  if (card) iirCardTarget(card).focus({ preventScroll: true });
 }

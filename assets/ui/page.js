@@ -43,7 +43,16 @@
       navigator.clipboard.writeText(url).then(() => say("Link copied"), fallback);
     } else fallback();
   });
+  // the upload box shows "Upload a reference" (app.css): its name for a screen reader says the same words
+  // first (Gradio names it "Click to upload or drop files"; axe-core: label-content-name-mismatch)
+  const UPLOAD_NAME = "Upload a reference: click, or drop an image file here";
+  const nameUpload = () => {
+    const u = document.querySelector("#iir-upload .upload-container");
+    if (u && u.getAttribute("aria-label") !== UPLOAD_NAME) u.setAttribute("aria-label", UPLOAD_NAME);
+  };
+  nameUpload();
   new MutationObserver(() => {
+    nameUpload();
     toQuestion();
     syncShare();
     if (!wanted) return;

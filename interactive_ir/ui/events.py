@@ -327,17 +327,36 @@ DOWNLOAD_JS = """(f) => { if (f && f.url) { const a = document.createElement('a'
   a.download = f.orig_name || ''; document.body.appendChild(a); a.click(); a.remove(); } return []; }"""
 
 
-def export_file(ctx: PageContext, st: UIState, kind: str):
+def export_file(ctx: PageContext, st: UIState, kind: str, ids=None):
     """The file of the export `kind` (`export.FILES`) for the page's hidden file component, which
-    `DOWNLOAD_JS` then downloads; None and a warning when there is nothing (or too much) to export."""
+    `DOWNLOAD_JS` then downloads; None and a warning when there is nothing (or too much) to export.
+    `ids`: only those images (the selection on the page)."""
     from interactive_ir.ui import export
 
     with st.lock:
         try:
-            return str(export.write_file(ctx.engine, st, kind, export.fresh_folder()))
+            return str(export.write_file(ctx.engine, st, kind, export.fresh_folder(), ids))
         except IIRError as e:
             gr.Warning(message(e), title="Nothing to download")
             return None
+# the page's load events have run (a shared link's search, the options' sync): `body[data-iir-loaded]`, a state
+# that scripts and the browser tests wait for instead of a fixed sleep
+LOADED_JS = "() => { document.body.dataset.iirLoaded = '1'; return []; }"
+SELECTED_JS = "() => (window.iirSelectedIds ? window.iirSelectedIds() : '[]')"  # the page's selection, as JSON
+
+
+def export_selection(ctx: PageContext, st: UIState, kind: str, selection: str):
+    """`export_file` of the images selected on the page (`selection`: their ids as a JSON list, from cards.js);
+    a warning and no file when none is selected."""
+    from interactive_ir.ui import export
+
+    ids = export.selected_ids(selection)
+    if not ids:
+        gr.Warning("select one or more results first (the ☐ on a card, or Select all)", title="Nothing selected")
+        return None
+    return export_file(ctx, st, kind, ids)
+
+
 # --- sharing a search (issue 25): its link in the address bar, Copy link, Save search / Open saved search ---
 def share_html(st: UIState) -> str:
     """The Copy link button; `data-share` holds the search's query string (page.js puts it in the address

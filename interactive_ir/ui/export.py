@@ -156,6 +156,21 @@ def write_zip(engine, st: UIState, dest: str | Path, ids=None, max_images: int =
     return dest
 
 
+MAX_SELECTED = 1000  # ids read from the page's selection at most (the page shows far fewer)
+
+
+def selected_ids(text) -> list[str]:
+    """The image ids of the page's selection, sent by the browser as a JSON list of strings; anything else
+    (not JSON, not a list, not strings, too long) counts as no selection."""
+    try:
+        ids = json.loads(text or "[]")
+    except (TypeError, ValueError):
+        return []
+    if not isinstance(ids, list):
+        return []
+    return list(dict.fromkeys(i for i in ids[:MAX_SELECTED] if isinstance(i, str) and 0 < len(i) <= 1000))
+
+
 # what each of the page's Export buttons downloads: (file name, how it is written)
 FILES = {"csv": "search-results.csv", "json": "search-results.json", "zip": "search-images.zip"}
 

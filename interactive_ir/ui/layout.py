@@ -53,6 +53,9 @@ class Page:
     share: object  # Copy link (its HTML carries the search's link)
     save_btn: object  # Save search (the session as JSON)
     open_btn: object  # Open saved search
+    selection: object  # the ids selected on the page (hidden; cards.js keeps the selection)
+    sel_zip: object  # hidden buttons the selection bar clicks: the selected images as a zip, their rows as CSV
+    sel_csv: object
 
     def outputs(self, names) -> list:
         """The components called `names`, in that order."""
@@ -74,7 +77,7 @@ def lay_out(ctx, setup_notes, title: str) -> Page:
     with gr.Column(elem_id="iir-page"):
         with gr.Row(elem_id="iir-top", equal_height=False):
             gr.Markdown(f"# {title}\n{INTRO}", elem_id="iir-head")
-            with gr.Accordion("Models and data", open=False, elem_id="iir-notes-panel"):
+            with gr.Accordion("About this app", open=False, elem_id="iir-notes-panel"):
                 gr.Markdown(notes_markdown(setup_notes), elem_id="iir-notes")
         parts |= _search_column(ctx, js)
         parts |= _dialogue_panel(ctx, js)
@@ -205,7 +208,18 @@ def _export() -> dict:
             json_btn = gr.Button("Download results (JSON)", elem_id="iir-export-json", size="md", min_width=160)
             zip_btn = gr.Button("Download images (zip)", elem_id="iir-export-zip", size="md", min_width=160)
         file = gr.File(visible="hidden", elem_id="iir-export-file", interactive=False)
-    return {"export_csv": csv_btn, "export_json": json_btn, "export_zip": zip_btn, "export_file": file}
+    return {"export_csv": csv_btn, "export_json": json_btn, "export_zip": zip_btn, "export_file": file,
+            **_selection_inputs()}
+
+
+def _selection_inputs() -> dict:
+    """What the selection bar on the results (render.selection_bar_html, cards.js) uses: the selected ids and
+    two hidden buttons it clicks to download them."""
+    import gradio as gr
+
+    return {"selection": gr.Textbox(visible="hidden", elem_id="iir-selection", label="selected ids"),
+            "sel_zip": gr.Button("Download selected (zip)", visible="hidden", elem_id="iir-sel-zip"),
+            "sel_csv": gr.Button("Download selected (CSV)", visible="hidden", elem_id="iir-sel-csv")}
 
 
 def _api_inputs() -> dict:

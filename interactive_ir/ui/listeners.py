@@ -83,6 +83,17 @@ def wire_export(page: Page, ctx: PageContext, cheap: dict) -> None:
         btn.click(export_of(kind), [page.state], [page.export_file], api_name=f"export_{kind}", **cheap).then(
             None, [page.export_file], None, js=events.DOWNLOAD_JS)
 
+    def selection_of(kind: str):
+        def export(st, selection):
+            return events.export_selection(ctx, st, kind, selection)
+        return export
+
+    # the selection bar's downloads (cards.js clicks these hidden buttons): the selected ids, then the file
+    for btn, kind in ((page.sel_zip, "zip"), (page.sel_csv, "csv")):
+        btn.click(None, None, [page.selection], js=events.SELECTED_JS, api_name=False, queue=False).then(
+            selection_of(kind), [page.state, page.selection], [page.export_file], api_name=False, **cheap).then(
+            None, [page.export_file], None, js=events.DOWNLOAD_JS)
+
 
 def _wire_share(demo, page: Page, ctx: PageContext, act: dict, model: dict, cheap: dict) -> None:
     """A shared link (`?q=...`) runs its search on load; the link and Save search follow the results; Open
@@ -91,7 +102,8 @@ def _wire_share(demo, page: Page, ctx: PageContext, act: dict, model: dict, chea
     options = [page.questioner, page.hide_seen]
     demo.load(bind(events.on_shared_link, ctx), [state], outputs, api_name=False, **act).then(
         bind(events.on_sync_options, ctx), [state], options, api_name=False, **cheap).then(
-        bind(events.follow_up, ctx), [state], outputs, api_name=False, **model)
+        bind(events.follow_up, ctx), [state], outputs, api_name=False, **model).then(
+        None, None, None, js=events.LOADED_JS, api_name=False, queue=False)
     page.results.change(bind(events.on_share_refresh, ctx), [state], [page.share, page.save_btn], api_name=False,
                         **cheap)
     page.open_btn.upload(bind(events.on_open_saved, ctx), [state, page.open_btn], outputs, api_name=False,

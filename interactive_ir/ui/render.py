@@ -26,6 +26,9 @@ OPTION_CHARS = 40  # the same for a picture option's label
 # why the page offers no upload (a caption index and no captioner: `handlers.modes`), in plain words
 NO_UPLOAD = ("You cannot upload a photo of your own here: this demo finds pictures by their descriptions, and "
              "it has no model that could describe a new photo.")
+KEYS = (("← → ↑ ↓ or j / k", "move between results"), ("Enter", "larger view"), ("Esc", "close it"),
+        ("r / n", "mark relevant / not it"), ("f", "found it"), ("x", "select / unselect (to download)"),
+        ("?", "show or hide these keys"))
 EXAMPLES = ("a puppy sitting on the grass", "a red sports car", "a slice of birthday cake",
             "a small house with a chimney")  # the empty page's example descriptions (demo gallery)
 
@@ -123,7 +126,7 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
         if url:  # the picture opens the large view (lightbox) with the caption, previous/next and the actions
             pic = (f'<button type="button" class="iir-open" data-action="open" data-id="{esc(h.id)}" '
                    f'data-src="{esc(full or url)}" title="Larger view" aria-label="Larger view: {esc(cap)}">{pic}</button>')
-        badges = f'<span class="iir-rank">#{rank}</span>'
+        badges = f'<span class="iir-rank">#{rank}</span>' + _select_button(h.id, cap)
         if h.id in seen:
             badges += '<span class="iir-seen" title="Shown in an earlier round of this search">Seen</span>'
         if ended:
@@ -156,13 +159,42 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
     n_liked = len(liked_ids(st)) if liked else 0
     kept = f", with {_the_liked(n_liked)} first" if n_liked else ""
     head = (f'<div class="iir-page-head" data-round="{turn.round + 1}" data-epoch="{st.epoch}">'
-            f"Round {turn.round + 1}: {len(hits)} {'new ' if n_liked else ''}results{kept}{badge}{seen_note}</div>")
+            f"Round {turn.round + 1}: {len(hits)} {'new ' if n_liked else ''}results{kept}{badge}{seen_note}"
+            f"{keys_html() if not ended else ''}</div>")
     ask = ""  # on a phone the dialogue bar is stuck to the bottom: the question is said there too
     q = s.question if not ended else None
     if q is not None:
         ask = (f'<div class="iir-ask-narrow">System asks: <b>{esc(q.text)}</b> '
                '<a href="#iir-dialogue-panel">Answer ↓</a></div>')
-    return f'{head}{ask}<div class="iir-grid" role="list" aria-label="results">{liked}{"".join(cards)}</div>'
+    return (f'{head}{selection_bar_html()}{ask}<div class="iir-grid" role="list" aria-label="results">'
+            f'{liked}{"".join(cards)}</div>')
+
+
+def _select_button(image_id: str, cap: str) -> str:
+    """A card's selection toggle (cards.js keeps the selection; shift-click selects a range)."""
+    return (f'<button type="button" class="iir-select" data-select="{esc(image_id)}" aria-pressed="false" '
+            f'aria-label="Select: {esc(cap)}" title="Select (shift-click: all from the last one)"></button>')
+
+
+def selection_bar_html() -> str:
+    """The selection's actions over the results; cards.js shows the count and enables them once one is chosen."""
+    def b(what: str, label: str, disabled: bool = True) -> str:
+        return (f'<button type="button" class="iir-selbtn" data-selbar="{what}"{" disabled" if disabled else ""}>'
+                f"{label}</button>")
+
+    return ('<div class="iir-selbar" role="toolbar" aria-label="selected results">'
+            '<span class="iir-selcount" aria-live="polite">Select results to download them or copy their links'
+            "</span>" + b("all", "Select all on this page", False) + b("clear", "Clear selection")
+            + b("zip", "Download selected (zip)") + b("csv", "Download selected (CSV)") + b("links", "Copy links")
+            + '<span class="iir-selsaid" role="status"></span></div>')
+
+
+def keys_html() -> str:
+    """The keyboard's shortcuts on the results (assets/ui/cards.js `iirKeys`), as a tip opened by a click or ?."""
+    rows = "".join("<li>" + " or ".join(f"<kbd>{esc(k)}</kbd>" for k in keys.split(" or ")) + f" {esc(what)}</li>"
+                   for keys, what in KEYS)
+    return (f'<details class="iir-keys"><summary title="Keyboard shortcuts (?)">Keyboard shortcuts</summary>'
+            f'<ul aria-label="keyboard shortcuts">{rows}</ul></details>')
 
 
 def _the_liked(n: int) -> str:
@@ -187,24 +219,25 @@ def _liked_card(engine, image_id: str) -> str:
     row = engine.index.row_of.get(image_id)
     if row is None:
         return ""
-    cap = engine.index.records[row].caption or image_id
+    raw = engine.index.records[row].caption
+    cap = plain_caption(raw) or image_id  # in plain words, as on the other cards
     url = image_url(engine.index, image_id)
     full = image_url(engine.index, image_id, full=True) if url else ""
-    pic = _img(url, _alt(cap, image_id))
+    pic = _img(url, _alt(raw, image_id))
     if url:
         pic = (f'<button type="button" class="iir-open" data-action="open" data-id="{esc(image_id)}" '
                f'data-src="{esc(full or url)}" title="Larger view" aria-label="Larger view: {esc(cap)}">{pic}</button>')
     return (f'<article class="iir-card is-liked is-rel" data-id="{esc(image_id)}" role="listitem">'
             '<div class="iir-pic"><span class="iir-liked" title="You marked it relevant: kept in view while the '
             f'round shows new images">You liked</span>{pic}</div>'
-            f'<p class="iir-cap" title="{esc(cap)}">{esc(cap)}</p>'
+            f'<p class="iir-cap" title="{esc(cap)}">{esc(plain_caption(raw, CARD_CHARS) or image_id)}</p>'
             f'<div class="iir-actions">{_button("found", image_id)}</div></article>')
 
 
 def _turn_label(t: Turn) -> str:
     kind = {
         "describe": f"described “{t.user_text}”",
-        "answer": f"answered “{t.user_text}”",
+        "answer": f"answered “{answer_words(t)}”",
         "skip": "skipped the question",
         "feedback": f"marked {len(t.relevant)} relevant, {len(t.irrelevant)} not relevant",
         "relative": f"“{t.user_text}” relative to " + ("an uploaded image" if t.reference_upload else
@@ -252,6 +285,7 @@ def options_html(engine, q) -> str:
         label = answer = o.label.strip() or f"option {n + 1}"  # the tooltip: the answer a click gives
         if o.image_id and label != NONE_OF_THESE:  # a picture's caption, in plain words and short
             label = plain_caption(label, OPTION_CHARS) or f"option {n + 1}"
+            answer = plain_caption(answer) or label  # the tooltip in plain words too, whole
         pic = ""
         if o.image_id:
             url = image_url(engine.index, o.image_id)
@@ -266,6 +300,18 @@ def options_html(engine, q) -> str:
     return f'<div class="iir-opts {kind}" role="group" aria-label="answers: click one">{"".join(items)}</div>{hint}'
 
 
+def answer_words(t: Turn) -> str:
+    """An answer as the "You:" line shows it: a clicked picture option's caption in plain words (the session
+    records the index caption: "closest to: clipart of Bulldog Puppy; keywords: ..."), typed words as typed."""
+    from interactive_ir.types import NONE_OF_THESE
+
+    choice = t.extra.get("choice") if isinstance(t.extra, dict) else None
+    label = str((choice or {}).get("label", "")).strip()
+    if not (choice and choice.get("image_id")) or not label or label == NONE_OF_THESE or label not in t.user_text:
+        return t.user_text
+    return t.user_text.replace(label, plain_caption(label) or label)
+
+
 def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "", engine=None) -> str:
     """The conversation so far and the question waiting for an answer (with its clickable options)."""
     lines = []
@@ -274,7 +320,7 @@ def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "
         if t.kind == "describe":
             lines.append(("you", t.user_text))
         elif t.kind == "answer":
-            lines.append(("you", t.user_text))
+            lines.append(("you", answer_words(t)))
         elif t.kind == "skip":
             lines.append(("note", "(question skipped)"))
         elif t.kind == "feedback":

@@ -111,7 +111,7 @@ def _progress_logger() -> Callable[[int, int, str], None]:
 
 
 def llm_note(spec: str) -> str:
-    """What the LLM does and where it runs, in plain words, for the page's "Models and data" panel."""
+    """What the LLM does and where it runs, in plain words, for the page's "About this app" panel."""
     from interactive_ir.backends.llms import ROUTER_URL, is_tiny_llm
 
     name, _, args = spec.partition(":")

@@ -42,7 +42,7 @@ def wait_until_up(url: str, proc: subprocess.Popen | None = None, log: Path | No
                 if r.status == 200:
                     return
         except OSError:
-            time.sleep(0.3)
+            time.sleep(0.3)  # wait-ok: polling the server until it answers
     raise RuntimeError(f"the app did not answer at {url} within {timeout:.0f} s")
 
 

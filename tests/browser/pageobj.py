@@ -15,6 +15,13 @@ TIMEOUT_MS = 30_000
 K = 8  # results per round in the served app
 
 
+def settle_layout(page) -> None:
+    """See `AppPage.settle_layout`."""
+    page.wait_for_function("() => document.getAnimations().every((a) => a.playState !== 'running')",
+                           timeout=TIMEOUT_MS)
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
 class AppPage:
     def __init__(self, page, url: str):
         self.page = page
@@ -23,6 +30,8 @@ class AppPage:
     def open(self) -> AppPage:
         self.page.goto(self.url)
         self.page.wait_for_selector("#iir-desc textarea", timeout=TIMEOUT_MS)
+        # the page's load events have run (they set the options and may run a shared search): no click races them
+        self.page.wait_for_selector("body[data-iir-loaded]", state="attached", timeout=TIMEOUT_MS)
         return self
 
     # --- reading the page ------------------------------------------------------------------------
@@ -67,6 +76,19 @@ class AppPage:
         """No event of this tab is pending (Gradio shows a progress indicator while one is)."""
         self.page.wait_for_function("() => !document.querySelector('.progress-text, .eta-bar, .wrap.pending')",
                                     timeout=TIMEOUT_MS)
+
+    def settled_ids(self) -> list[str]:
+        """The round's result ids once the page has settled: the model's work done (quick results replaced by
+        the refined ones), no event pending. Use it, not `ids()`, for results a later check compares with."""
+        self.wait_model()
+        self.wait_idle()
+        expect(self.cards.first).to_be_attached(timeout=TIMEOUT_MS)
+        return self.ids()
+
+    def settle_layout(self) -> None:
+        """No CSS transition or animation runs, and two frames have been drawn since: the boxes measured next
+        are where they stay (instead of a fixed sleep)."""
+        settle_layout(self.page)
 
     def wait_model(self) -> None:
         """The model work of the round on the page (refinement, question) is done."""

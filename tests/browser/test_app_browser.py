@@ -27,7 +27,7 @@ def app(page, app_url):
 
 def test_full_search_every_mode(app, shot):
     page = app.page
-    page.locator("#iir-notes-panel").get_by_text("Models and data").click()  # folded by default
+    page.locator("#iir-notes-panel").get_by_text("About this app").click()  # folded by default
     expect(page.locator("#iir-notes")).to_contain_text("fake:32", timeout=10_000)
     expect_text = page.locator("#iir-notes").inner_text()
     assert "fake:32" in expect_text and "LLM fake" in expect_text  # the setup notes are on the page
@@ -54,7 +54,7 @@ def test_full_search_every_mode(app, shot):
     ids2 = app.ids()
     assert len(ids2) == K  # the top-k of the whole collection: images shown before may come back (marked seen)
     assert set(app.seen_ids()) == set(ids2) & set(ids1)
-    assert page.locator("#iir-results .iir-card.is-seen .iir-seen").count() == len(set(ids2) & set(ids1))
+    expect(page.locator("#iir-results .iir-card.is-seen .iir-seen")).to_have_count(len(set(ids2) & set(ids1)))
     assert question.replace("System asks:", "").strip() in app.dialogue()  # the answered question stays visible
     shot(page, "answered")
 
@@ -78,8 +78,8 @@ def test_full_search_every_mode(app, shot):
     assert "(you marked 1 relevant, 1 not relevant)" in app.dialogue()
     # the marked images keep their marks in the strip of earlier rounds
     # (an image shown in two rounds has a thumbnail in each)
-    assert page.locator("#iir-strip .iir-thumb.is-rel").count() >= 1
-    assert page.locator("#iir-strip .iir-thumb.is-irr").count() >= 1
+    expect(page.locator("#iir-strip .iir-thumb.is-rel").first).to_be_attached()
+    expect(page.locator("#iir-strip .iir-thumb.is-irr").first).to_be_attached()
     shot(page, "feedback-page")
 
     # a reference from the results plus a relative caption
@@ -95,7 +95,7 @@ def test_full_search_every_mode(app, shot):
     assert set(app.seen_ids()) == set(ids4) & (set(ids1) | set(ids2) | set(ids3))
     strip = page.locator("#iir-strip").inner_text()
     assert "Round 3" in strip and "relative to" not in strip  # round 4 is the current page, not in the strip yet
-    assert page.locator("#iir-strip .iir-round").count() == 3
+    expect(page.locator("#iir-strip .iir-round")).to_have_count(3)
     shot(page, "relative-caption")
 
     # I found it: the search ends with round and rank, the buttons go away
@@ -103,7 +103,7 @@ def test_full_search_every_mode(app, shot):
     app.button(2, "found").click()
     app.expect_status("Found")
     assert "round 4, at place 3" in app.status() and target not in app.status()  # plain words, no file name
-    assert page.locator("#iir-results .iir-actions button[data-action]").count() == 0
+    expect(page.locator("#iir-results .iir-actions button[data-action]")).to_have_count(0)
     assert page.locator("#iir-results .iir-card.is-found").get_attribute("data-id") == target
     expect(page.locator("#iir-answer")).to_be_hidden()  # no more questions for an ended search
     expect(page.locator("#iir-skip")).to_be_hidden()
@@ -113,7 +113,9 @@ def test_full_search_every_mode(app, shot):
     # new search: an empty page and boxes
     app.new_search()
     app.expect_status("Start by describing")
-    assert app.cards.count() == 0 and page.locator("#iir-desc textarea").input_value() == ""
+    expect(page.locator("#iir-results .iir-example").first).to_be_visible()  # the empty page is drawn
+    expect(app.cards).to_have_count(0)
+    expect(page.locator("#iir-desc textarea")).to_have_value("")
     shot(page, "new-search")
     expect(page.locator("#iir-answer textarea")).to_be_disabled()  # no question yet
     app.search("a red flag")
@@ -124,7 +126,7 @@ def test_full_search_every_mode(app, shot):
 def test_skip_question(app, shot):
     app.search("a bird in a tree")
     app.expect_round(1)
-    first = app.ids()
+    first = app.settled_ids()
     app.skip()
     app.expect_round(2)
     assert "(question skipped)" in app.dialogue()
@@ -137,15 +139,19 @@ def test_hide_seen_option_shows_only_new_images(app, shot):
     """Options > "Hide images already shown": the tab's next rounds show no image shown before, none marked seen."""
     page = app.page
     page.locator("#iir-options").get_by_text("Options").click()
-    page.locator("#iir-hide-seen input[type=checkbox]").check()
+    app.wait_idle()  # the page's load events (a shared link, the options' sync) have set the boxes
+    hide = page.locator("#iir-hide-seen input[type=checkbox]")
+    hide.check()
+    expect(hide).to_be_checked()
     app.search("a cat sleeping on a sofa")
     app.expect_round(1)
-    first = app.ids()
+    first = app.settled_ids()
     app.answer("it is black and white")
     app.expect_round(2)
     app.wait_model()
     assert len(app.ids()) == K and not set(app.ids()) & set(first)
-    assert app.seen_ids() == [] and page.locator("#iir-results .iir-card.is-seen").count() == 0
+    expect(page.locator("#iir-results .iir-card.is-seen")).to_have_count(0)
+    assert app.seen_ids() == []
     shot(page, "hide-seen")
 
 
@@ -167,17 +173,18 @@ def test_found_on_an_earlier_round_in_the_strip(app, shot):
     page = app.page
     app.search("a house with a red roof")
     app.expect_round(1)
-    first = app.ids()
+    first = app.settled_ids()
     app.skip()
     app.expect_round(2)
     app.wait_model()  # the page settles (a button re-rendered under the pointer loses its click)
     thumbs = page.locator("#iir-strip .iir-thumb-found")
-    assert thumbs.count() == K and "Passed over your image?" in page.locator("#iir-strip").inner_text()
+    expect(thumbs).to_have_count(K)
+    expect(page.locator("#iir-strip")).to_contain_text("Passed over your image?")
     thumbs.nth(3).click()
     app.expect_status("Found")
     assert "round 1, at place 4" in app.status() and first[3] not in app.status()  # no file name
-    assert page.locator("#iir-strip .iir-thumb.is-found").count() == 1
-    assert page.locator("#iir-strip .iir-thumb-found").count() == 0  # the search ended: no more buttons
+    expect(page.locator("#iir-strip .iir-thumb.is-found")).to_have_count(1)
+    expect(page.locator("#iir-strip .iir-thumb-found")).to_have_count(0)  # the search ended: no more buttons
     shot(page, "found-in-strip")
 
 
@@ -200,9 +207,11 @@ def test_two_browser_contexts_keep_separate_sessions(browser, app_url, shot):
         assert "it is orange" in a.dialogue() and "a flag" not in a.dialogue()
         assert "a flag with a red cross" in b.dialogue() and "a cat" not in b.dialogue()
         assert "it is orange" not in b.dialogue() and "marked" not in b.status()
-        b.page.reload()  # a fresh page is a fresh session; the other tab is untouched
-        b.page.wait_for_selector("#iir-desc textarea")
-        assert b.cards.count() == 0
+        b.page.goto(b.url)  # a fresh page is a fresh session; the other tab is untouched (reload() would run the
+        b.page.wait_for_selector("#iir-desc textarea")  # search again: the address bar carries it, ?q=...)
+        expect(b.page.locator("#iir-results .iir-example").first).to_be_visible()  # the empty page is drawn
+        expect(b.cards).to_have_count(0)
+        expect(b.page.locator("#iir-dialogue .iir-you")).to_have_count(0)
         a.skip()
         a.expect_round(3)
         shot(a.page, "context-a")
@@ -223,7 +232,7 @@ def test_upload_reference_and_caption(app, shot, tmp_path):
     shot(app.page, "uploaded")
     app.relative("the same colour but with a boat")
     app.expect_round(1)
-    assert len(app.ids()) == K
+    expect(app.cards).to_have_count(K)
     assert "relative to a reference image" in app.dialogue()
     assert "Upload a reference image" in app.page.locator("#iir-reference").inner_text() or \
         "top result" in app.page.locator("#iir-reference").inner_text()
@@ -241,7 +250,7 @@ def test_layout_at_laptop_and_phone_width(browser, app_url, shot):
             app.expect_round(1)
             page = app.page
             page.wait_for_function("() => [...document.querySelectorAll('#iir-results img')].every(i => i.complete)")
-            page.wait_for_timeout(300)  # let the layout settle before measuring
+            app.settle_layout()  # before measuring
             overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
             assert overflow <= 1, f"{name}: the page scrolls sideways by {overflow}px"
             first, second = (app.cards.nth(i).bounding_box() for i in (0, 1))
@@ -267,9 +276,10 @@ def test_layout_at_laptop_and_phone_width(browser, app_url, shot):
                 page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
                 app.answer("it is white")  # from the bar, at the bottom of the page
                 app.expect_round(2)
-                page.wait_for_timeout(500)
-                card = app.cards.nth(0).bounding_box()
-                assert 0 <= card["y"] < size["height"] / 2, card  # the new round scrolled into view
+                # the new round scrolls into view (waited for: the scroll follows the render)
+                page.wait_for_function("(h) => { const c = document.querySelector('#iir-results .iir-card');"
+                                       "const y = c && c.getBoundingClientRect().top; return y >= 0 && y < h / 2; }",
+                                       arg=size["height"], timeout=30_000)
             shot(page, name)
         finally:
             ctx.close()
@@ -280,12 +290,12 @@ def test_empty_description_and_overlong_answer(app, shot):
     app.search("")
     app.expect_toast(re.compile("description is empty", re.I))
     app.expect_status("description is empty")
-    assert app.cards.count() == 0
+    expect(app.cards).to_have_count(0)
     shot(app.page, "empty-description")
 
     app.search("a horse in a field")
     app.expect_round(1)
-    before = app.ids()
+    before = app.settled_ids()
     app.answer("x" * 10_000)
     app.expect_toast(re.compile("10,000 characters", re.I))
     app.expect_status("10,000 characters")
@@ -306,20 +316,20 @@ def test_non_image_and_huge_uploads_are_refused(app, shot, tmp_path):
     app.upload(txt)
     app.expect_toast(re.compile("image", re.I))
     shot(app.page, "text-upload")
-    assert app.page.locator("#iir-reference .iir-ref img").count() == 0
+    expect(app.page.locator("#iir-reference .iir-ref img")).to_have_count(0)
 
     fake = tmp_path / "fake.png"  # an image extension with text inside
     fake.write_text("not a png")
     app.upload(fake)
     app.expect_toast(re.compile("not a readable image", re.I))
-    assert app.page.locator("#iir-reference .iir-ref img").count() == 0
+    expect(app.page.locator("#iir-reference .iir-ref img")).to_have_count(0)
 
     huge = tmp_path / "huge.png"  # 100 megapixels, a small file
     Image.new("1", (10_000, 10_000)).save(huge)
     app.upload(huge)
     app.expect_toast(re.compile("megapixels", re.I))
     app.expect_status("100 megapixels")
-    assert app.page.locator("#iir-reference .iir-ref img").count() == 0
+    expect(app.page.locator("#iir-reference .iir-ref img")).to_have_count(0)
     shot(app.page, "huge-upload")
     app.answer("it is white")  # the session survives
     app.expect_round(2)
@@ -328,13 +338,13 @@ def test_non_image_and_huge_uploads_are_refused(app, shot, tmp_path):
 def test_double_click_i_found_it(app, shot):
     app.search("a red car")
     app.expect_round(1)
-    target = app.ids()[1]
+    target = app.settled_ids()[1]
     app.button(1, "found").dblclick()
     app.expect_status("Found")
-    app.page.wait_for_timeout(500)
+    app.wait_idle()  # the second click's event has run too
     assert "round 1, at place 2" in app.status()
     assert app.page.locator("#iir-results .iir-card.is-found").get_attribute("data-id") == target
-    assert app.page.locator(".toast-body").filter(has_text="Something went wrong").count() == 0
-    assert app.page.locator("#iir-results .iir-card.is-found").count() == 1
+    expect(app.page.locator(".toast-body").filter(has_text="Something went wrong")).to_have_count(0)
+    expect(app.page.locator("#iir-results .iir-card.is-found")).to_have_count(1)
     shot(app.page, "found-twice")
     expect(app.page.locator("#iir-answer")).to_be_hidden()  # no answering after the end

@@ -75,7 +75,7 @@ def test_export_before_a_search_warns_and_downloads_nothing(browser, url):
         page.locator("#iir-export").get_by_text("Export", exact=True).first.click()
         page.locator("#iir-export-csv").click()
         expect(page.get_by_text("nothing to export yet", exact=False).first).to_be_visible(timeout=TIMEOUT_MS)
-        page.wait_for_timeout(500)
+        page.wait_for_timeout(500)  # wait-ok: that nothing comes (no download) can only be waited out
         assert got == []
     finally:
         ctx.close()

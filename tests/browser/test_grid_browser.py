@@ -71,7 +71,7 @@ def _search_with_question(app: AppPage, text: str) -> None:
     app.page.wait_for_function("() => [...document.querySelectorAll('#iir-results img, #iir-dialogue img')]"
                                ".every(i => i.complete)", timeout=TIMEOUT_MS)
     app.page.evaluate("() => window.scrollTo(0, 0)")
-    app.page.wait_for_timeout(300)  # the layout settles
+    app.settle_layout()
 
 
 @pytest.mark.parametrize("size, least", [("desktop", 12), ("phone", 2)])
@@ -123,7 +123,7 @@ def test_use_as_reference_brings_the_caption_box_into_view_with_the_focus(browse
         page.wait_for_selector("#iir-reference .iir-ref img", timeout=TIMEOUT_MS)
         box = page.locator("#iir-caption textarea")
         expect(box).to_be_focused(timeout=5_000)
-        page.wait_for_timeout(300)
+        app.settle_layout()  # the scroll to the box has ended
         r = box.bounding_box()
         covered = page.evaluate("() => { const b = document.querySelector('#iir-dialogue-panel');"
                                 "return getComputedStyle(b).position === 'fixed' ? b.getBoundingClientRect().top"

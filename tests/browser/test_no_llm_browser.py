@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pageobj import AppPage, K
+from pageobj import AppPage, K, expect
 
 from interactive_ir.ui.events import QUESTIONS_OFF
 from iir_testutils import query_modes
@@ -35,12 +35,17 @@ def test_questions_off_feedback_and_reference_still_work(browser, url, shot):
         app = AppPage(ctx.new_page(), url).open()
         page = app.page
         # the dialogue says it in plain words; the settings to change stay in the notes on the models
-        assert QUESTIONS_OFF in app.dialogue() and "IIR_LLM" not in app.dialogue()
-        assert page.locator("#iir-answer textarea").is_disabled()
-        assert page.locator("#iir-skip").is_disabled()
+        expect(page.locator("#iir-dialogue")).to_contain_text(QUESTIONS_OFF)
+        assert "IIR_LLM" not in app.dialogue()
+        expect(page.locator("#iir-answer textarea")).to_be_disabled()
+        expect(page.locator("#iir-skip")).to_be_disabled()
         app.search("a yellow flower")
         app.expect_round(1)
-        assert "Working" not in app.status() and page.locator("#iir-dialogue .iir-question").count() == 0
+        app.wait_idle()  # every event of the round has run: a question or model step would be on the page by now
+        expect(page.locator("#iir-status")).not_to_contain_text("Working")
+        expect(page.locator("#iir-status")).not_to_contain_text("language model")
+        expect(page.locator("#iir-dialogue .iir-question")).to_have_count(0)
+        expect(page.locator("#iir-dialogue")).to_contain_text(QUESTIONS_OFF)
         shot(page, "results")
         app.button(0, "relevant").click()
         app.expect_status("marked 1 relevant")
@@ -51,7 +56,9 @@ def test_questions_off_feedback_and_reference_still_work(browser, url, shot):
         app.relative("the same in red")
         app.expect_round(3)
         # the dialogue says it in plain words; the settings to change stay in the notes on the models
-        assert QUESTIONS_OFF in app.dialogue() and "IIR_LLM" not in app.dialogue() and len(app.ids()) == K
+        expect(app.cards).to_have_count(K)
+        expect(page.locator("#iir-dialogue")).to_contain_text(QUESTIONS_OFF)
+        assert "IIR_LLM" not in app.dialogue()
         shot(page, "feedback-and-reference")
     finally:
         ctx.close()

@@ -72,10 +72,9 @@ def test_save_then_open_a_search(browser, app_url, tmp_path):
         app.expect_round(2)
         app.wait_model()
         app.wait_idle()
-        page.wait_for_timeout(500)  # the link and Save search follow the results (their own event)
-        shown = app.ids()
-        save = page.locator("#iir-save")
+        save = page.locator("#iir-save")  # the link and Save search follow the results (their own event)
         expect(save).to_be_enabled(timeout=TIMEOUT_MS)
+        shown = app.settled_ids()
         with page.expect_download(timeout=TIMEOUT_MS) as got:
             save.click()
         saved = tmp_path / "saved.json"

@@ -118,7 +118,7 @@ def test_prolific_flow_completion_code_and_one_participation(browser, app_env, t
             expect(bad.locator("#iir-status")).to_contain_text("open the study again from Prolific",
                                                                timeout=TIMEOUT_MS)
             expect(bad.locator("#iir-agree")).to_be_hidden()
-            assert bad.locator("#iir-status img").count() == 0
+            expect(bad.locator("#iir-status img")).to_have_count(0)
             bad.context.close()
         # declining shows the no-consent code
         no = browser.new_context().new_page()

@@ -89,6 +89,7 @@ def add_admin_page(demo, page, password: str, limiter: LoginLimiter | None = Non
     import gradio as gr
 
     with demo.route("Admin", "/admin", show_in_navbar=False):
+        gr.Navbar(visible="hidden", main_page_name=False)  # no "Home" bar here either (one Navbar per page)
         gr.Markdown(f"# Study admin: {page.study.study_id}")
         if not password:
             gr.Markdown(f"The admin page is off: set the environment variable `{ADMIN_ENV}` and restart the app.")
