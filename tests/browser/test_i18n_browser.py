@@ -4,6 +4,7 @@ the catalogue lacks; a German description on the English-only demo embedder brin
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 from pageobj import AppPage
 
 pytestmark = pytest.mark.browser
@@ -21,7 +22,8 @@ def test_the_page_in_german_shows_german_labels_and_the_english_only_note(browse
         assert page.locator("#iir-new").inner_text().strip() == "Neue Suche"
         assert page.locator("#iir-desc textarea").get_attribute("placeholder").startswith("Beschreiben Sie das gesuchte Bild")
         assert "Interaktive Bildsuche" in page.locator("#iir-head").inner_text()
-        assert page.get_by_text("Optionen", exact=True).count() >= 1 and page.get_by_text("Options", exact=True).count() == 0
+        expect(page.get_by_text("Optionen", exact=True).first).to_be_visible()
+        expect(page.get_by_text("Options", exact=True)).to_have_count(0)
         shot(page, "german")
         app.search("ein Hund am Strand")
         app.expect_round(1)

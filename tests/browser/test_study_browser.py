@@ -325,7 +325,7 @@ def test_the_scoreboard_page_is_read_only_and_refreshes(browser, study_app, shot
     pid = re.search(r"Participant (\S+)", other.locator("#iir-study-header").inner_text()).group(1)
     other.click("#iir-start-task")
     expect(board.locator("#iir-scoreboard")).to_contain_text(pid, timeout=TIMEOUT_MS)
-    assert rows.count() == before + 1
+    expect(rows).to_have_count(before + 1)
     shot(board, "scoreboard")
     other.context.close()
     ctx.close()
