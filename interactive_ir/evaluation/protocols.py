@@ -18,7 +18,8 @@ Round 0 is always the query's description. Each later round is one call of an en
 | `shuffled-page` | `search_text` | the description again, but the page shows k random images not shown before (a known-bad) | - |
 | `attribute` | `search_text` | a yes/no question on the word that best splits the candidates; "yes" adds it | - |
 | `grounded` | `start` | the engine's grounded question (`engine.ask`): options chosen, or yes/no answered | - |
-| `belief` (= `belief:references`) | `search_text` | the web app's default without an LLM: a click on the shown image most like the target (or "none of these") and how the target differs from the most alike one, in the relative captioner's words ("like this, but ...": `engine.closest(id, text)`, the belief over the collection) | - |
+| `belief` | `search_text` | the web app's default without an LLM, in one round: a click on the shown image most like the target (or "none of these"), the answer to the belief's pending question and how the target differs from the most alike image, in the relative captioner's words, said together (`engine.closest(id, text)`: the belief over the collection) | - |
+| `belief:references` | `search_text` | "like this, but ...": the click and how the target differs from the most alike image (`engine.closest(id, text)`) | - |
 | `closest` | `search_text` | only the click (`engine.closest`) | - |
 | `belief:questions` | `search_text` | the page's questions answered: "which is closest?" (the click) and the belief's own question (open ones first, then yes/no on a word that splits the probable images; `engine.closest(id, answer)`) | - |
 | `belief:marks` | `search_text` | every shown image the user judges alike marked "like it", the rest "not it" (`engine.marks`) | - |
@@ -412,6 +413,24 @@ def _like_this(engine, session: Session, k: TargetKnowledge, user: SimulatedUser
     return engine.closest(session, picked, text or None), act
 
 
+def _belief_default(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) -> tuple[Turn, dict]:
+    """What the default page invites, in one round: the closest click, the answer to the belief's question
+    ("not sure" says nothing) and how the target differs from the most alike image, said together."""
+    question = session.question or engine.ask_belief(session)
+    shown, choice = _alike(engine, session, k, user)
+    picked = shown[choice.index] if choice.index is not None else None
+    best = shown[max(range(len(shown)), key=lambda i: (choice.scores[i] if i < len(choice.scores) else 0.0, -i))]
+    reply = user.answerer.answer(k, question.text) if question is not None else None
+    relative = user.relative.describe(k, best)
+    parts = [] if reply is None or reply.uncertain else [reply.text]
+    if not relative.text.startswith("like this one") or " without " in relative.text:
+        parts.append(relative.text)
+    text = ", ".join(parts)
+    act = {"action": "closest", **choice.to_dict(), "none": picked is None, "said": text,
+           **({"question": question.text} if question is not None else {})}
+    return engine.closest(session, picked, text or None), act
+
+
 def _belief_marks(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) -> tuple[Turn, dict]:
     """Marks: every shown image the user judges alike (`SimConfig.choice_threshold`) marked "like it", the rest
     "not it"."""
@@ -454,5 +473,5 @@ def _replay(p: Protocol, engine, session: Session, query: Query, t: int) -> tupl
     return engine.answer(session, answer or "uncertain"), {"action": "replay", "question": question, "text": answer}
 
 
-_BELIEF_ROUNDS = {"belief": _like_this, "closest": _closest, "belief:references": _like_this,
+_BELIEF_ROUNDS = {"belief": _belief_default, "closest": _closest, "belief:references": _like_this,
                   "belief:questions": _belief_question, "belief:marks": _belief_marks}
