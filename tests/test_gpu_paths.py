@@ -191,6 +191,83 @@ def test_out_of_memory_is_caught_once_and_the_cpu_searches_from_then_on(exact_wi
     assert r.rank_of(queries(r, 1)[0], r.index.ids[3]) == cpu(r).rank_of(queries(r, 1)[0], r.index.ids[3])
 
 
+def full_after_upload(exact_with_ties, **kw) -> FakeCudaDevice:
+    """A device that holds the matrix with 64 bytes to spare: the upload fits, a search's scores do not."""
+    index = exact_with_ties[0]
+    return FakeCudaDevice(limit_bytes=len(index) * index.faiss_index.d * 2 + 64, reported_free=1 << 30, **kw)
+
+
+@pytest.mark.parametrize("first", ["search_rows", "rank_of"])
+def test_out_of_memory_in_a_search_answers_it_on_the_cpu_and_logs_once(exact_with_ties, caplog, first):
+    cuda = full_after_upload(exact_with_ties)
+    r = torch_retriever(exact_with_ties, cuda).warm()
+    assert r._torch.failed == "" and len(cuda.allocations) == 1  # uploaded at start-up
+    base = cpu(r)
+    caplog.set_level(logging.WARNING, "interactive_ir.retrieval.search_device")
+    q = queries(r, 1, 5)[0]
+    if first == "rank_of":  # evaluation's every-row scores run out of memory first
+        assert r.rank_of(q, r.index.ids[7]) == base.rank_of(q, base.index.ids[7])
+    for q in queries(r, 4, 5):  # the search that ran out of memory is answered, and every later one
+        s, rows = r.search_rows(q, 10)
+        s0, rows0 = base.search_rows(q, 10)
+        assert rows.tolist() == rows0.tolist()
+        np.testing.assert_allclose(s, s0, rtol=1e-6, atol=1e-6)
+    assert r.rank_of(q, r.index.ids[3]) == base.rank_of(q, base.index.ids[3])
+    assert len(cuda.workspace) == 1 and cuda.workspace[0] > 64  # tried once; later searches go to the CPU
+    lines = [rec.getMessage() for rec in caplog.records]
+    assert len(lines) == 1 and "GPU search off: out of GPU memory" in lines[0], lines
+    assert ("in a search" if first == "search_rows" else "scoring every row") in lines[0]
+    assert r._torch.matrix is None and cuda.allocations == [cuda.allocations[0]]  # never uploaded again
+
+
+def test_searches_running_out_of_memory_together_log_one_line_and_are_all_answered(exact_with_ties, caplog):
+    class Together(FakeCudaDevice):
+        """Every search reaches its allocation before any fails (two tabs searching at once)."""
+
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            self.meet = threading.Barrier(3, timeout=20)
+
+        def allocate(self, need, what=""):
+            self.meet.wait()
+            super().allocate(need, what)
+
+    index = exact_with_ties[0]
+    cuda = Together(limit_bytes=len(index) * index.faiss_index.d * 2 + 64, reported_free=1 << 30)
+    r = torch_retriever(exact_with_ties, cuda).warm()
+    base = cpu(r)
+    caplog.set_level(logging.WARNING, "interactive_ir.retrieval.search_device")
+    qs, found, errors = queries(r, 3, 9), {}, []
+
+    def search(i):
+        try:
+            found[i] = r.search_rows(qs[i], 10)[1].tolist()
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=search, args=(i,)) for i in range(3)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert errors == [] and len(cuda.workspace) == 3
+    assert found == {i: base.search_rows(qs[i], 10)[1].tolist() for i in range(3)}
+    assert len(caplog.records) == 1, [rec.getMessage() for rec in caplog.records]
+
+
+def test_a_search_that_finds_the_matrix_dropped_after_its_check_goes_to_the_cpu(exact_with_ties, monkeypatch):
+    r = torch_retriever(exact_with_ties, FakeCudaDevice(limit_bytes=1 << 30)).warm()
+    tm, ready = r._torch, r._torch.ready
+
+    def ready_then_dropped():
+        ok = ready()
+        tm._fail("out of GPU memory in another tab's search")  # between this search's check and its use
+        return ok
+
+    monkeypatch.setattr(tm, "ready", ready_then_dropped)
+    q = queries(r, 1)[0]
+    assert r.search_rows(q, 10)[1].tolist() == cpu(r).search_rows(q, 10)[1].tolist()
+    assert r.all_scores(q).tolist() == cpu(r).all_scores(q).tolist()
+
+
 # --- ZeroGPU --------------------------------------------------------------------------------------------
 @pytest.fixture
 def fake_spaces(monkeypatch):
