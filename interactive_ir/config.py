@@ -123,6 +123,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("interactive_ir.study.log:StudyLogConfig", "IIR_STUDY_", "interactive_ir.study.log:study_log_config"),
     Section("interactive_ir.retrieval.belief:BeliefConfig", "IIR_BELIEF_", "interactive_ir.retrieval.belief:belief_config"),
     Section("interactive_ir.evaluation.simulators:SimConfig", "IIR_SIM_"),
+    Section("interactive_ir.index.build_sizes:BuildSizes", "IIR_BUILD_", "interactive_ir.index.build_sizes:build_sizes"),
 )
 
 _LLMS = "interactive_ir.backends.llms"
