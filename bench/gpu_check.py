@@ -6,10 +6,12 @@
 
 Checks, each printed as one row (name, result, figures):
 1. exact search on the torch matrix and ivf-pq on a faiss GPU copy at each size: p50 latency, peak GPU memory;
-2. the out-of-memory fallback: a device too small for the matrix logs once and searches on the CPU;
+2. the out-of-memory fallback: a device too small for the matrix logs once and searches on the CPU, and a
+   search that finds the GPU full after the upload is answered on the CPU;
 3. concurrency: 8 threads on one faiss GPU copy, no error;
 4. fp32-consistent ranks: the torch search's rows and scores against faiss on the CPU;
 5. open_clip and a tiny LLM (transformers:smollm2) on CUDA in half precision: dtype, device, seconds per call;
+   the index build's batch and decoding threads sized from open_clip's device;
 6. the cancel path: a generation cancelled after 0.5 s stops within a second.
 It exits 1 when a check fails. With --dry-run nothing touches CUDA: it shows the script starts and runs.
 """
@@ -116,7 +118,7 @@ def check_search(rows: list, tmp: Path, n: int, dry: bool) -> None:
 
 def check_oom(rows: list, tmp: Path, dry: bool) -> None:
     from interactive_ir.retrieval.retriever import Retriever, SearchConfig
-    from interactive_ir.retrieval.search_device import Hardware, CudaDevice
+    from interactive_ir.retrieval.search_device import CudaDevice, Hardware
 
     index, emb = write(tmp / "oom", "exact", 20_000)
     if dry:
@@ -137,6 +139,36 @@ def check_oom(rows: list, tmp: Path, dry: bool) -> None:
         del hog
 
 
+def check_oom_in_search(rows: list, tmp: Path, dry: bool) -> None:
+    """The matrix fits; then the GPU fills up (another process) and a search's scores no longer do."""
+    from interactive_ir.retrieval.retriever import Retriever, SearchConfig
+    from interactive_ir.retrieval.search_device import CudaDevice, Hardware
+
+    index, emb = write(tmp / "oom-search", "exact", 20_000 if dry else 200_000)
+    if dry:
+        from fakes.cuda import FakeCudaDevice
+
+        cuda = FakeCudaDevice(len(index) * DIM * 2 + 64, reported_free=1 << 34)
+    else:
+        import torch
+
+        cuda = CudaDevice(torch)
+    r = Retriever(index, emb, hardware=Hardware(True, 0, cuda=cuda)).warm()
+    uploaded = r._torch.failed == ""
+    hog = None
+    if not dry:
+        import torch
+
+        torch.cuda.empty_cache()
+        hog = torch.empty(max(0, torch.cuda.mem_get_info()[0] - (256 << 10)), dtype=torch.uint8, device="cuda")
+    q = index.row_vectors([3])[0]
+    cpu = Retriever(index, emb, SearchConfig(device="faiss"))
+    same = r.search_rows(q, 10)[1].tolist() == cpu.search_rows(q, 10)[1].tolist()
+    rows.append(("out-of-memory in search", uploaded and same and "in a search" in r._torch.failed,
+                 r._torch.failed[:90]))
+    del hog
+
+
 def check_models(rows: list, dry: bool) -> None:
     from interactive_ir.backends import make_embedder, make_llm
     from interactive_ir.backends.cancel import CancelToken
@@ -147,6 +179,10 @@ def check_models(rows: list, dry: bool) -> None:
     emb.embed_texts(["a dog on a beach"] * 32)
     rows.append(("open_clip", dry or str(emb.device).startswith("cuda"),
                  f"{emb.device}, 32 texts in {time.perf_counter() - t:.2f} s"))
+    from interactive_ir.index.build_sizes import sizes_for
+
+    batch, workers = sizes_for(emb)
+    rows.append(("build sizes", dry or batch > 32, f"{emb.device}: {batch} images per pass, {workers} threads"))
     llm = make_llm("transformers:smollm2")
     model = getattr(getattr(llm, "loaded", None), "model", None)
     dtype = str(getattr(model, "dtype", "?"))
@@ -180,6 +216,7 @@ def main(argv=None) -> int:
         for n in sizes:
             check_search(rows, Path(d), n, args.dry_run)
         check_oom(rows, Path(d), args.dry_run)
+        check_oom_in_search(rows, Path(d), args.dry_run)
     if not args.skip_models:
         check_models(rows, args.dry_run)
     print(f"{'check':<24} {'ok':<4} figures")

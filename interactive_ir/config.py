@@ -123,6 +123,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("interactive_ir.study.log:StudyLogConfig", "IIR_STUDY_", "interactive_ir.study.log:study_log_config"),
     Section("interactive_ir.retrieval.belief:BeliefConfig", "IIR_BELIEF_", "interactive_ir.retrieval.belief:belief_config"),
     Section("interactive_ir.evaluation.simulators:SimConfig", "IIR_SIM_"),
+    Section("interactive_ir.index.build_sizes:BuildSizes", "IIR_BUILD_", "interactive_ir.index.build_sizes:build_sizes"),
 )
 
 _LLMS = "interactive_ir.backends.llms"
@@ -145,8 +146,8 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "backends/llms.py", default_of=f"{_LLMS}:DEFAULT_GPU_MODEL"),
     EnvVar("IIR_DEVICE", "torch device of the models and of GPU searches (cuda, mps, cpu, cuda:1 ...)",
            "backends/_torch.py", "cuda, else mps, else cpu"),
-    EnvVar("SPACES_ZERO_GPU", "set by Hugging Face ZeroGPU: spaces imported first, LLM calls in GPU slots, "
-           "searches on the CPU", "ui/serving/gpu.py"),
+    EnvVar("SPACES_ZERO_GPU", "set by Hugging Face ZeroGPU: spaces imported first, local model calls (LLM, "
+           "captioner, VLM) in GPU slots, searches on the CPU", "ui/serving/gpu.py"),
     EnvVar("IIR_SEARCH_DEVICE", "where searches run: auto, faiss, faiss-gpu or torch (SearchConfig.device)",
            "retrieval/retriever.py", default_of="interactive_ir.retrieval.retriever:SearchConfig.device"),
     EnvVar("IIR_ASSUME_CUDA", "any value: look for a CUDA GPU even without /dev/nvidia* device nodes",

@@ -62,3 +62,24 @@ def query_modes():
     from interactive_ir.retrieval.belief import BeliefConfig
 
     return BeliefConfig(on_page=False)
+
+
+def save_tiny_llm(folder: Path) -> Path:
+    """A tiny randomly initialised Llama chat model with a word-level tokenizer over a..p, saved to `folder`
+    (transformers:FOLDER loads it; nothing is downloaded). Its replies are random words."""
+    import torch
+    import transformers
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = "<pad> <eos> <unk> a b c d e f g h i j k l m n o p".split()
+    tk = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>",
+                                               unk_token="<unk>")
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=len(words), hidden_size=32, intermediate_size=64,
+                                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
+                                   max_position_embeddings=128, pad_token_id=0, eos_token_id=1, bos_token_id=1)
+    transformers.LlamaForCausalLM(cfg).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from fakes.cuda import FakeCudaDevice
 from fakes.faiss_gpu import FakeFaissGpu
+from test_hf_vision import tiny  # noqa: F401 - the tiny vision models' fixture
+from test_index_kinds import write_index
+
 from interactive_ir.index import kinds as K
 from interactive_ir.retrieval import search_device as sd
 from interactive_ir.retrieval.retriever import Retriever, SearchConfig
-from test_index_kinds import write_index
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_SPACES = Path(__file__).resolve().parent / "fakes" / "zerogpu"
@@ -191,6 +192,83 @@ def test_out_of_memory_is_caught_once_and_the_cpu_searches_from_then_on(exact_wi
     assert r.rank_of(queries(r, 1)[0], r.index.ids[3]) == cpu(r).rank_of(queries(r, 1)[0], r.index.ids[3])
 
 
+def full_after_upload(exact_with_ties, **kw) -> FakeCudaDevice:
+    """A device that holds the matrix with 64 bytes to spare: the upload fits, a search's scores do not."""
+    index = exact_with_ties[0]
+    return FakeCudaDevice(limit_bytes=len(index) * index.faiss_index.d * 2 + 64, reported_free=1 << 30, **kw)
+
+
+@pytest.mark.parametrize("first", ["search_rows", "rank_of"])
+def test_out_of_memory_in_a_search_answers_it_on_the_cpu_and_logs_once(exact_with_ties, caplog, first):
+    cuda = full_after_upload(exact_with_ties)
+    r = torch_retriever(exact_with_ties, cuda).warm()
+    assert r._torch.failed == "" and len(cuda.allocations) == 1  # uploaded at start-up
+    base = cpu(r)
+    caplog.set_level(logging.WARNING, "interactive_ir.retrieval.search_device")
+    q = queries(r, 1, 5)[0]
+    if first == "rank_of":  # evaluation's every-row scores run out of memory first
+        assert r.rank_of(q, r.index.ids[7]) == base.rank_of(q, base.index.ids[7])
+    for q in queries(r, 4, 5):  # the search that ran out of memory is answered, and every later one
+        s, rows = r.search_rows(q, 10)
+        s0, rows0 = base.search_rows(q, 10)
+        assert rows.tolist() == rows0.tolist()
+        np.testing.assert_allclose(s, s0, rtol=1e-6, atol=1e-6)
+    assert r.rank_of(q, r.index.ids[3]) == base.rank_of(q, base.index.ids[3])
+    assert len(cuda.workspace) == 1 and cuda.workspace[0] > 64  # tried once; later searches go to the CPU
+    lines = [rec.getMessage() for rec in caplog.records]
+    assert len(lines) == 1 and "GPU search off: out of GPU memory" in lines[0], lines
+    assert ("in a search" if first == "search_rows" else "scoring every row") in lines[0]
+    assert r._torch.matrix is None and cuda.allocations == [cuda.allocations[0]]  # never uploaded again
+
+
+def test_searches_running_out_of_memory_together_log_one_line_and_are_all_answered(exact_with_ties, caplog):
+    class Together(FakeCudaDevice):
+        """Every search reaches its allocation before any fails (two tabs searching at once)."""
+
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            self.meet = threading.Barrier(3, timeout=20)
+
+        def allocate(self, need, what=""):
+            self.meet.wait()
+            super().allocate(need, what)
+
+    index = exact_with_ties[0]
+    cuda = Together(limit_bytes=len(index) * index.faiss_index.d * 2 + 64, reported_free=1 << 30)
+    r = torch_retriever(exact_with_ties, cuda).warm()
+    base = cpu(r)
+    caplog.set_level(logging.WARNING, "interactive_ir.retrieval.search_device")
+    qs, found, errors = queries(r, 3, 9), {}, []
+
+    def search(i):
+        try:
+            found[i] = r.search_rows(qs[i], 10)[1].tolist()
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=search, args=(i,)) for i in range(3)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert errors == [] and len(cuda.workspace) == 3
+    assert found == {i: base.search_rows(qs[i], 10)[1].tolist() for i in range(3)}
+    assert len(caplog.records) == 1, [rec.getMessage() for rec in caplog.records]
+
+
+def test_a_search_that_finds_the_matrix_dropped_after_its_check_goes_to_the_cpu(exact_with_ties, monkeypatch):
+    r = torch_retriever(exact_with_ties, FakeCudaDevice(limit_bytes=1 << 30)).warm()
+    tm, ready = r._torch, r._torch.ready
+
+    def ready_then_dropped():
+        ok = ready()
+        tm._fail("out of GPU memory in another tab's search")  # between this search's check and its use
+        return ok
+
+    monkeypatch.setattr(tm, "ready", ready_then_dropped)
+    q = queries(r, 1)[0]
+    assert r.search_rows(q, 10)[1].tolist() == cpu(r).search_rows(q, 10)[1].tolist()
+    assert r.all_scores(q).tolist() == cpu(r).all_scores(q).tolist()
+
+
 # --- ZeroGPU --------------------------------------------------------------------------------------------
 @pytest.fixture
 def fake_spaces(monkeypatch):
@@ -276,3 +354,141 @@ def test_the_page_wraps_no_search_in_a_gpu_slot(fake_spaces, tiny_index):
     ctx = page_context(build_engine(r))
     assert fake_spaces.decorated == []
     assert ctx.act_step.__name__ == "act_step"
+
+
+def test_on_zero_gpu_a_local_captioner_takes_slots_sized_from_its_batches(fake_spaces):
+    from PIL import Image
+
+    from interactive_ir.backends.captioners import FakeCaptioner, HFCaptioner
+    from interactive_ir.ui.serving import gpu
+
+    forwards = []
+
+    def pipe(images, max_new_tokens):  # the model: one forward batch per call
+        forwards.append(len(images))
+        return [f"{im.size[0]} wide" for im in images]
+
+    cap = HFCaptioner("Salesforce/blip-image-captioning-base", spec="hf:Salesforce/blip-image-captioning-base",
+                      batch_size=8, max_new_tokens=30, pipeline=pipe)
+    assert gpu.gpu_slots(FakeCaptioner()).__class__ is FakeCaptioner  # no model here: no slot
+    slotted = gpu.gpu_slots(cap)
+    assert slotted.spec == cap.spec and isinstance(slotted, gpu.GpuSlotCaptioner)
+    images = [Image.new("RGB", (10 + i % 7, 12)) for i in range(1500)]
+    assert slotted.caption(images[:1]) == ["10 wide"]
+    assert slotted.caption(images) == [f"{im.size[0]} wide" for im in images]  # in order, across slots
+    one, *many = fake_spaces.calls
+    assert one == ("caption_in_slot", gpu.caption_seconds(images[:1], 8, 30)) and gpu.SLOT_MIN_S < one[1] < 30
+    assert len(many) == 3 and all(name == "caption_in_slot" and s <= gpu.SLOT_MAX_S for name, s in many)
+    assert many[0][1] > one[1] and sum(forwards) == 1501 and max(forwards) == 8
+    assert slotted.caption([]) == [] and len(fake_spaces.calls) == 4  # nothing to do: no slot asked
+
+
+def test_on_zero_gpu_a_local_vlm_takes_slots_sized_from_its_questions(fake_spaces):
+    from PIL import Image
+
+    from interactive_ir.backends.vlms import HFVLM, FakeVLM
+    from interactive_ir.ui.serving import gpu
+
+    asked = []
+
+    def vqa(image, question, max_new_tokens):
+        asked.append((image.size, max_new_tokens))
+        return [{"answer": "yes" if "red" in question else "no"}]
+
+    vlm = HFVLM("dandelin/vilt-b32-finetuned-vqa", "vqa", spec="hf:dandelin/vilt-b32-finetuned-vqa", pipeline=vqa)
+    assert gpu.gpu_slots(FakeVLM()).__class__ is FakeVLM
+    slotted = gpu.gpu_slots(vlm)
+    assert isinstance(slotted, gpu.GpuSlotVLM) and slotted.task == "visual-question-answering"
+    red, blue = Image.new("RGB", (8, 8), (200, 0, 0)), Image.new("RGB", (8, 8), (0, 0, 200))
+    assert slotted.ask([[red, blue]], ["is it red ?"], max_tokens=16) == ["yes"]
+    questions = ["red ?" if i % 3 else "blue ?" for i in range(100)]
+    assert slotted.ask([[blue]] * 100, questions, max_tokens=64) == ["yes" if i % 3 else "no" for i in range(100)]
+    (n0, short), *rest = fake_spaces.calls
+    assert n0 == "ask_in_slot" and short == gpu.ask_seconds([[red, blue]], ["q"], 16) < 20
+    assert len(rest) == 3 and all(s <= gpu.SLOT_MAX_S for _, s in rest) and rest[0][1] > 60
+    assert len(asked) == 101 and asked[0] == ((776, 384), 16)  # two images side by side, in the slot's process
+
+
+def test_on_zero_gpu_an_llm_call_longer_than_a_slot_is_split(fake_spaces):
+    from interactive_ir.backends.cancel import CancelToken
+    from interactive_ir.errors import Cancelled
+    from interactive_ir.ui.serving import gpu
+
+    class Local:
+        spec = "transformers:Qwen/Qwen2.5-1.5B-Instruct"
+
+        def generate(self, prompts, *, temperature=0.0, max_tokens=256, cancel=None):
+            return [p.upper() for p in prompts]
+
+    llm = gpu.gpu_slots(Local())
+    prompts = [f"p{i}" for i in range(200)]
+    assert llm.generate(prompts, max_tokens=256) == [p.upper() for p in prompts]
+    assert len(fake_spaces.calls) == 3 and all(s <= gpu.SLOT_MAX_S for _, s in fake_spaces.calls)
+    token = CancelToken()
+    token.cancel()
+    with pytest.raises(Cancelled):
+        llm.generate(prompts, cancel=token)
+    assert len(fake_spaces.calls) == 3  # a cancelled call asks for no slot
+
+
+def test_load_app_runs_a_real_transformers_llm_in_zero_gpu_slots(fake_spaces, monkeypatch, tmp_path):
+    """ZeroGPU start-up with a tiny random Llama (transformers on the CPU): loaded "on cuda" in half
+    precision, as ZeroGPU expects, and a question step's generation runs in a slot sized from its work."""
+    pytest.importorskip("transformers")
+    import torch
+    from iir_testutils import build_tiny, save_tiny_llm
+
+    from interactive_ir.backends.llm_local import load_causal_lm
+    from interactive_ir.ui.serving import gpu
+    from interactive_ir.ui.startup import app_config, load_app
+
+    fake_spaces.patch_torch(monkeypatch.setattr)  # what `spaces` does to torch: "cuda" waits on the CPU
+    build_tiny(tmp_path)
+    folder = save_tiny_llm(tmp_path / "llm")
+    cfg = app_config(environ={}, index=tmp_path / "index", llm=f"transformers:{folder}", captioner="none", vlm="none")
+    try:
+        parts = load_app(cfg)
+        llm = parts.engine.llm
+        assert isinstance(llm, gpu.GpuSlotLLM) and parts.questions_off_reason == ""
+        assert llm.loaded.device == "cuda" and llm.loaded.model.dtype == torch.bfloat16
+        assert ("LlamaForCausalLM", "cuda") in fake_spaces.moved
+        assert fake_spaces.decorated == ["generate_in_slot"] and fake_spaces.calls == []  # start-up took no slot
+        assert parts.engine.retriever.device == "faiss"  # searches on the CPU
+        session = parts.engine.new_session()
+        torch.manual_seed(0)  # the question prompt samples
+        turn = parts.engine.start(session, "a red dog on the beach")
+        replies = [c["reply"] for c in turn.llm_calls if c["error"] is None]
+        assert replies and len(replies) == len(turn.llm_calls) and any(replies)
+        assert set(" ".join(replies).split()) <= set("abcdefghijklmnop")  # the tiny model's own words
+        assert [n for n, _ in fake_spaces.calls] == ["generate_in_slot"]
+        assert gpu.SLOT_MIN_S <= fake_spaces.calls[0][1] < 60
+        assert session.question is not None and len(parts.engine.hits_of(turn)) > 0
+    finally:
+        load_causal_lm.cache_clear()  # the bf16 model "on cuda" is nobody else's
+
+
+@pytest.mark.integration
+def test_load_app_runs_a_real_captioner_and_vlm_in_zero_gpu_slots(fake_spaces, monkeypatch, tmp_path, tiny):  # noqa: F811
+    """Tiny random BLIP captioner and ViLT VQA model (transformers on the CPU) loaded by load_app on ZeroGPU:
+    "on cuda" in half precision, each call in a slot, images and answers pickled across as the real one does."""
+    import torch
+    from iir_testutils import build_tiny
+    from PIL import Image
+
+    from interactive_ir.ui.serving import gpu
+    from interactive_ir.ui.startup import app_config, load_app
+
+    fake_spaces.patch_torch(monkeypatch.setattr)
+    build_tiny(tmp_path)
+    cfg = app_config(environ={}, index=tmp_path / "index", llm="none", captioner="hf:" + tiny["blip_caption"],
+                     vlm="hf:" + tiny["vilt"])
+    parts = load_app(cfg)
+    cap, vlm = parts.engine.captioner, parts.engine.vlm
+    assert isinstance(cap, gpu.GpuSlotCaptioner) and isinstance(vlm, gpu.GpuSlotVLM)
+    assert {"BlipForConditionalGeneration", "ViltForQuestionAnswering"} <= {w for w, _ in fake_spaces.moved}
+    assert cap.pipe.model.dtype == torch.bfloat16 and fake_spaces.calls == []
+    red = Image.new("RGB", (40, 30), (200, 40, 40))
+    out = cap.caption([red, red.rotate(90, expand=True)])
+    answers = vlm.ask([[red], [red, red]], ["is it red ?", "left or right ?"], max_tokens=4)
+    assert len(out) == 2 and all(isinstance(c, str) for c in out) and len(answers) == 2
+    assert [n for n, _ in fake_spaces.calls] == ["caption_in_slot", "ask_in_slot"]

@@ -360,26 +360,11 @@ def test_openai_backend_unreachable_server(server_factory):
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory):
-    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("transformers")
     pytest.importorskip("torch")
-    from tokenizers import Tokenizer, models, pre_tokenizers
+    from iir_testutils import save_tiny_llm
 
-    words = "<pad> <eos> <unk> a b c d e f g h i j k l m n o p".split()
-    tk = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    tk.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>",
-                                               unk_token="<unk>")
-    import torch
-
-    torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(vocab_size=len(words), hidden_size=32, intermediate_size=64,
-                                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
-                                   max_position_embeddings=128, pad_token_id=0, eos_token_id=1, bos_token_id=1)
-    model = transformers.LlamaForCausalLM(cfg)
-    folder = tmp_path_factory.mktemp("tiny_llm")
-    model.save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
+    return save_tiny_llm(tmp_path_factory.mktemp("tiny_llm"))
 
 
 def test_transformers_backend_batches_with_left_padding_and_strips_prompt(tiny_model_dir, monkeypatch):

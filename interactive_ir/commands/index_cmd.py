@@ -42,8 +42,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "files with an embedding column (needs --ids)")
     p.add_argument("--ids", type=Path, help="with --vectors: text file, one image id per line, in the vectors' order")
     p.add_argument("--chunk-rows", type=int, default=65_536, help="with --vectors: rows per chunk (default 65536)")
-    p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
-    p.add_argument("--workers", type=int, default=2, help="decoding threads overlapped with encoding (default 2)")
+    p.add_argument("--batch-size", type=int, help="images per forward pass (default: IIR_BUILD_BATCH_SIZE, else "
+                   "from the device: 32 on the CPU, 256 on a CUDA GPU)")
+    p.add_argument("--workers", type=int, help="decoding threads overlapped with encoding (default: IIR_BUILD_WORKERS, "
+                   "else from the device: 2 on the CPU, the CPUs but one with a CUDA GPU)")
     p.add_argument("--rebuild", action="store_true", help="embed everything again, replacing an existing index")
     p.add_argument("--skip-missing-captions", action="store_true", help="ignore captions naming images not in the folder")
 
@@ -63,9 +65,9 @@ def run(args: argparse.Namespace) -> int:
         raise BadInputError(f"unexpected argument {args.target}: to check an index run `index verify DIR`")
     if args.out is None:
         raise BadInputError("--out is required: the index folder to create, e.g. --out indices/mine")
-    if args.batch_size < 1:
+    if args.batch_size is not None and args.batch_size < 1:
         raise BadInputError(f"--batch-size must be at least 1, got {args.batch_size}")
-    if args.workers < 1:
+    if args.workers is not None and args.workers < 1:
         raise BadInputError(f"--workers must be at least 1 (decoding threads), got {args.workers}: "
                             "use --workers 2, or 1 on a small machine")
     kind = args.kind or os.environ.get("IIR_INDEX_KIND") or "auto"
@@ -79,15 +81,17 @@ def run(args: argparse.Namespace) -> int:
         raise BadInputError("give --images DIR (a folder of images) or --vectors FILE --ids FILE (precomputed embeddings)")
     from interactive_ir.index.builder import BuildConfig, build_index
 
+    sized = {"batch_size": args.batch_size} if args.batch_size else {}  # text batches; else the embedder's own
     embedder = make_embedder(args.embedder or os.environ.get("IIR_EMBEDDER") or DEFAULT_EMBEDDER,
-                             batch_size=args.batch_size, show_progress=False)  # the build shows its own bar
+                             show_progress=False, **sized)  # the build shows its own bar
     captioner = make_captioner(args.captioner) if args.captioner else None
-    cfg = BuildConfig(images=args.images, out=args.out, captions=args.captions, batch_size=args.batch_size,
-                      workers=args.workers, rebuild=args.rebuild, skip_missing_captions=args.skip_missing_captions,
-                      kind=kind, image_list=args.image_list)
+    cfg = BuildConfig(images=args.images, out=args.out, captions=args.captions, batch_size=args.batch_size or 0,
+                      workers=args.workers or 0, rebuild=args.rebuild, skip_missing_captions=args.skip_missing_captions,
+                      kind=kind, image_list=args.image_list)  # 0: IIR_BUILD_*, else sized from the device
     report = build_index(cfg, embedder, captioner)
     print(f"indexed {report.count} images into {report.out} ({report.embedded} embedded, {report.reused} reused, "
-          f"{len(report.skipped)} skipped) at {report.images_per_second:.1f} images/s")
+          f"{len(report.skipped)} skipped) at {report.images_per_second:.1f} images/s "
+          f"({report.batch_size} per forward pass, {report.workers} decoding thread{'s' if report.workers != 1 else ''})")
     for rel, why in report.skipped[:20]:
         print(f"  skipped {rel}: {why}")
     return 0

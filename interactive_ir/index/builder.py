@@ -9,6 +9,7 @@ index (text embedder with captions) reads only each image's header, never its pi
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -21,6 +22,7 @@ import numpy as np
 
 from interactive_ir.errors import BadInputError, IndexBuildError, IndexLoadError
 from interactive_ir.index import kinds
+from interactive_ir.index.build_sizes import sizes_for
 from interactive_ir.index.captions_io import match_captions, read_captions
 from interactive_ir.index.imageio import image_size, list_images, open_image
 from interactive_ir.index.metadata import IndexRecord
@@ -37,8 +39,8 @@ class BuildConfig:
     images: Path  # folder of images, searched recursively
     out: Path  # index folder to create or update
     captions: Path | None = None  # optional captions file (JSONL, COCO JSON, CSV/TSV)
-    batch_size: int = 32  # images per forward pass
-    workers: int = 2  # decoding/preprocessing threads overlapped with encoding
+    batch_size: int = 0  # images per forward pass; 0 = IIR_BUILD_BATCH_SIZE, else from the device (build_sizes)
+    workers: int = 0  # decoding/preprocessing threads overlapped with encoding; 0 = IIR_BUILD_WORKERS, else from the device
     rebuild: bool = False  # ignore an existing index and embed everything again
     skip_missing_captions: bool = False  # allow captions that name images not in the folder
     kind: str = "auto"  # exact, ivf-pq, hnsw, or auto (exact up to kinds.AUTO_EXACT_MAX images)
@@ -54,6 +56,8 @@ class BuildReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (relative path, reason)
     seconds: float = 0.0  # wall time of the embedding pass
     images_per_second: float = 0.0  # embedded / seconds
+    batch_size: int = 0  # images per forward pass it used
+    workers: int = 0  # decoding threads it used
 
 
 def _rel(p: Path, root: Path) -> str:
@@ -147,6 +151,8 @@ def build_index(cfg: BuildConfig, embedder, captioner=None, progress: ProgressFn
     if cfg.kind in ("ivf-pq", "hnsw") and len(files) < kinds.MIN_APPROX_ROWS:
         kinds.choose_params(cfg.kind, len(files), embedder.dim)  # the one-line "use --kind exact" error, before any work
 
+    batch_size, workers = sizes_for(embedder, cfg.batch_size, cfg.workers)  # 0: IIR_BUILD_*, else the device's
+    cfg = dataclasses.replace(cfg, batch_size=batch_size, workers=workers)
     previous = _load_previous(Path(cfg.out), embedder.spec, cfg.rebuild)
     with_caps = not text_only and bool(captions or captioner is not None or (previous and previous.has_captions))
     reader = _BatchReader(cfg, root, embedder, captioner, captions, previous)
@@ -169,7 +175,7 @@ def build_index(cfg: BuildConfig, embedder, captioner=None, progress: ProgressFn
         writer.abort(keep_partial=False)
         raise
     return BuildReport(Path(cfg.out), writer.rows, embedded, reused, reader.skipped, seconds,
-                       embedded / seconds if seconds > 0 else 0.0)
+                       embedded / seconds if seconds > 0 else 0.0, batch_size, workers)
 
 
 def _image_files(cfg: BuildConfig) -> tuple[Path, list[Path], list[str]]:

@@ -193,6 +193,7 @@ class TorchMatrix:
         self.matrix = None
         self.failed = ""  # why the GPU is not used (empty: it is)
         self._lock = threading.Lock()
+        self._fail_lock = threading.Lock()  # not `_lock`: `_build` holds that one when it fails
 
     def ready(self) -> bool:
         """Build once (thread-safe); False when the GPU cannot hold the matrix."""
@@ -226,18 +227,23 @@ class TorchMatrix:
             self._fail(f"out of GPU memory uploading the index ({e})")
 
     def _fail(self, why: str) -> None:
-        self.matrix = None
-        self.failed = why
-        log.warning("GPU search off: %s; every search runs on the CPU from now on", why)
+        """Drop the matrix and log why, once: searches that ran out of memory together log one line."""
+        with self._fail_lock:
+            first, self.matrix = not self.failed, None
+            self.failed = self.failed or why
+        if first:
+            log.warning("GPU search off: %s; every search runs on the CPU from now on", why)
 
     def search(self, q: np.ndarray, k: int, ex: np.ndarray):
         """(scores, rows) best first, or None when the GPU failed (the caller searches the CPU index)."""
-        torch = self.cuda.torch
+        torch, m = self.cuda.torch, self.matrix  # one reference: another search may drop it (`_fail`) meanwhile
+        if m is None:
+            return None
         fetch = min(len(self.index), 2 * k + RESCORE_MARGIN + len(ex))
         try:
             with torch.no_grad():
-                qt = torch.from_numpy(np.asarray(q, np.float32)).to(self.matrix.device, self.matrix.dtype)
-                s = (self.matrix @ qt).float()
+                qt = torch.from_numpy(np.asarray(q, np.float32)).to(m.device, m.dtype)
+                s = (m @ qt).float()
                 if len(ex):
                     s[torch.from_numpy(ex).to(s.device)] = float("-inf")
                 rows = torch.topk(s, fetch).indices.cpu().numpy()
@@ -251,14 +257,16 @@ class TorchMatrix:
 
     def all_scores(self, q: np.ndarray) -> np.ndarray | None:
         """fp32 scores of every row (chunks upcast on the device), or None when the GPU failed."""
-        torch = self.cuda.torch
+        torch, m = self.cuda.torch, self.matrix
+        if m is None:
+            return None
         out = np.empty(len(self.index), np.float32)
         try:
             with torch.no_grad():
-                qt = torch.from_numpy(np.asarray(q, np.float32)).to(self.matrix.device)
+                qt = torch.from_numpy(np.asarray(q, np.float32)).to(m.device)
                 for a in range(0, len(out), TORCH_CHUNK_ROWS):
                     b = min(len(out), a + TORCH_CHUNK_ROWS)
-                    out[a:b] = (self.matrix[a:b].float() @ qt).cpu().numpy()
+                    out[a:b] = (m[a:b].float() @ qt).cpu().numpy()
         except self.cuda.oom_errors as e:
             self._fail(f"out of GPU memory scoring every row ({e})")
             return None

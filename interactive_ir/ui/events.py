@@ -63,7 +63,8 @@ class Action:
 
 def _engine_steps(engine) -> tuple[Callable, Callable]:
     """The engine's two kinds of work for the page. Neither takes a ZeroGPU slot as a whole: a search runs
-    on the CPU there, and a model step's LLM calls each take their own (`serving.gpu.gpu_slots`)."""
+    on the CPU there, and a model step's LLM, captioner and VLM calls each take their own
+    (`serving.gpu.gpu_slots`)."""
 
     def act_step(name: str, st: UIState, args: tuple) -> UIState:
         """An action's retrieval (`later`: the models' part is left to `follow_up`)."""

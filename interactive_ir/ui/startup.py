@@ -214,6 +214,7 @@ def load_app(cfg: AppConfig) -> AppParts:
     from interactive_ir.ui.serving.gpu import gpu_slots
 
     llm = gpu_slots(llm)  # ZeroGPU: each generate call in a GPU slot sized from its work
+    captioner, vlm = gpu_slots(captioner), gpu_slots(vlm)  # and each caption / ask call of a local model
     setup.retriever.warm()  # the GPU's copy of the index is made now, not on a user's first search
     config = apply_overrides(apply_env(EngineConfig()), k=cfg.k)
     engine = build_engine(setup.retriever, llm=llm, captioner=captioner, vlm=vlm, config=config)
