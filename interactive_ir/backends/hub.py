@@ -59,6 +59,21 @@ def hub_endpoint() -> str:
     return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
 
 
+def endpoint_reachable(timeout: float = 3.0) -> bool:
+    """False when HF_HUB_OFFLINE is set or HF_ENDPOINT's host and port do not accept a connection within
+    `timeout` seconds (asked at each call: a Hub index is loaded from the cache at once, without the
+    library's retries, when the Hub is down)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"}:
+        return False
+    url = urlparse(hub_endpoint())
+    port = url.port or (80 if url.scheme == "http" else 443)
+    try:
+        with socket.create_connection((url.hostname or "huggingface.co", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
 def hub_cache_dir() -> Path:
     """huggingface_hub's cache folder, read at each call: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub."""
     if os.environ.get("HF_HUB_CACHE"):

@@ -209,8 +209,11 @@ def resolve_index(value, expect_embedder: str | None = None) -> Path:
 def pull_index(spec: str, expect_embedder: str | None = None) -> Path:
     """The local folder of the Hub index `spec`, downloading what the cache lacks. Raises HubError (not found,
     private, corrupt), HubUnreachableError (no network and no cached copy) or IndexLoadError (another embedder)."""
+    from interactive_ir.backends.hub import endpoint_reachable
+
     repo_type, repo, rev = parse_spec(spec)
-    manifest_file = _download(repo, "manifest.json", repo_type, rev or None, spec)
+    offline = not endpoint_reachable()  # then only the cache is read: no retries, no wait
+    manifest_file = _download(repo, "manifest.json", repo_type, rev or None, spec, offline)
     manifest = _read_manifest(manifest_file, spec)
     if expect_embedder and manifest.get("embedder") != expect_embedder:
         raise IndexLoadError(f"the Hub index {spec} was built with {manifest.get('embedder')}, not {expect_embedder}: "
@@ -221,6 +224,9 @@ def pull_index(spec: str, expect_embedder: str | None = None) -> Path:
     view = _view_dir(repo_type, repo, commit)
     if (view / "complete").is_file():
         return view  # pulled and verified before: nothing to download or hash again
+    if offline:
+        raise HubUnreachableError(f"the Hub ({_endpoint()}) cannot be reached and the index {spec} was never fully "
+                                  "downloaded here: connect once, or preload it (preload_from_hub)")
     for name, info in manifest["files"].items():
         f = _download(repo, name, repo_type, commit, spec)
         _verify(f, info, name, spec)
@@ -229,14 +235,20 @@ def pull_index(spec: str, expect_embedder: str | None = None) -> Path:
     return view
 
 
-def _download(repo: str, name: str, repo_type: str, revision: str | None, spec: str) -> Path:
+def _endpoint() -> str:
+    from interactive_ir.backends.hub import hub_endpoint
+
+    return hub_endpoint()
+
+
+def _download(repo: str, name: str, repo_type: str, revision: str | None, spec: str, offline: bool = False) -> Path:
     from huggingface_hub import hf_hub_download
 
     from interactive_ir.backends.hub import hub_cache_dir, hub_endpoint, hub_token
 
     try:
         return Path(hf_hub_download(repo, name, repo_type=repo_type, revision=revision, endpoint=hub_endpoint(),
-                                    token=hub_token(), cache_dir=hub_cache_dir()))
+                                    token=hub_token(), cache_dir=hub_cache_dir(), local_files_only=offline))
     except Exception as e:  # noqa: BLE001
         _raise_hub(e, f"the Hub index {spec}")
 
