@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
-
 from hub_standin import StandInHub
+
 from interactive_ir.cli import main
 from interactive_ir.errors import BadInputError, HubError, HubUnreachableError, IndexLoadError
 
@@ -200,6 +200,7 @@ def test_another_embedders_index_is_refused_before_download(hub, tmp_path):
 
 def test_unreachable_hub_at_start_serves_the_demo_with_a_note(hub, tmp_path, monkeypatch):
     from iir_testutils import make_images, write_captions
+
     from interactive_ir.ui import demo
 
     caps = make_images(tmp_path / "gallery", 6)

@@ -93,8 +93,14 @@ def hub_token() -> str | None:
 def hub_failure(e: BaseException, what: str) -> str | None:
     """A one-line explanation of a huggingface_hub failure on `what` (e.g. "dataset user/name"), or None
     when `e` is not a Hub failure. Never includes a token."""
-    from huggingface_hub.errors import (GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError,
-                                        RemoteEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError)
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        RemoteEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
 
     if isinstance(e, GatedRepoError):
         return f"{what} is gated: accept its conditions on the Hub, then log in (hf auth login) or set HF_TOKEN"

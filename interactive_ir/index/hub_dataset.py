@@ -89,7 +89,7 @@ def _hub_files(src: DatasetSource) -> Iterator[Path]:
     """The chosen Parquet files of a Hub dataset, downloaded into the Hub cache one at a time."""
     from huggingface_hub import HfApi, hf_hub_download
 
-    from interactive_ir.backends.hub import hub_cache_dir, hub_endpoint, hub_failure, hub_token
+    from interactive_ir.backends.hub import hub_cache_dir, hub_endpoint, hub_token
 
     where = f"dataset {src.name}"
     token = hub_token()
