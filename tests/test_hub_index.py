@@ -62,6 +62,10 @@ def hub(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    import huggingface_hub.constants
+
+    # an earlier test's go_offline() may have set the library's module constant (read once, at import)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     yield standin
     standin.stop()
