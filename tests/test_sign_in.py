@@ -1,0 +1,163 @@
+"""Sign in with Hugging Face (issue 27 D1): whose token a visitor's model steps use, against a local
+OpenAI-compatible stand-in for the router on 127.0.0.1 that records the Authorization header."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from llm_standin import StandInLLM
+
+from interactive_ir.backends import make_llm
+from interactive_ir.backends.visitor_llm import (
+    BudgetSpent,
+    HourlyBudget,
+    LLMAccess,
+    SignInConfig,
+    sign_in_config,
+    visitor_key,
+)
+from interactive_ir.engine import EngineConfig, build_engine
+from interactive_ir.ui import handlers as h
+from interactive_ir.ui import signin, work
+from interactive_ir.ui.state import UIState
+
+OWNER = "hf_owner_token"
+VISITOR = "hf_visitor_token"
+REVOKED = "hf_revoked_token"
+
+
+class Token:  # what Gradio hands a listener (gr.OAuthToken's fields)
+    def __init__(self, token: str, expires_at: int = 0):
+        self.token, self.scope, self.expires_at = token, "inference-api", expires_at
+
+
+class Req:  # a gr.Request's address
+    def __init__(self, host: str, forwarded: str = ""):
+        self.client = type("C", (), {"host": host})()
+        self.headers = {"x-forwarded-for": forwarded} if forwarded else {}
+
+
+@pytest.fixture
+def router(monkeypatch):
+    srv = StandInLLM(refused=(REVOKED,))
+    url = srv.start()
+    monkeypatch.setenv("HF_TOKEN", OWNER)
+    for k in ("IIR_LLM_DEADLINE_S", "IIR_LLM_MAX_RETRIES"):
+        monkeypatch.delenv(k, raising=False)
+    yield srv, url
+    srv.stop()
+
+
+@pytest.fixture
+def engine(router, tiny_index):
+    llm = make_llm(f"hf-router:org/model@{router[1]}", max_retries=0)
+    return build_engine(tiny_index[0], llm=llm, config=EngineConfig(k=4))
+
+
+def ask(engine, access, budget=None, st: UIState | None = None):
+    """A search, then its "ask" step as the page runs it for a visitor with `access`."""
+    st = st or h.start(engine, UIState(), "a red dog on the beach", later=True)
+    job = work.claim(st)
+    assert job is not None and job.step == "ask"
+    work.adopt(engine, st, job, work.run_as(engine, job, access, budget))
+    return st
+
+
+def on(**kw) -> signin.SignIn:
+    return signin.sign_in_for(None, SignInConfig(sign_in="on", **kw))
+
+
+# --- who gets which LLM -----------------------------------------------------------------------------------
+def test_a_signed_in_visitors_questions_use_their_own_token_never_the_owners(engine, router):
+    srv, _ = router
+    st = ask(engine, signin.access_for(on(), Token(VISITOR)))
+    assert st.session.pending_question and st.session.question.kind == "llm"
+    assert srv.auths and set(srv.auths) == {f"Bearer {VISITOR}"}
+    saved = st.session.to_json()
+    assert VISITOR not in saved and VISITOR not in repr(LLMAccess("own", VISITOR))  # never in the session
+
+
+def test_without_sign_in_every_visitor_uses_the_owners_llm_as_before(engine, router):
+    srv, _ = router
+    assert signin.access_for(None, Token(VISITOR)) is None  # sign-in off: no routing at all
+    ask(engine, None)
+    assert set(srv.auths) == {f"Bearer {OWNER}"}
+
+
+def test_an_anonymous_visitor_gets_picture_questions_and_no_model_call(engine, router):
+    srv, _ = router
+    access = signin.access_for(on(), None, Req("10.0.0.1"))
+    assert access.kind == "none"
+    st = ask(engine, access)
+    assert st.session.pending_question and st.session.question.grounded
+    assert srv.auths == []
+
+
+def test_an_expired_token_counts_as_not_signed_in():
+    assert signin.access_for(on(), Token(VISITOR, expires_at=1)).kind == "none"
+
+
+def test_anonymous_visitors_use_the_owners_token_within_the_budget_then_picture_questions(engine, router):
+    srv, _ = router
+    ask(engine, None)
+    per_question = len(srv.auths)  # the model calls of one question
+    srv.auths.clear()
+    s = on(anon_llm=True, anon_calls_per_visitor=per_question, anon_calls_per_hour=100)
+    s = signin.SignIn(s.config, s.budget, has_llm=True, owner_keyed=True)
+    access = signin.access_for(s, None, Req("10.0.0.1"))
+    assert access.kind == "owner" and access.visitor == visitor_key("10.0.0.1") and "10.0.0.1" not in repr(access)
+    st = ask(engine, access, s.budget)
+    assert st.session.question.kind == "llm" and set(srv.auths) == {f"Bearer {OWNER}"}
+    assert len(srv.auths) == per_question and s.budget.left(access.visitor) == 0
+    st = ask(engine, access, s.budget, h.start(engine, UIState(), "a dog in the snow", later=True))
+    assert st.session.question.grounded and "used up" in st.notice  # spent: a picture question, and why
+    assert len(srv.auths) == per_question  # no call past the budget
+    other = signin.access_for(s, None, Req("10.0.0.1", forwarded="192.0.2.7"))  # another visitor still can
+    assert other.visitor != access.visitor and s.budget.left(other.visitor) == per_question
+
+
+def test_a_revoked_token_mid_session_says_so_and_the_search_goes_on_without_the_llm(engine, router):
+    srv, _ = router
+    st = ask(engine, signin.access_for(on(), Token(REVOKED)))
+    assert f"Bearer {REVOKED}" in srv.auths and f"Bearer {OWNER}" not in srv.auths
+    assert st.session.pending_question and st.session.question.grounded  # a picture question instead
+    assert "sign in again" in st.notice and REVOKED not in st.notice
+    assert not engine.llm.breaker.is_open and engine.llm.breaker.last_error == ""  # the Space's LLM is not paused
+    st = ask(engine, None, st=h.start(engine, UIState(), "a cat", later=True))  # others are not affected
+    assert st.session.question.kind == "llm"
+
+
+# --- the budget and the settings --------------------------------------------------------------------------
+def test_the_budget_counts_per_visitor_and_in_total_over_a_sliding_hour():
+    now = [0.0]
+    b = HourlyBudget(per_visitor=2, total=3, clock=lambda: now[0])
+    b.take("a")
+    b.take("a")
+    with pytest.raises(BudgetSpent, match="your share"):
+        b.take("a")
+    b.take("b")
+    with pytest.raises(BudgetSpent, match="all|visitors who are not signed in"):
+        b.take("c")
+    assert b.left("c") == 0
+    now[0] = 3601.0  # an hour later the calls no longer count
+    assert b.left("a") == 2
+    b.take("a", 2)
+
+
+def test_settings_come_from_the_environment_and_auto_follows_the_spaces_oauth():
+    cfg = sign_in_config(environ={"IIR_ANON_LLM": "on", "IIR_ANON_CALLS_PER_VISITOR": "5"})
+    assert cfg.anon_llm and cfg.anon_calls_per_visitor == 5 and cfg.sign_in == "auto"
+    assert not cfg.enabled({}) and cfg.enabled({"OAUTH_CLIENT_ID": "abc"})
+    assert not SignInConfig(sign_in="off").enabled({"OAUTH_CLIENT_ID": "abc"})
+    with pytest.raises(ValueError, match="IIR_SIGN_IN"):
+        sign_in_config(environ={"IIR_SIGN_IN": "maybe"})
+
+
+def test_the_page_says_which_applies():
+    s = on()
+    s = signin.SignIn(s.config, s.budget, has_llm=True, owner_keyed=True)
+    assert "own Hugging Face account" in signin.note(s, "ada") and "ada" in signin.note(s, "ada")
+    assert "picture questions" in signin.note(s) and "Sign in" in signin.note(s)
+    anon = signin.SignIn(SignInConfig(sign_in="on", anon_llm=True, anon_calls_per_visitor=7), s.budget, True, True)
+    assert "up to 7 model calls an hour" in signin.note(anon)
