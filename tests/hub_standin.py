@@ -29,6 +29,7 @@ class StandInHub:
     def __init__(self, token: str = "hf_standin_token"):
         self.repos: dict[tuple[str, str], Repo] = {}
         self.token = token
+        self.user = "standin-user"  # the account /api/whoami-v2 names for `token`
         self.requests: list[tuple[str, str]] = []
         self._server: ThreadingHTTPServer | None = None
 
@@ -104,6 +105,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.standin.requests.append(("GET", self.path))
         url = urlparse(self.path)
         parts = [unquote(p) for p in url.path.split("/") if p]
+        if parts == ["api", "whoami-v2"]:  # the account of the token (Gradio's local sign-in mock asks for it)
+            if self.headers.get("Authorization") != f"Bearer {self.standin.token}":
+                return self._error(401, "Unauthorized", "Invalid credentials in Authorization header")
+            return self._json(200, {"type": "user", "name": self.standin.user, "fullname": "Stand-in User",
+                                    "avatarUrl": "/avatars/standin.png", "auth": {"type": "access_token"}})
         if parts[:1] == ["api"] and len(parts) >= 6 and parts[4] == "tree":
             return self._tree(parts[1][:-1], f"{parts[2]}/{parts[3]}", "/".join(parts[6:]), parse_qs(url.query))
         if parts[:1] == ["api"] and len(parts) >= 6 and parts[4] == "revision":

@@ -161,3 +161,79 @@ def test_the_page_says_which_applies():
     assert "picture questions" in signin.note(s) and "Sign in" in signin.note(s)
     anon = signin.SignIn(SignInConfig(sign_in="on", anon_llm=True, anon_calls_per_visitor=7), s.budget, True, True)
     assert "up to 7 model calls an hour" in signin.note(anon)
+
+
+
+# --- the whole path: `python app.py --sign-in on` with Gradio's local mock of the sign-in -------------------
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve_app(tmp_path, env_extra: dict, *flags: str):
+    """`python app.py` on the demo gallery (fake:32 embedder) at a free port: (process, URL, log path)."""
+    import os
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("IIR_", "OAUTH_", "SPACE_", "HF_"))}
+    env.update(IIR_EMBEDDER="fake:32", IIR_INDICES_DIR=str(tmp_path / "ind"), IIR_CACHE_DIR=str(tmp_path / "cache"),
+               GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1", HF_HOME=str(tmp_path / "hf"), **env_extra)
+    root = Path(__file__).resolve().parents[1]
+    port, log = free_port(), tmp_path / "app.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, str(root / "app.py"), "--host", "127.0.0.1", "--port", str(port),
+                                 *flags], cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url, end = f"http://127.0.0.1:{port}", time.time() + 120
+    while True:
+        if proc.poll() is not None or time.time() > end:
+            proc.kill()
+            raise AssertionError(log.read_text()[-3000:])
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return proc, url, log
+        except OSError:
+            time.sleep(0.3)
+
+
+def test_the_app_signs_a_visitor_in_with_gradios_mock_and_routes_their_token(tmp_path):
+    """Off a Space, Gradio mocks "Sign in with Hugging Face" with the machine's own login (HF_TOKEN, checked
+    with the Hub's whoami: here the stand-in Hub) and hands listeners its mock token. The signed-in visitor's
+    question reaches the router stand-in with that token; an anonymous one's makes no model call."""
+    import httpx
+    from gradio_client import Client
+    from hub_standin import StandInHub
+
+    hub, llm = StandInHub(OWNER), StandInLLM()
+    hub_url, llm_url = hub.start(), llm.start()
+    proc, url, log = serve_app(tmp_path, {"HF_ENDPOINT": hub_url, "HF_TOKEN": OWNER,
+                                          "IIR_LLM": f"hf-router:org/model@{llm_url}"}, "--sign-in", "on")
+    try:
+        assert "Sign in with Hugging Face" in httpx.get(f"{url}/config").text
+        login = httpx.get(f"{url}/login/huggingface", follow_redirects=False)
+        back = httpx.get(url + login.headers["location"], follow_redirects=False)  # the mock's callback
+        cookie = back.headers["set-cookie"].split(";")[0]  # Secure: httpx would not send it back over http
+
+        anon = Client(url, verbose=False)
+        assert "Not signed in" in anon.predict(api_name="/sign_in_note")
+        anon.predict("a red dog on the beach", api_name="/start")
+        assert "System asks" in str(anon.predict(api_name="/start_model"))  # a picture question
+        assert llm.auths == []  # anonymous, IIR_ANON_LLM off: no model call
+
+        signed = Client(url, headers={"Cookie": cookie}, verbose=False)
+        assert "Signed in as **standin-user**" in signed.predict(api_name="/sign_in_note")
+        signed.predict("a red dog on the beach", api_name="/start")
+        assert "System asks" in str(signed.predict(api_name="/start_model"))
+        assert llm.auths and set(llm.auths) == {"Bearer mock-oauth-token-for-local-dev"}  # theirs, never OWNER's
+        assert "mock-oauth-token-for-local-dev" not in log.read_text()  # never logged
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        hub.stop()
+        llm.stop()
