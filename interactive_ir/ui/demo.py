@@ -90,6 +90,30 @@ def _given_index(index, embedder_spec: str | None):
         return None, why
 
 
+def _shown(index) -> str:
+    """An index as the operator wrote it: hf://USER/NAME (a Path folds the "//")."""
+    from interactive_ir.index.hub_index import HF_PREFIX
+
+    return HF_PREFIX.sub("hf://", str(index))
+
+
+def _index_embedder(index, spec: str):
+    """(the embedder of a given index, "") or, for an hf://... index (a Space's prebuilt demo index) whose embedder
+    cannot be loaded (no weights, the hub unreachable), (None, why): the page then comes up as without it."""
+    from interactive_ir.backends import make_embedder
+    from interactive_ir.index.hub_index import is_hub_spec
+
+    if not is_hub_spec(index):
+        return make_embedder(spec), ""
+    try:
+        return _try_embedder(spec), ""
+    except (IIRError, OSError) as e:
+        why = (f"the index {_shown(index)} needs the embedder {spec}, which cannot be loaded "
+               f"({str(e).splitlines()[0][:200]}); serving the demo gallery instead")
+        log.warning(why)
+        return None, why
+
+
 def prepare(index: Path | None = None, embedder_spec: str | None = None,
             progress: Callable[[int, int, str], None] | None = None) -> Setup:
     """Load `index` (with its own embedder unless one is given), or the demo gallery's index."""
@@ -101,8 +125,9 @@ def prepare(index: Path | None = None, embedder_spec: str | None = None,
     if index is not None:
         idx, why = _given_index(index, embedder_spec)
         if idx is not None:
-            emb = make_embedder(embedder_spec or idx.embedder_spec)
-            return Setup(Retriever(idx, emb), [f"index {index} ({len(idx)} images) with {emb.spec}"])
+            emb, why = _index_embedder(index, embedder_spec or idx.embedder_spec)
+            if emb is not None:
+                return Setup(Retriever(idx, emb), [f"index {_shown(index)} ({len(idx)} images) with {emb.spec}"])
         notes.append(why)
     wanted = embedder_spec or os.environ.get("IIR_EMBEDDER") or DEFAULT_EMBEDDER
     try:
