@@ -11,6 +11,7 @@ from llm_standin import StandInLLM
 from interactive_ir.backends import make_llm
 from interactive_ir.backends.visitor_llm import (
     BudgetSpent,
+    SignInUnavailable,
     HourlyBudget,
     LLMAccess,
     SignInConfig,
@@ -64,8 +65,11 @@ def ask(engine, access, budget=None, st: UIState | None = None):
     return st
 
 
+SPACE = {"SYSTEM": "spaces", "SPACE_ID": "alice/search"}  # on a Space, Gradio signs visitors in itself
+
+
 def on(**kw) -> signin.SignIn:
-    return signin.sign_in_for(None, SignInConfig(sign_in="on", **kw))
+    return signin.sign_in_for(None, SignInConfig(sign_in="on", **kw), environ=SPACE)
 
 
 # --- who gets which LLM -----------------------------------------------------------------------------------
@@ -154,6 +158,18 @@ def test_settings_come_from_the_environment_and_auto_follows_the_spaces_oauth():
         sign_in_config(environ={"IIR_SIGN_IN": "maybe"})
 
 
+def test_sign_in_off_a_space_without_a_hugging_face_login_is_refused_with_what_to_do(monkeypatch, tmp_path):
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    import huggingface_hub.constants
+
+    # no token saved by `hf auth login` either (the library read its path once, at import, from HF_HOME)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_TOKEN_PATH", str(tmp_path / "no-login" / "token"))
+    with pytest.raises(SignInUnavailable, match="hf auth login.*IIR_SIGN_IN=off"):
+        signin.sign_in_for(None, SignInConfig(sign_in="on"), environ={})
+    assert signin.sign_in_for(None, SignInConfig(sign_in="on"), environ=SPACE) is not None
+    assert signin.sign_in_for(None, SignInConfig(sign_in="auto"), environ={}) is None  # off a Space: off
+
+
 def test_the_page_says_which_applies():
     s = on()
     s = signin.SignIn(s.config, s.budget, has_llm=True, owner_keyed=True)
@@ -237,3 +253,68 @@ def test_the_app_signs_a_visitor_in_with_gradios_mock_and_routes_their_token(tmp
         proc.wait(timeout=30)
         hub.stop()
         llm.stop()
+
+
+# --- a study that recruits on Hugging Face ------------------------------------------------------------------
+def test_a_study_can_require_sign_in_and_records_the_user_name_as_the_recruitment_id(tiny_index, tmp_path):
+    from interactive_ir.backends.llms import FakeLLM
+    from interactive_ir.study.config import parse_study
+    from interactive_ir.study.log import StudyLog
+    from interactive_ir.study.page.logic import StudyPage
+    from interactive_ir.study.page.render import TabState
+    from interactive_ir.study.ui import make_runner
+
+    r, ids, _ = tiny_index
+    study = parse_study({"study_id": "hf", "rounds": 1, "k": 4, "conditions": {"F": "feedback"}, "tasks": ids[:1],
+                         "recruitment": {"platform": "huggingface", "completion_code": "DONE1"}})
+    page = StudyPage(make_runner(build_engine(r, llm=FakeLLM()), study, StudyLog(tmp_path / "s.sqlite")), [])
+    anon = TabState()
+    page.arrive(anon, {})  # not signed in: told to sign in, and cannot join
+    assert "sign in with Hugging Face" in anon.link_error and not page.view("", anon).can_join
+    token, anon = page.act("join", "", anon, True)
+    assert not token
+    tab = TabState()
+    page.arrive(tab, {"PROLIFIC_PID": "someone-else"}, hf_user="ada-lovelace")
+    assert tab.link_error == "" and page.view("", tab).can_join
+    token, tab = page.act("join", "", tab, True)
+    p = page.runner.progress(page.who(token, tab))
+    assert p.recruit["id"] == "ada-lovelace" and p.recruit["platform"] == "huggingface"
+    again = TabState()  # the same person in another browser is refused: one person, one participation
+    page.arrive(again, {}, hf_user="ada-lovelace")
+    token2, again = page.act("join", "", again, True)
+    assert not token2 and "already started" in again.notice
+    page.arrive(TabState(), {}, hf_user="bad name!")  # never raises: a plain message instead
+
+
+@pytest.fixture
+def hub_login(monkeypatch):
+    """This machine "logged in" to the stand-in Hub: Gradio's local sign-in mock checks HF_TOKEN with whoami
+    when a page with a LoginButton is built. huggingface_hub read HF_ENDPOINT once, at its import: its
+    ENDPOINT constant is pointed at the stand-in as the variable would have."""
+    import huggingface_hub.constants
+    from hub_standin import StandInHub
+
+    hub = StandInHub(OWNER)
+    url = hub.start()
+    monkeypatch.setenv("HF_ENDPOINT", url)
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", url)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_TOKEN", OWNER)
+    yield hub
+    hub.stop()
+
+
+def test_the_study_page_of_a_hugging_face_study_has_the_sign_in_button(tiny_index, tmp_path, monkeypatch, hub_login):
+    import gradio as gr
+
+    from interactive_ir.study.ui import build_study_demo
+
+    monkeypatch.setenv("IIR_STUDY_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("IIR_STUDY_ADMIN_PASSWORD", raising=False)
+    r, ids, _ = tiny_index
+    for platform, expected in (("huggingface", True), ("none", False)):
+        f = tmp_path / f"{platform}.yaml"
+        f.write_text(f"study_id: s{platform}\nconditions: {{A: feedback}}\ntasks: [{ids[0]}]\n"
+                     f"recruitment: {{platform: {platform}, completion_code: C1}}\n")
+        demo = build_study_demo(build_engine(r), ["note"], f)
+        assert isinstance(demo, gr.Blocks) and demo.expects_oauth is expected

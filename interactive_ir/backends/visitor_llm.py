@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from interactive_ir.config import apply_env, apply_overrides
-from interactive_ir.errors import BackendError
+from interactive_ir.errors import BackendError, BadInputError
 
 HOUR_S = 3600.0
 TOKEN_KEYED = ("hf-router",)  # LLM kinds keyed by a Hugging Face token: a visitor's own token can replace it
@@ -57,6 +57,25 @@ def sign_in_config(config: SignInConfig | None = None, environ: Mapping[str, str
     if cfg.sign_in.strip().lower() not in {"auto", "on", "off", "1", "0", "true", "false", "yes", "no"}:
         raise ValueError(f"IIR_SIGN_IN={cfg.sign_in!r}: use on, off or auto")
     return cfg
+
+
+class SignInUnavailable(BadInputError):
+    """Sign-in was asked for off a Space, where Gradio mocks it with this machine's Hugging Face login, and
+    there is none."""
+
+
+def check_sign_in_possible(environ: Mapping[str, str] | None = None) -> None:
+    """On a Space Gradio signs visitors in with Hugging Face; elsewhere it mocks the sign-in with this
+    machine's own login (HF_TOKEN or `hf auth login`) and refuses to build the page without one: say so first."""
+    env = os.environ if environ is None else environ
+    if env.get("SYSTEM") == "spaces" and env.get("SPACE_ID"):
+        return
+    from interactive_ir.backends.hub import hub_token
+
+    if not hub_token():
+        raise SignInUnavailable("sign in with Hugging Face runs on a Space (hf_oauth: true); on this machine Gradio "
+                                "mocks it with your own Hugging Face login, and there is none: run `hf auth login` "
+                                "or set HF_TOKEN, or turn sign-in off (IIR_SIGN_IN=off, --sign-in off)")
 
 
 class TokenRefused(BackendError):

@@ -14,6 +14,7 @@ from interactive_ir.backends.visitor_llm import (
     HourlyBudget,
     LLMAccess,
     SignInConfig,
+    check_sign_in_possible,
     sign_in_config,
     token_keyed,
     visitor_key,
@@ -36,6 +37,7 @@ def sign_in_for(engine, config: SignInConfig | None = None, environ=None) -> Sig
     cfg = config if config is not None else sign_in_config(environ=environ)
     if not cfg.enabled(environ):
         return None
+    check_sign_in_possible(environ)
     llm = getattr(engine, "llm", None)
     return SignIn(cfg, HourlyBudget(cfg.anon_calls_per_visitor, cfg.anon_calls_per_hour), llm is not None,
                   token_keyed(llm))
