@@ -173,7 +173,7 @@ def test_sign_in_off_a_space_without_a_hugging_face_login_is_refused_with_what_t
 def test_the_page_says_which_applies():
     s = on()
     s = signin.SignIn(s.config, s.budget, has_llm=True, owner_keyed=True)
-    assert "own Hugging Face account" in signin.note(s, "ada") and "ada" in signin.note(s, "ada")
+    assert "your own account" in signin.note(s, "ada") and "ada" in signin.note(s, "ada")
     assert "picture questions" in signin.note(s) and "Sign in" in signin.note(s)
     anon = signin.SignIn(SignInConfig(sign_in="on", anon_llm=True, anon_calls_per_visitor=7), s.budget, True, True)
     assert "up to 7 model calls an hour" in signin.note(anon)

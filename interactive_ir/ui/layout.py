@@ -78,7 +78,7 @@ def lay_out(ctx, setup_notes, title: str) -> Page:
             gr.Markdown(f"# {title}\n{INTRO}", elem_id="iir-head")
             with gr.Accordion("Models and data", open=False, elem_id="iir-notes-panel"):
                 gr.Markdown(notes_markdown(setup_notes), elem_id="iir-notes")
-        parts |= _sign_in(ctx)
+            parts |= _sign_in(ctx)  # in the header: who the visitor is and whose model they use
         parts |= _search_column(ctx, js)
         parts |= _dialogue_panel(ctx, js)
         parts |= _composed_panel(ctx)
@@ -101,8 +101,8 @@ def _sign_in(ctx) -> dict:
 
     if getattr(ctx, "sign_in", None) is None:
         return {}
-    with gr.Row(equal_height=True, elem_id="iir-sign-in"):
-        login = gr.LoginButton(elem_id="iir-login", size="sm", scale=0, min_width=200)
+    with gr.Column(elem_id="iir-sign-in", scale=0, min_width=260):
+        login = gr.LoginButton(elem_id="iir-login", size="sm")
         says = gr.Markdown(note(ctx.sign_in), elem_id="iir-sign-in-note")
     return {"login": login, "sign_in_note": says}
 

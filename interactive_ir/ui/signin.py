@@ -71,13 +71,11 @@ def note(sign_in: SignIn, user: str = "") -> str:
         return ("This Space has no language model: picture questions, marks and references work for everyone."
                 + (f" Signed in as **{user}**." if user else ""))
     if user:
-        whose = ("your own Hugging Face account (your inference quota)" if sign_in.owner_keyed
-                 else "this Space's model")
-        return f"Signed in as **{user}**: written questions and rewrites use {whose}."
+        whose = "your own account (your inference quota)" if sign_in.owner_keyed else "this Space's model"
+        return f"Signed in as **{user}**: questions are written with {whose}."
     if sign_in.config.anon_llm:
         cfg = sign_in.config
-        return (f"Not signed in: written questions use this Space's model, up to {cfg.anon_calls_per_visitor} "
-                f"model calls an hour per visitor ({cfg.anon_calls_per_hour} for all visitors together); then "
-                "picture questions. Sign in with Hugging Face to use your own account.")
-    return ("Not signed in: picture questions, marks and references work without a language model. Sign in "
-            "with Hugging Face to have a model write questions with your own account.")
+        return (f"Not signed in: this Space's model writes questions, up to {cfg.anon_calls_per_visitor} model "
+                f"calls an hour ({cfg.anon_calls_per_hour} for all visitors), then picture questions. Sign in to use "
+                "your own account.")
+    return "Not signed in: picture questions, no language model. Sign in to have one write questions."
