@@ -52,11 +52,10 @@ def main(argv=None) -> int:
 
     setup_logging()
     args = parse_args(argv)
+    from interactive_ir.backends.visitor_llm import sign_in_config
     from interactive_ir.errors import IIRError
     from interactive_ir.ui.serving.process import install
     from interactive_ir.ui.startup import app_config
-
-    from interactive_ir.backends.visitor_llm import sign_in_config
 
     try:
         cfg = app_config(**{k: v for k, v in vars(args).items()})

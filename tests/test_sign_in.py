@@ -3,18 +3,16 @@ OpenAI-compatible stand-in for the router on 127.0.0.1 that records the Authoriz
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from llm_standin import StandInLLM
 
 from interactive_ir.backends import make_llm
 from interactive_ir.backends.visitor_llm import (
     BudgetSpent,
-    SignInUnavailable,
     HourlyBudget,
     LLMAccess,
     SignInConfig,
+    SignInUnavailable,
     sign_in_config,
     visitor_key,
 )
