@@ -201,6 +201,7 @@ def serve_app(tmp_path, env_extra: dict, *flags: str):
                GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1", HF_HOME=str(tmp_path / "hf"), **env_extra)
     root = Path(__file__).resolve().parents[1]
     port, log = free_port(), tmp_path / "app.log"
+    tmp_path.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, str(root / "app.py"), "--host", "127.0.0.1", "--port", str(port),
                                  *flags], cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -216,6 +217,11 @@ def serve_app(tmp_path, env_extra: dict, *flags: str):
             time.sleep(0.3)
 
 
+def elem_ids(config: dict) -> set[str]:
+    """The elem_id of every component of a served page (its /config)."""
+    return {c.get("props", {}).get("elem_id") for c in config.get("components", [])} - {None}
+
+
 def test_the_app_signs_a_visitor_in_with_gradios_mock_and_routes_their_token(tmp_path):
     """Off a Space, Gradio mocks "Sign in with Hugging Face" with the machine's own login (HF_TOKEN, checked
     with the Hub's whoami: here the stand-in Hub) and hands listeners its mock token. The signed-in visitor's
@@ -229,7 +235,7 @@ def test_the_app_signs_a_visitor_in_with_gradios_mock_and_routes_their_token(tmp
     proc, url, log = serve_app(tmp_path, {"HF_ENDPOINT": hub_url, "HF_TOKEN": OWNER,
                                           "IIR_LLM": f"hf-router:org/model@{llm_url}"}, "--sign-in", "on")
     try:
-        assert "Sign in with Hugging Face" in httpx.get(f"{url}/config").text
+        assert "iir-login" in elem_ids(httpx.get(f"{url}/config").json())  # the page has the button
         login = httpx.get(f"{url}/login/huggingface", follow_redirects=False)
         back = httpx.get(url + login.headers["location"], follow_redirects=False)  # the mock's callback
         cookie = back.headers["set-cookie"].split(";")[0]  # Secure: httpx would not send it back over http
@@ -284,35 +290,26 @@ def test_a_study_can_require_sign_in_and_records_the_user_name_as_the_recruitmen
     page.arrive(TabState(), {}, hf_user="bad name!")  # never raises: a plain message instead
 
 
-@pytest.fixture
-def hub_login(monkeypatch):
-    """This machine "logged in" to the stand-in Hub: Gradio's local sign-in mock checks HF_TOKEN with whoami
-    when a page with a LoginButton is built. huggingface_hub read HF_ENDPOINT once, at its import: its
-    ENDPOINT constant is pointed at the stand-in as the variable would have."""
-    import huggingface_hub.constants
+def test_the_study_page_of_a_hugging_face_study_has_the_sign_in_button(tmp_path):
+    """`python app.py --study FILE` with `recruitment: huggingface` (Gradio's mock checks this machine's login
+    with the stand-in Hub's whoami): the page has the button; a lab study's page has none."""
+    import httpx
     from hub_standin import StandInHub
 
     hub = StandInHub(OWNER)
-    url = hub.start()
-    monkeypatch.setenv("HF_ENDPOINT", url)
-    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", url)
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setenv("HF_TOKEN", OWNER)
-    yield hub
-    hub.stop()
-
-
-def test_the_study_page_of_a_hugging_face_study_has_the_sign_in_button(tiny_index, tmp_path, monkeypatch, hub_login):
-    import gradio as gr
-
-    from interactive_ir.study.ui import build_study_demo
-
-    monkeypatch.setenv("IIR_STUDY_DIR", str(tmp_path / "data"))
-    monkeypatch.delenv("IIR_STUDY_ADMIN_PASSWORD", raising=False)
-    r, ids, _ = tiny_index
-    for platform, expected in (("huggingface", True), ("none", False)):
-        f = tmp_path / f"{platform}.yaml"
-        f.write_text(f"study_id: s{platform}\nconditions: {{A: feedback}}\ntasks: [{ids[0]}]\n"
-                     f"recruitment: {{platform: {platform}, completion_code: C1}}\n")
-        demo = build_study_demo(build_engine(r), ["note"], f)
-        assert isinstance(demo, gr.Blocks) and demo.expects_oauth is expected
+    hub_url = hub.start()
+    try:
+        for platform, expected in (("huggingface", True), ("none", False)):
+            f = tmp_path / f"{platform}.yaml"
+            f.write_text(f"study_id: s{platform}\nconditions: {{A: feedback}}\ntasks: [animals_three-eyes_0001.png]\n"
+                         f"recruitment: {{platform: {platform}, completion_code: C1}}\n")
+            proc, url, log = serve_app(tmp_path / platform, {"HF_ENDPOINT": hub_url, "HF_TOKEN": OWNER, "IIR_LLM": "none",
+                                                             "IIR_STUDY_DIR": str(tmp_path / "data")}, "--study", str(f))
+            try:
+                assert ("iir-study-login" in elem_ids(httpx.get(f"{url}/config").json())) is expected, \
+                    log.read_text()[-2000:]
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
+    finally:
+        hub.stop()
