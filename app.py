@@ -36,6 +36,12 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="marks, and other clicks, handled at once across all tabs (default 8, IIR_CLICK_CONCURRENCY)")
     p.add_argument("--queue-size", type=int,
                    help="most waiting events before new ones get HTTP 503 (default 1024, IIR_QUEUE_SIZE)")
+    p.add_argument("--sign-in", choices=("auto", "on", "off"),
+                   help="a Sign in with Hugging Face button; signed-in visitors' model calls use their own token "
+                        "(default auto: on a Space with hf_oauth: true; IIR_SIGN_IN)")
+    p.add_argument("--anon-llm", choices=("on", "off"),
+                   help="visitors who are not signed in may use this Space's LLM within hourly budgets "
+                        "(default off, IIR_ANON_LLM; budgets IIR_ANON_CALLS_PER_VISITOR, IIR_ANON_CALLS_PER_HOUR)")
     p.add_argument("--study", type=Path, help="a user-study file: serve the study page (interactive_ir.study.ui)")
     return p.parse_args(argv)
 
@@ -61,12 +67,15 @@ def start(argv=None):
     except RuntimeError as e:
         return _error(e, 2)
     args = parse_args(argv)
+    from interactive_ir.backends.visitor_llm import sign_in_config
     from interactive_ir.errors import IIRError
     from interactive_ir.ui.serving.process import install
     from interactive_ir.ui.startup import app_config
 
     try:
         cfg = app_config(**{k: v for k, v in vars(args).items()})
+        sign_in = sign_in_config(sign_in=args.sign_in, anon_llm=None if args.anon_llm is None else
+                                 args.anon_llm == "on")
     except ValueError as e:
         return _error(e, 2)
     if cfg.study is not None and importlib.util.find_spec("interactive_ir.study.ui") is None:
@@ -76,7 +85,7 @@ def start(argv=None):
     except ValueError as e:
         return _error(e, 2)
     try:
-        demo, engine = build_page(cfg)
+        demo, engine = build_page(cfg, sign_in)
     except IIRError as e:  # no index, a bad study file, a weak admin password
         return _error(e, 1)
     return demo, engine, cfg
@@ -87,7 +96,7 @@ def _error(e, code: int) -> int:
     return code
 
 
-def build_page(cfg):
+def build_page(cfg, sign_in=None):
     """(page, engine): the index, models and engine for `cfg`, and the search page over them, or the study's
     page with --study (on the index its study file names: `study.index_choice`)."""
     from interactive_ir.ui.startup import load_app
@@ -102,7 +111,8 @@ def build_page(cfg):
 
     parts = load_app(cfg)
     return build_demo(parts.engine, parts.notes, questions_off_reason=parts.questions_off_reason,
-                      search_concurrency=cfg.search_concurrency, click_concurrency=cfg.click_concurrency), parts.engine
+                      search_concurrency=cfg.search_concurrency, click_concurrency=cfg.click_concurrency,
+                      sign_in=sign_in), parts.engine
 
 
 def serve(demo, engine, cfg) -> None:

@@ -120,6 +120,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("interactive_ir.modes.composed.config:ComposedConfig", "IIR_COMPOSED_",
             "interactive_ir.modes.composed.config:composed_config"),
     Section("interactive_ir.backends.llm_config:LLMConfig", "IIR_LLM_", "interactive_ir.backends.llm_config:llm_config"),
+    Section("interactive_ir.backends.visitor_llm:SignInConfig", "IIR_", "interactive_ir.backends.visitor_llm:sign_in_config"),
     Section("interactive_ir.study.log:StudyLogConfig", "IIR_STUDY_", "interactive_ir.study.log:study_log_config"),
     Section("interactive_ir.retrieval.belief:BeliefConfig", "IIR_BELIEF_", "interactive_ir.retrieval.belief:belief_config"),
     Section("interactive_ir.evaluation.simulators:SimConfig", "IIR_SIM_"),

@@ -43,3 +43,11 @@ class SessionError(IIRError, ValueError):
 class Cancelled(IIRError):
     """Model work stopped because nobody wants its result any more (a newer action of the same tab
     superseded it). Not a failure: it is never shown to the user and never counts against a backend."""
+
+
+class HubError(IIRError):
+    """The Hugging Face Hub refused a request (not found, private, gated) or could not be reached."""
+
+
+class HubUnreachableError(HubError):
+    """The Hub could not be reached and nothing usable is in the local cache (the app serves what it can)."""

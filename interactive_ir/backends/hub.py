@@ -52,3 +52,70 @@ def go_offline() -> None:
     constants = sys.modules.get("huggingface_hub.constants")
     if constants is not None:
         constants.HF_HUB_OFFLINE = True
+
+
+def hub_endpoint() -> str:
+    """The Hub's address, read at each call (HF_ENDPOINT; huggingface_hub reads it once, at its import)."""
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
+def endpoint_reachable(timeout: float = 3.0) -> bool:
+    """False when HF_HUB_OFFLINE is set or HF_ENDPOINT's host and port do not accept a connection within
+    `timeout` seconds (asked at each call: a Hub index is loaded from the cache at once, without the
+    library's retries, when the Hub is down)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"}:
+        return False
+    url = urlparse(hub_endpoint())
+    port = url.port or (80 if url.scheme == "http" else 443)
+    try:
+        with socket.create_connection((url.hostname or "huggingface.co", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def hub_cache_dir() -> Path:
+    """huggingface_hub's cache folder, read at each call: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    return Path(os.environ.get("HF_HOME") or "~/.cache/huggingface").expanduser() / "hub"
+
+
+def hub_token() -> str | None:
+    """The token for Hub calls: HF_TOKEN, else the one saved by `hf auth login`, else None (anonymous)."""
+    if os.environ.get("HF_TOKEN"):
+        return os.environ["HF_TOKEN"]
+    from huggingface_hub import get_token
+
+    return get_token()
+
+
+def hub_failure(e: BaseException, what: str) -> str | None:
+    """A one-line explanation of a huggingface_hub failure on `what` (e.g. "dataset user/name"), or None
+    when `e` is not a Hub failure. Never includes a token."""
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        RemoteEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    if isinstance(e, GatedRepoError):
+        return f"{what} is gated: accept its conditions on the Hub, then log in (hf auth login) or set HF_TOKEN"
+    if isinstance(e, RepositoryNotFoundError):
+        return (f"{what} was not found on the Hub ({hub_endpoint()}), or it is private: check the name, and for a "
+                "private repo log in (hf auth login) or set HF_TOKEN to a token that can read it")
+    if isinstance(e, RevisionNotFoundError):
+        return f"{what}: no such revision on the Hub"
+    if isinstance(e, RemoteEntryNotFoundError):
+        return f"{what}: a file is missing on the Hub ({str(e).splitlines()[0][:160]})"
+    if isinstance(e, LocalEntryNotFoundError):
+        return (f"the Hub ({hub_endpoint()}) cannot be reached and {what} is not in the local cache "
+                f"({hub_cache_dir()}): connect to the network once, or preload it")
+    if isinstance(e, HfHubHTTPError):
+        return f"the Hub answered an error for {what} ({str(e).splitlines()[0][:200]})"
+    if isinstance(e, OSError) or e.__class__.__module__.startswith(("httpx", "httpcore", "requests")):
+        return f"the Hub ({hub_endpoint()}) cannot be reached for {what} ({str(e).splitlines()[0][:160]})"
+    return None

@@ -4,6 +4,9 @@ Also `index --vectors FILE.npy|DIR --ids FILE --out DIR --embedder SPEC` (precom
 `index verify DIR` (checksums and links of an index, on demand), `index export DIR --store SPEC`
 (vectors into a Milvus collection) and `index tune DIR [--queries FILE.npy]` (choose an ivf-pq index's
 nprobe again, e.g. on real encoded queries).
+
+Also `index --hf-dataset NAME|./folder --out DIR` (a Hub dataset, local Parquet files or an ImageFolder,
+streamed) and `index push DIR --repo USER/NAME` (upload an index with a card; load it with hf://USER/NAME).
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ log = logging.getLogger(__name__)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", nargs="?", choices=["build", "verify", "export", "tune"], default="build",
+    p.add_argument("action", nargs="?", choices=["build", "verify", "export", "tune", "push"], default="build",
                    help="build (default); verify: check an index's checksums and links (index verify DIR); "
                    "export: copy an index's vectors into a Milvus collection (index export DIR --store SPEC); "
-                   "tune: choose an ivf-pq index's nprobe again from calibration queries (index tune DIR)")
+                   "tune: choose an ivf-pq index's nprobe again from calibration queries (index tune DIR); "
+                   "push: upload an index to the Hugging Face Hub (index push DIR --repo USER/NAME)")
     p.add_argument("target", nargs="?", type=Path, help="with verify, export or tune: the index folder")
     p.add_argument("--queries", type=Path, help="with tune: an (N, width) .npy of encoded query rows to tune on "
                    "(default: 64 stored rows plus noise)")
@@ -47,7 +51,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, help="decoding threads overlapped with encoding (default: IIR_BUILD_WORKERS, "
                    "else from the device: 2 on the CPU, the CPUs but one with a CUDA GPU)")
     p.add_argument("--rebuild", action="store_true", help="embed everything again, replacing an existing index")
+    _add_hub_arguments(p)
     p.add_argument("--skip-missing-captions", action="store_true", help="ignore captions naming images not in the folder")
+
+
+def _add_hub_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hf-dataset", help="index a Hugging Face Hub dataset (USER/NAME), a local folder of Parquet files "
+                   "or an ImageFolder (./folder), streaming its rows; images are stored once under --out/images")
+    p.add_argument("--config", default="", help="with --hf-dataset: the dataset's config (subset)")
+    p.add_argument("--split", default="train", help="with --hf-dataset: the split (default train)")
+    p.add_argument("--revision", default="", help="with --hf-dataset: a branch, tag or commit (default main)")
+    p.add_argument("--image-column", default="image", help="with --hf-dataset: the image column (default image)")
+    p.add_argument("--caption-column", default="", help="with --hf-dataset: the caption column, a string or a list "
+                   "of strings (default: the first of caption, captions, text, sentences)")
+    p.add_argument("--id-column", default="", help="with --hf-dataset: a stable id per image (default: the file "
+                   "name in an ImageFolder, else the image's content hash)")
+    p.add_argument("--limit", type=int, default=0, help="with --hf-dataset: index at most this many images")
+    p.add_argument("--repo", help="with push: the Hub repo to create or update, USER/NAME")
+    p.add_argument("--repo-type", default="dataset", choices=["dataset", "model"],
+                   help="with push: the repo's type (default dataset)")
+    p.add_argument("--private", action="store_true", help="with push: create the repo private")
+    p.add_argument("--license", default="", help="with push: the licence named in the card (e.g. cc-by-4.0)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         return _export(args.target or args.out, args.store)
     if args.action == "tune":
         return _tune(args.target or args.out, args.queries, args.target_recall)
+    if args.action == "push":
+        return _push(args)
     if args.target is not None:
         raise BadInputError(f"unexpected argument {args.target}: to check an index run `index verify DIR`")
     if args.out is None:
@@ -73,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
     kind = args.kind or os.environ.get("IIR_INDEX_KIND") or "auto"
     from interactive_ir.backends import make_captioner, make_embedder
 
+    if args.hf_dataset:
+        if args.images or args.vectors or args.captions:
+            raise BadInputError("--hf-dataset brings its own images and captions: drop --images, --vectors, --captions")
+        return _from_dataset(args, kind)
     if args.vectors or args.ids:
         if args.image_list:
             raise BadInputError("--image-list goes with --images (a folder of images), not with --vectors")
@@ -176,4 +206,46 @@ def _tune(target: Path | None, queries: Path | None, target_recall: float) -> in
     was = index.params
     print(f"{target}: nprobe {was.nprobe} -> {params.nprobe}, re-rank {was.rerank_factor}x -> {params.rerank_factor}x k; "
           f"recall@100 {report.recall:.3f} on {report.queries} queries ({report.source}), {report.seconds:.1f} s")
+    return 0
+
+
+def _from_dataset(args: argparse.Namespace, kind: str) -> int:
+    import os
+
+    from interactive_ir.backends import make_captioner, make_embedder
+    from interactive_ir.errors import BadInputError
+    from interactive_ir.index.hub_dataset import DatasetSource
+    from interactive_ir.index.hub_index import build_from_dataset
+
+    if args.limit < 0:
+        raise BadInputError(f"--limit must be 0 (all) or more, got {args.limit}")
+    src = DatasetSource(args.hf_dataset, config=args.config, split=args.split, image_column=args.image_column,
+                        caption_column=args.caption_column, id_column=args.id_column, limit=args.limit,
+                        revision=args.revision)
+    embedder = make_embedder(args.embedder or os.environ.get("IIR_EMBEDDER") or DEFAULT_EMBEDDER,
+                             batch_size=args.batch_size, show_progress=False)
+    captioner = make_captioner(args.captioner) if args.captioner else None
+    report, stage = build_from_dataset(src, args.out, embedder, captioner, batch_size=args.batch_size,
+                                       workers=args.workers, kind=kind)
+    print(f"indexed {report.count} images from {stage.rows} rows of {args.hf_dataset} into {report.out} "
+          f"({len(stage.skipped) + len(report.skipped)} skipped)")
+    for where, why in (stage.skipped + report.skipped)[:20]:
+        print(f"  skipped {where}: {why}")
+    return 0
+
+
+def _push(args: argparse.Namespace) -> int:
+    from interactive_ir.errors import BadInputError
+    from interactive_ir.index.hub_index import push_index
+
+    target = args.target or args.out
+    if target is None or not args.repo:
+        raise BadInputError("index push needs the index folder and --repo: python -m interactive_ir index push "
+                            "indices/NAME --repo USER/NAME")
+    rep = push_index(target, args.repo, repo_type=args.repo_type, private=args.private, license=args.license)
+    spec = f"hf://{args.repo}" if args.repo_type == "dataset" else f"hf://models/{args.repo}"
+    print(f"pushed {target} ({rep.files} index files, {rep.images:,} images) to {rep.url}; load it with "
+          f"IIR_INDEX={spec} python app.py")
+    if rep.missing:
+        print(f"  {rep.missing:,} indexed images were not found on disk and were not uploaded")
     return 0

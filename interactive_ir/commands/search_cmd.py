@@ -12,7 +12,7 @@ from interactive_ir.config import DEFAULT_K
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from interactive_ir.modes import registry
 
-    p.add_argument("--index", required=True, type=Path, help="index folder")
+    p.add_argument("--index", required=True, type=Path, help="index folder, or hf://USER/NAME[@REVISION] (a Hub index)")
     p.add_argument("--text", help="text query (with --image: the relative caption)")
     p.add_argument("--image", help="query image path (alone: image->image; with --text: composed search)")
     p.add_argument("-k", type=int, default=DEFAULT_K, help=f"number of results (default {DEFAULT_K})")
@@ -36,7 +36,9 @@ def load_retriever(index_dir: Path, embedder_spec: str | None = None, k: int = D
     from interactive_ir.index import load_index
     from interactive_ir.retrieval.retriever import Retriever, SearchConfig
 
-    index = load_index(index_dir)
+    from interactive_ir.index.hub_index import resolve_index
+
+    index = load_index(resolve_index(index_dir, embedder_spec))  # an hf://USER/NAME index is pulled first
     embedder = make_embedder(embedder_spec or index.embedder_spec)
     cfg = SearchConfig(k=k)
     if tau is not None:

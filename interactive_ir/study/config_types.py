@@ -13,7 +13,7 @@ from typing import Any
 from interactive_ir.errors import BadInputError
 
 QUESTION_TYPES = ("likert", "text", "choice", "number", "slider")
-PLATFORMS = ("none", "prolific", "mturk")
+PLATFORMS = ("none", "prolific", "mturk", "huggingface")
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 CODE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 

@@ -6,6 +6,9 @@
   (``assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE`` while the worker previews the HIT); the worker pastes
   the completion code into the HIT.
 - ``none``: a lab study; no parameter is needed.
+- ``huggingface``: the participant signs in with Hugging Face on the study page (a Space with
+  ``hf_oauth: true``); their Hugging Face user name is the recruitment id. Only the name is kept: the
+  sign-in's token is never read by the study.
 
 The recruitment id (PROLIFIC_PID, workerId) is recorded with the participant and lets one id take part
 once; it is data, never a credential: the participant's browser holds a secret token for that.
@@ -25,7 +28,8 @@ PARAMS = {  # platform -> (the id parameter, other parameters recorded)
     "prolific": ("PROLIFIC_PID", ("STUDY_ID", "SESSION_ID")),
     "mturk": ("workerId", ("assignmentId", "hitId", "turkSubmitTo")),
 }
-PLATFORM_NAMES = {"prolific": "Prolific", "mturk": "Mechanical Turk", "none": ""}
+PLATFORM_NAMES = {"prolific": "Prolific", "mturk": "Mechanical Turk", "huggingface": "Hugging Face", "none": ""}
+HF_USER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")  # a Hugging Face user name
 VALUE_RE = re.compile(r"^[A-Za-z0-9_.:/-]{1,128}$")  # turkSubmitTo is a URL
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
@@ -53,10 +57,13 @@ def _shown(value: str) -> str:
     return s + ("..." if len(value) > 24 else "")
 
 
-def read_arrival(rec: Recruitment, query: Mapping[str, str]) -> Arrival:
-    """The participant's platform parameters from the page URL's query; LinkError says what to do."""
+def read_arrival(rec: Recruitment, query: Mapping[str, str], hf_user: str = "") -> Arrival:
+    """The participant's platform parameters from the page URL's query (`hf_user`: the Hugging Face user name
+    of a signed-in visitor, for platform huggingface); LinkError says what to do."""
     if rec.platform == "none":
         return Arrival()
+    if rec.platform == "huggingface":
+        return _hf_arrival(hf_user)
     key, others = PARAMS[rec.platform]
     name = PLATFORM_NAMES[rec.platform]
     back = f"Please open the study again from {name}; if this keeps happening, message the researcher there."
@@ -77,6 +84,16 @@ def read_arrival(rec: Recruitment, query: Mapping[str, str]) -> Arrival:
     if rec.platform == "mturk" and params.get("assignmentId") == MTURK_PREVIEW:
         raise LinkError("You are previewing this HIT: accept it on Mechanical Turk first, then the study starts.")
     return Arrival(platform=rec.platform, id=raw, params=params)
+
+
+def _hf_arrival(user: str) -> Arrival:
+    if not user:
+        raise LinkError("Please sign in with Hugging Face (the button at the top of this page) to take part. "
+                        "Only your Hugging Face user name is recorded, to let each person take part once.")
+    if not HF_USER_RE.match(user):
+        raise LinkError(f"Your Hugging Face user name ({_shown(user)}) cannot be used as a study id: please "
+                        "message the researcher.")
+    return Arrival(platform="huggingface", id=user, params={"hf_user": user})
 
 
 def end_message(rec: Recruitment, kind: str) -> str:

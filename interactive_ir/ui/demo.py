@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from interactive_ir.config import DEFAULT_EMBEDDER, OFFLINE_TEXT_EMBEDDER
-from interactive_ir.errors import BackendError, IIRError, IndexLoadError
+from interactive_ir.errors import BackendError, HubError, IIRError, IndexLoadError
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,46 @@ def demo_index(embedder, progress: Callable[[int, int, str], None] | None = None
     return out
 
 
+def _given_index(index, embedder_spec: str | None):
+    """(the index `index` names, "") or, for an hf://... index the Hub cannot give (not found, private, corrupt,
+    unreachable with nothing cached), (None, why): the page then comes up with the demo gallery."""
+    from interactive_ir.index import load_index
+    from interactive_ir.index.hub_index import hub_note, is_hub_spec, pull_index
+
+    if not is_hub_spec(index):
+        return load_index(index), ""
+    try:
+        return load_index(pull_index(str(index), embedder_spec)), ""
+    except HubError as e:
+        why = hub_note(str(index), e) + "; serving the demo gallery instead"
+        log.warning(why)
+        return None, why
+
+
+def _shown(index) -> str:
+    """An index as the operator wrote it: hf://USER/NAME (a Path folds the "//")."""
+    from interactive_ir.index.hub_index import HF_PREFIX
+
+    return HF_PREFIX.sub("hf://", str(index))
+
+
+def _index_embedder(index, spec: str):
+    """(the embedder of a given index, "") or, for an hf://... index (a Space's prebuilt demo index) whose embedder
+    cannot be loaded (no weights, the hub unreachable), (None, why): the page then comes up as without it."""
+    from interactive_ir.backends import make_embedder
+    from interactive_ir.index.hub_index import is_hub_spec
+
+    if not is_hub_spec(index):
+        return make_embedder(spec), ""
+    try:
+        return _try_embedder(spec), ""
+    except (IIRError, OSError) as e:
+        why = (f"the index {_shown(index)} needs the embedder {spec}, which cannot be loaded "
+               f"({str(e).splitlines()[0][:200]}); serving the demo gallery instead")
+        log.warning(why)
+        return None, why
+
+
 def prepare(index: Path | None = None, embedder_spec: str | None = None,
             progress: Callable[[int, int, str], None] | None = None) -> Setup:
     """Load `index` (with its own embedder unless one is given), or the demo gallery's index."""
@@ -81,12 +121,15 @@ def prepare(index: Path | None = None, embedder_spec: str | None = None,
     from interactive_ir.index import load_index
     from interactive_ir.retrieval.retriever import Retriever
 
+    notes: list[str] = []
     if index is not None:
-        idx = load_index(index)
-        emb = make_embedder(embedder_spec or idx.embedder_spec)
-        return Setup(Retriever(idx, emb), [f"index {index} ({len(idx)} images) with {emb.spec}"])
+        idx, why = _given_index(index, embedder_spec)
+        if idx is not None:
+            emb, why = _index_embedder(index, embedder_spec or idx.embedder_spec)
+            if emb is not None:
+                return Setup(Retriever(idx, emb), [f"index {_shown(index)} ({len(idx)} images) with {emb.spec}"])
+        notes.append(why)
     wanted = embedder_spec or os.environ.get("IIR_EMBEDDER") or DEFAULT_EMBEDDER
-    notes = []
     try:
         emb = _try_embedder(wanted)
     except (IIRError, OSError) as e:

@@ -22,7 +22,7 @@ import gradio as gr
 
 from interactive_ir.backends.guard import status_note
 from interactive_ir.errors import IIRError
-from interactive_ir.ui import handlers, render, work
+from interactive_ir.ui import handlers, render, signin, work
 from interactive_ir.ui.handlers import Modes, modes
 from interactive_ir.ui.serving.tabs import on_tab_closed
 from interactive_ir.ui.state import UIState
@@ -49,7 +49,8 @@ class PageContext:
     questions_off: str  # the dialogue panel's text when questions are off
     examples: Sequence[str]  # descriptions offered on the empty page
     act_step: Callable  # an action's retrieval: (handler name, UIState, args) -> UIState
-    model_step: Callable  # a model step: work.Work -> its result
+    model_step: Callable  # a model step: (work.Work, its visitor's LLMAccess or None) -> its result
+    sign_in: object = None  # `signin.SignIn` when visitors may sign in with Hugging Face (None: off)
 
 
 @dataclass(frozen=True)
@@ -61,17 +62,17 @@ class Action:
     clear: tuple[str, ...] = ()
 
 
-def _engine_steps(engine) -> tuple[Callable, Callable]:
+def _engine_steps(engine, sign_in=None) -> tuple[Callable, Callable]:
     """The engine's two kinds of work for the page. Neither takes a ZeroGPU slot as a whole: a search runs
     on the CPU there, and a model step's LLM, captioner and VLM calls each take their own
-    (`serving.gpu.gpu_slots`)."""
+    (`serving.gpu.gpu_slots`). A model step uses the LLM its visitor may use (`signin.access_for`)."""
 
     def act_step(name: str, st: UIState, args: tuple) -> UIState:
         """An action's retrieval (`later`: the models' part is left to `follow_up`)."""
         return getattr(handlers, name)(engine, st, *args, later=True)
 
-    def model_step(job: work.Work):
-        return work.run(engine, job)
+    def model_step(job: work.Work, access=None):
+        return work.run_as(engine, job, access, sign_in.budget if sign_in is not None else None)
 
     return act_step, model_step
 
@@ -85,11 +86,14 @@ def plain_reason(reason: str) -> str:
     return reason if reason and not _JARGON.search(reason) else QUESTIONS_OFF
 
 
-def page_context(engine, questions_off_reason: str = "", examples: Sequence[str] = render.EXAMPLES) -> PageContext:
+def page_context(engine, questions_off_reason: str = "", examples: Sequence[str] = render.EXAMPLES,
+                 sign_in_config=None) -> PageContext:
     """The context of a page over `engine` (`questions_off_reason`: what the dialogue says with questions off,
-    in plain words: `plain_reason`)."""
-    act_step, model_step = _engine_steps(engine)
-    return PageContext(engine, modes(engine), plain_reason(questions_off_reason), examples, act_step, model_step)
+    in plain words: `plain_reason`; `sign_in_config`: sign in with Hugging Face, None: from the environment)."""
+    sign_in = signin.sign_in_for(engine, sign_in_config)
+    act_step, model_step = _engine_steps(engine, sign_in)
+    return PageContext(engine, modes(engine), plain_reason(questions_off_reason), examples, act_step, model_step,
+                       sign_in)
 
 
 # --- the page's outputs --------------------------------------------------------------------------------
@@ -231,14 +235,16 @@ def _wait(tab: UIState, job_work: work.Work, job: futures.Future):
     return True, ticked
 
 
-def follow_up(ctx: PageContext, tab: UIState):
+def follow_up(ctx: PageContext, tab: UIState, token: gr.OAuthToken | None = None, request: gr.Request = None):
     """The model steps due for the tab's round ("refine", then "ask"), each shown when it lands.
     A newer action of the tab supersedes them: this event then ends at once (its queue slot is
     free), the step is cancelled (a local model stops generating and frees its lock), and whatever
-    it still returns is dropped. The same when the page stops listening (the tab closed)."""
+    it still returns is dropped. The same when the page stops listening (the tab closed).
+    With sign-in on, the steps use the LLM this visitor may use (`token`: theirs, from Gradio's sign-in)."""
     shown = False
+    access = signin.access_for(ctx.sign_in, token, request)
     while (job_work := work.claim(tab)) is not None:
-        job = in_background(ctx.model_step, job_work)
+        job = in_background(ctx.model_step, job_work, access)
         try:
             wanted, ticked = yield from _wait(tab, job_work, job)
             shown = shown or ticked
@@ -316,6 +322,11 @@ def on_questioner(ctx: PageContext, st: UIState, value):
 
 def on_hide_seen(ctx: PageContext, st: UIState, value):
     return quick(ctx, handlers.set_hide_seen, st, bool(value))
+
+
+# What the page says about whose model this visitor uses (on load, and after signing in or out).
+def on_sign_in_note(ctx: PageContext, profile: gr.OAuthProfile | None):
+    return signin.note(ctx.sign_in, getattr(profile, "username", "") or "") if ctx.sign_in is not None else ""
 
 
 def on_close(request: gr.Request):

@@ -56,6 +56,8 @@ class Page:
     selection: object  # the ids selected on the page (hidden; cards.js keeps the selection)
     sel_zip: object  # hidden buttons the selection bar clicks: the selected images as a zip, their rows as CSV
     sel_csv: object
+    login: object = None  # Sign in with Hugging Face (None: sign-in is off, `signin.sign_in_for`)
+    sign_in_note: object = None  # whose model this visitor uses (with `login`)
 
     def outputs(self, names) -> list:
         """The components called `names`, in that order."""
@@ -79,6 +81,7 @@ def lay_out(ctx, setup_notes, title: str) -> Page:
             gr.Markdown(f"# {title}\n{INTRO}", elem_id="iir-head")
             with gr.Accordion("About this app", open=False, elem_id="iir-notes-panel"):
                 gr.Markdown(notes_markdown(setup_notes), elem_id="iir-notes")
+            parts |= _sign_in(ctx)  # in the header: who the visitor is and whose model they use
         parts |= _search_column(ctx, js)
         parts |= _dialogue_panel(ctx, js)
         parts |= _composed_panel(ctx)
@@ -90,7 +93,21 @@ def lay_out(ctx, setup_notes, title: str) -> Page:
         parts |= _export()
     with gr.Row(visible=False):  # the HTTP API's inputs for what the page does with clicks (for scripts)
         parts |= _api_inputs()
-    return Page(**{f.name: parts[f.name] for f in fields(Page)})
+    return Page(**{f.name: parts.get(f.name) for f in fields(Page)})
+
+
+def _sign_in(ctx) -> dict:
+    """Sign in with Hugging Face and what applies to this visitor, when sign-in is on (issue 27)."""
+    import gradio as gr
+
+    from interactive_ir.ui.signin import note
+
+    if getattr(ctx, "sign_in", None) is None:
+        return {}
+    with gr.Column(elem_id="iir-sign-in", scale=0, min_width=260):
+        login = gr.LoginButton(elem_id="iir-login", size="sm")
+        says = gr.Markdown(note(ctx.sign_in), elem_id="iir-sign-in-note")
+    return {"login": login, "sign_in_note": says}
 
 
 def _search_column(ctx, js: str) -> dict:

@@ -68,6 +68,9 @@ def wire(demo, page: Page, ctx: PageContext, *, search_concurrency: int, click_c
     page.questioner.change(bind(events.on_questioner, ctx), [state, page.questioner], outputs, **cheap)
     page.hide_seen.input(bind(events.on_hide_seen, ctx), [state, page.hide_seen], outputs, **cheap)
     _wire_share(demo, page, ctx, act, model, cheap)
+    if page.sign_in_note is not None:  # whose model this visitor uses, said on load (signing in reloads the page)
+        demo.load(bind(events.on_sign_in_note, ctx), None, [page.sign_in_note], api_name="sign_in_note",
+                  **cheap)
     demo.unload(events.on_close)
     wire_export(page, ctx, cheap)
 

@@ -10,13 +10,14 @@ from interactive_ir.ui.layout import ASSETS, TITLE
 
 
 def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title: str = TITLE,
-               search_concurrency: int = 4, click_concurrency: int = 8, examples=render.EXAMPLES):
+               search_concurrency: int = 4, click_concurrency: int = 8, examples=render.EXAMPLES, sign_in=None):
     """The Gradio page over a shared, read-only `engine`; per-tab state lives in `gr.State`.
 
     `search_concurrency`: actions' retrievals running at once (model steps use the queue's default limit).
     `click_concurrency`: marks running at once, in a queue group of their own; other clicks (New search,
     upload, options) the same, in another. Events of one tab still change its state one at a time.
     `examples`: descriptions offered on the empty page (a click runs the search).
+    `sign_in`: a `backends.visitor_llm.SignInConfig` (None: from the environment, `IIR_SIGN_IN` ...).
     """
     import gradio as gr
 
@@ -25,7 +26,7 @@ def build_demo(engine, setup_notes=(), *, questions_off_reason: str = "", title:
     from interactive_ir.ui.layout import lay_out
     from interactive_ir.ui.serving.uploads import delete_cache
 
-    ctx = events.page_context(engine, questions_off_reason, examples)
+    ctx = events.page_context(engine, questions_off_reason, examples, sign_in)
     with gr.Blocks(title=title, delete_cache=delete_cache(), fill_width=True) as demo:
         page = lay_out(ctx, setup_notes, title)
         listeners.wire(demo, page, ctx, search_concurrency=search_concurrency, click_concurrency=click_concurrency)

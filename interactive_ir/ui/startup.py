@@ -27,7 +27,7 @@ NO_MODEL = {"", "none", "off", "no", "false", "0"}
 class AppConfig:
     """Options of `python app.py`; each can be set by env `IIR_<FIELD>` and overridden by its flag."""
 
-    index: Path | None = None  # a built index folder; None serves the demo gallery (built on first start)
+    index: Path | None = None  # a built index folder, or hf://USER/NAME[@REVISION] (a pushed index, from the Hub cache); None serves the demo gallery (built on first start)
     embedder: str = ""  # embedder spec (flag only); "" = the index's own (demo: IIR_EMBEDDER or the default CLIP)
     llm: str = ""  # LLM spec for questions and query rewriting; "" = a capable default (default_llm_spec(), not the tiny SmolLM2: none then); "none" = no LLM
     captioner: str = ""  # captioner spec for uncaptioned references; "" = none

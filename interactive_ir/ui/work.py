@@ -76,6 +76,32 @@ def run(engine, work: Work):
     return tab.session
 
 
+def run_as(engine, work: Work, access=None, budget=None):
+    """`run` with the LLM this step's visitor may use (`backends.visitor_llm.llm_for`: `access` None is the
+    engine's own). When their token is refused or the anonymous budget is spent, a question is made again
+    without the LLM (a picture question), saying why; a refinement keeps the results as typed, saying why."""
+    from dataclasses import replace
+
+    from interactive_ir.backends.visitor_llm import llm_for
+    from interactive_ir.core.steps import QuestionStep
+
+    llm = llm_for(engine.llm, access, budget)
+    if llm is engine.llm:
+        return run(engine, work)
+    try:
+        result = run(engine.with_llm(llm), work)
+    finally:
+        close = getattr(llm, "close", None)
+        if close is not None:
+            close()  # the visitor's own client: its connections (and its token) go with the step
+    refusal = getattr(llm, "refusal", None)
+    if refusal is not None and isinstance(result, QuestionStep):
+        if result.question is None or result.question.kind == "fallback":  # a picture question instead
+            result = run(engine.with_llm(None), work)
+        result = replace(result, error=f"{refusal}. Until then the search goes on without the language model")
+    return result
+
+
 def current(st: UIState, work: Work) -> bool:
     """Is the work still wanted (no newer action of the tab)?"""
     return st.epoch == work.epoch and st.session is not None and not st.ended

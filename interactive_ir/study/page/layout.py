@@ -91,6 +91,11 @@ def _top(gr, c: Components, page: StudyPage) -> None:
     c.tab_state = gr.State(TabState())
     c.clock = gr.Number(value=0, visible=False)
     c.header = gr.Markdown(header_md(study, None), elem_id="iir-study-header")
+    if study.recruitment.platform == "huggingface":  # participants sign in; their user name is the study id
+        from interactive_ir.backends.visitor_llm import check_sign_in_possible
+
+        check_sign_in_possible()
+        gr.LoginButton(elem_id="iir-study-login", size="sm")
     c.status = gr.Markdown(WELCOME, elem_id="iir-status")
 
 
@@ -218,8 +223,9 @@ def _handler(page: StudyPage, c: Components, name: str, clear: tuple = (), n_arg
 def _on_load(page: StudyPage, c: Components):
     import gradio as gr
 
-    def on_load(token, tab, ts, request: gr.Request):
-        page.arrive(tab, dict(request.query_params) if request is not None else {})
+    def on_load(token, tab, ts, request: gr.Request, profile: gr.OAuthProfile | None = None):
+        page.arrive(tab, dict(request.query_params) if request is not None else {},
+                    getattr(profile, "username", "") or "")  # the name only (recruitment: huggingface)
         if page.who(token, tab):
             token, tab = page.act("resume", token, tab, client_ts=ts)
         return render(page, c, token or "", tab)

@@ -96,10 +96,11 @@ class StudyPage:
         self.notes = [n for n in setup_notes if n]
 
     # --- identity ----------------------------------------------------------------------------------
-    def arrive(self, tab: TabState, query: Mapping[str, str]) -> None:
-        """Read the recruitment platform's URL parameters (on page load) into the tab."""
+    def arrive(self, tab: TabState, query: Mapping[str, str], hf_user: str = "") -> None:
+        """Read the recruitment platform's URL parameters (on page load) into the tab (`hf_user`: the visitor's
+        Hugging Face user name when signed in, for a study recruiting on Hugging Face)."""
         try:
-            tab.arrival, tab.link_error = read_arrival(self.study.recruitment, query).to_dict(), ""
+            tab.arrival, tab.link_error = read_arrival(self.study.recruitment, query, hf_user).to_dict(), ""
         except LinkError as e:
             tab.arrival, tab.link_error = None, str(e)
 
