@@ -20,6 +20,7 @@ from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui import signin, work
 from interactive_ir.ui.state import UIState
+from iir_testutils import query_modes
 
 OWNER = "hf_owner_token"
 VISITOR = "hf_visitor_token"
@@ -51,7 +52,7 @@ def router(monkeypatch):
 @pytest.fixture
 def engine(router, tiny_index):
     llm = make_llm(f"hf-router:org/model@{router[1]}", max_retries=0)
-    return build_engine(tiny_index[0], llm=llm, config=EngineConfig(k=4))
+    return build_engine(tiny_index[0], llm=llm, config=EngineConfig(k=4), belief=query_modes())  # LLM questions
 
 
 def ask(engine, access, budget=None, st: UIState | None = None):
@@ -197,7 +198,7 @@ def serve_app(tmp_path, env_extra: dict, *flags: str):
     from pathlib import Path
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("IIR_", "OAUTH_", "SPACE_", "HF_"))}
-    env.update(IIR_EMBEDDER="fake:32", IIR_INDICES_DIR=str(tmp_path / "ind"), IIR_CACHE_DIR=str(tmp_path / "cache"),
+    env.update(IIR_BELIEF_ON_PAGE="0", IIR_EMBEDDER="fake:32", IIR_INDICES_DIR=str(tmp_path / "ind"), IIR_CACHE_DIR=str(tmp_path / "cache"),
                GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1", HF_HOME=str(tmp_path / "hf"), **env_extra)
     root = Path(__file__).resolve().parents[1]
     port, log = free_port(), tmp_path / "app.log"
