@@ -206,3 +206,18 @@ def test_chat_hide_seen_from_the_flag_or_env(tiny_index, monkeypatch, capsys):
     monkeypatch.setenv("IIR_HIDE_SEEN", "1")
     run_chat(monkeypatch, capsys, ["--index", str(r.index.path), "--llm", "none"], [])
     assert seen["hide"] is True
+
+
+def test_closest_and_none_move_the_belief(tiny_index):
+    r, ids, caps = tiny_index
+    eng = Engine(r, llm=FakeLLM(), config=EngineConfig(k=3))
+    out = io.StringIO()
+    chat = Chat(eng, io.StringIO("/closest 2 but blue\n/none\n/closest 9\n/quit\n"), out)
+    chat.run("a red dog")
+    turns = chat.session.turns
+    assert [t.kind for t in turns] == ["describe", "closest", "closest"]
+    assert turns[1].extra["clicked"] == turns[0].shown[1] and turns[1].extra["said"] == "but blue"
+    assert turns[2].extra["clicked"] is None
+    seen = [i for t in turns for i in t.shown]
+    assert len(seen) == len(set(seen))  # each page unseen images
+    assert "there is no result 9: the last list has 3" in out.getvalue()  # and nothing changed

@@ -5,7 +5,8 @@ with options (the grounded questioner, the default without an LLM or with only S
 type the number to choose one. Commands:
 /found N (the N-th result shown is the image: ends with its rank), /skip (another question, next results),
 /like N [N ...] and /unlike N [N ...] (relevance feedback), /ref N TEXT (the image should be like result N but TEXT),
-/help, /quit. N is the position in the last list shown.
+/closest N [TEXT] (result N is the closest so far, maybe "but TEXT": the belief over the collection), /none (none
+is close), /help, /quit. N is the position in the last list shown.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ HELP = """commands:
   /like N [N ...] results N are close to what you want (relevance feedback: more like them)
   /unlike N [N ...]  results N are not what you want
   /ref N TEXT     like result N, but TEXT (e.g. /ref 2 with a red collar)
+  /closest N [TEXT]  result N is the closest so far (maybe: but TEXT); the next results come from the belief
+                  over the whole collection (every image's probability, updated by each click)
+  /none           none of these is close (the belief moves away from all of them)
   /help           this list
   /quit           stop"""
 
@@ -171,6 +175,11 @@ class Chat:
             if ids:
                 rel, irr = (ids, []) if cmd == "/like" else ([], ids)
                 self.show(self.engine.feedback(self.session, rel, irr))
+        elif cmd in ("/closest", "/none"):
+            n, _, text = rest.strip().partition(" ")
+            image_id = self.pick(n, cmd) if cmd == "/closest" else None
+            if cmd == "/none" or image_id is not None:
+                self.show(self.engine.closest(self.session, image_id, text.strip() or None))
         elif cmd == "/ref":
             if "composed" not in registry.offered(self.engine):
                 self.say("composed search (/ref) is not available with this engine")
