@@ -247,7 +247,8 @@ def _scoreboard(args) -> int:
     for rank, t in enumerate(teams, 1):
         cells = ", ".join(f"task {n}: {'correct' if s.correct else 'not found'} {s.score:.0f} ({s.wrong} wrong"
                           + (f", {s.time_s:.0f} s)" if s.correct else ")") for n, s in sorted(t.tasks.items()))
-        print(f"{rank}. {t.participant} ({t.condition}) {t.total:.0f}: {cells}")
+        who = {True: ", expert", False: ", novice"}.get(t.expert, "")
+        print(f"{rank}. {t.participant} ({t.condition}{who}) {t.total:.0f}: {cells}")
     if args.out is not None:
         args.out.write_text(f"<!doctype html><meta charset='utf-8'><title>Scoreboard</title>{scoreboard_html(teams)}",
                             encoding="utf-8")

@@ -88,6 +88,8 @@ class TaskSpec:
     prompt: str = ""  # text shown instead of (or beside) the target, e.g. a description to start from
     rounds: int | None = None  # this task's round budget (None: the study's `rounds`)
     time_limit_s: int | None = None  # this task's time limit in seconds (None: the study's `time_limit_s`)
+    lock_description_s: int | None = None  # seconds the organiser's description (the prompt) is the only query
+    #                                        (None: the study's `lock_description_s`)
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,8 @@ class Task:
     rounds: int  # round budget
     time_limit_s: int | None = None  # seconds to find the target (None: no limit); the task then ends "timeout"
     practice: bool = False  # the practice task: done first, never analysed
+    lock_description_s: int = 0  # the prompt is run as the first query and the participant cannot type their
+    #                              own for this many seconds after the start (VBS: 45; 0: no lock)
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,8 @@ class StudyConfig:
     closes_at: float | None = None  # unix time after which nobody new may start (returning participants are told)
     dres: DresSettings | None = None  # the live link to a DRES server (`dres:`; None: no link), see study.dres
     scoreboard: bool = False  # serve the public, read-only KIS scoreboard at /scoreboard (a competition)
+    competition: bool = False  # tasks start only when the organiser opens them on /admin, for everyone at once
+    lock_description_s: int = 0  # every task's description lock in seconds (a task may override; 0: none)
     source: str = ""  # the file it was read from
 
     def condition(self, name: str) -> Condition:
@@ -200,7 +206,7 @@ def parse_study(data: Any, source: str = "") -> StudyConfig:
                                f"got {type(data).__name__}")
     known = ("study_id", "title", "index", "rounds", "k", "show_target", "counterbalance", "seed", "consent",
              "instructions", "conditions", "tasks", "questions", "questionnaires", "recruitment", "time_limit_s",
-             "practice", "breaks", "closes_at", "dres", "scoreboard")
+             "practice", "breaks", "closes_at", "dres", "scoreboard", "competition", "lock_description_s")
     _check_keys(data, known, "")
     for req in ("study_id", "conditions", "tasks"):
         if req not in data:
@@ -248,11 +254,23 @@ def parse_study(data: Any, source: str = "") -> StudyConfig:
         closes_at=parse_when(data.get("closes_at"), "closes_at"),
         dres=parse_dres(data.get("dres")),
         scoreboard=_bool(data.get("scoreboard", False), "scoreboard"),
+        competition=_competition(data, counter, conditions),
+        lock_description_s=_int(data.get("lock_description_s", 0), "lock_description_s", 0, 3600),
         source=source,
     )
 
 
 # ---------------------------------------------------------------- sections
+
+
+def _competition(data: Mapping, counter: str, conditions: Sequence[Condition]) -> bool:
+    """`competition:`, checked: the organiser opens task N for everyone, so all meet the tasks in file order."""
+    on = _bool(data.get("competition", False), "competition")
+    if on and (counter == "random" or (counter == "latin" and len(conditions) > 1)):
+        raise StudyConfigError(f"competition: the organiser opens each task for everyone at once, so every "
+                               f"participant must meet the tasks in the file's order; counterbalance "
+                               f"{counter!r} reorders them: set counterbalance: none")
+    return on
 
 
 def _conditions(value: Any) -> tuple[Condition, ...]:
@@ -344,7 +362,7 @@ def _tasks(value: Any, name: str = "tasks") -> tuple[TaskSpec, ...] | SampleSpec
             t = {"target": t}
         if not isinstance(t, Mapping):
             raise StudyConfigError(f"{where}: give an image id or {{target: ID, prompt: TEXT, rounds: N}}, got {t!r}")
-        _check_keys(t, ("target", "prompt", "rounds", "time_limit_s"), where)
+        _check_keys(t, ("target", "prompt", "rounds", "time_limit_s", "lock_description_s"), where)
         target = _str(t.get("target", ""), f"{where}.target").strip()
         if not target:
             raise StudyConfigError(f"{where}.target: missing; give the target image id")
@@ -354,7 +372,9 @@ def _tasks(value: Any, name: str = "tasks") -> tuple[TaskSpec, ...] | SampleSpec
         out.append(TaskSpec(target=target, prompt=_str(t.get("prompt", ""), f"{where}.prompt").strip(),
                             rounds=None if rounds is None else _int(rounds, f"{where}.rounds", 1, 100),
                             time_limit_s=None if limit is None else _int(limit, f"{where}.time_limit_s", 10,
-                                                                          24 * 3600)))
+                                                                          24 * 3600),
+                            lock_description_s=None if t.get("lock_description_s") is None else _int(
+                                t["lock_description_s"], f"{where}.lock_description_s", 0, 3600)))
     return tuple(out)
 
 
@@ -389,8 +409,12 @@ def resolve_tasks(study: StudyConfig, ids: Sequence[str], caption_of: Callable[[
             if not prompt:
                 raise StudyConfigError(f"tasks[{i}]: the target is not shown (show_target: false) and the task has "
                                        "no prompt and the index no caption for it: give a prompt")
+        lock = study.lock_description_s if s.lock_description_s is None else s.lock_description_s
+        if lock and not prompt:
+            raise StudyConfigError(f"tasks[{i}]: lock_description_s runs the organiser's description first: give "
+                                   "the task a prompt")
         out.append(Task(index=i, target=s.target, prompt=prompt, rounds=s.rounds or study.rounds,
-                        time_limit_s=s.time_limit_s or study.time_limit_s))
+                        time_limit_s=s.time_limit_s or study.time_limit_s, lock_description_s=lock))
     return out
 
 

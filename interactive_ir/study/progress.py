@@ -26,6 +26,7 @@ class Progress:
     forms: list[str] = field(default_factory=list)  # questionnaires still due after the current task
     #                                                  ("task", "condition", "end"), in order
     recruit: dict = field(default_factory=dict)  # recruitment platform and URL parameters (data only)
+    expert: bool | None = None  # an expert (True) or novice (False) session, as enrolled (None: not said)
 
     @property
     def total(self) -> int:
@@ -64,6 +65,13 @@ class Progress:
         if self.phase != "search" or self.ended or not self.time_limit:
             return None
         return max(0.0, self.started_at + self.time_limit - now)
+
+    def lock_left(self, now: float) -> float:
+        """Seconds the organiser's description stays the only query (0: the participant may type)."""
+        lock = self.current.task.lock_description_s if self.current else 0
+        if self.phase != "search" or self.ended or not lock:
+            return 0.0
+        return max(0.0, self.started_at + lock - now)
 
     @property
     def budget(self) -> int:

@@ -25,16 +25,17 @@ from interactive_ir.errors import IIRError
 from interactive_ir.study.assign import Assignment
 from interactive_ir.study.config import Condition, StudyConfig, Task, resolve_practice, resolve_tasks
 from interactive_ir.study.engines import ConditionEngines
+from interactive_ir.study.flow.competition import Competition, CompetitionState, TaskNotOpen
 from interactive_ir.study.flow.enrolment import TOKEN_BYTES, Enrolment, token_hash
 from interactive_ir.study.flow.plan import StudyPlan, due_forms
 from interactive_ir.study.flow.replay import Replay
-from interactive_ir.study.flow.rounds import Rounds, StaleQuestionError
+from interactive_ir.study.flow.rounds import DescriptionLocked, Rounds, StaleQuestionError
 from interactive_ir.study.flow.state import Participants, StudyClosed
 from interactive_ir.study.flow.tasks import TIME_GRACE_S, TaskFlow, TaskTimeout
 from interactive_ir.study.log import StudyLog
 from interactive_ir.study.progress import Progress
 
-__all__ = ["TIME_GRACE_S", "TOKEN_BYTES", "Progress", "StaleQuestionError", "StudyClosed", "StudyRunner",
+__all__ = ["TIME_GRACE_S", "TOKEN_BYTES", "DescriptionLocked", "Progress", "TaskNotOpen", "StaleQuestionError", "StudyClosed", "StudyRunner",
            "TaskTimeout", "token_hash"]
 
 
@@ -58,6 +59,9 @@ class StudyRunner:
         self.replay = Replay(study, log, self.plan, self.task_flow.new_session)
         self.enrolment = Enrolment(self.participants, self.plan)
         self.rounds = Rounds(self.participants, self.engines, self.task_flow)
+        if study.competition:
+            self.participants.competition = Competition(log, study.study_id, len(self.tasks),
+                                                        lambda: self.participants.clock())
         self.dres = None  # the live DRES link, when the study file has `dres:`
         if study.dres is not None:
             from interactive_ir.study.dres_link import DresLink
@@ -114,8 +118,8 @@ class StudyRunner:
         return self.enrolment.new_participant_id()
 
     def join(self, agreed: bool, recruit: Mapping[str, Any] | None = None,
-             client_ts: float | None = None) -> tuple[Progress, str]:
-        return self.enrolment.join(agreed, recruit, client_ts)
+             client_ts: float | None = None, expert: bool | None = None) -> tuple[Progress, str]:
+        return self.enrolment.join(agreed, recruit, client_ts, expert)
 
     def participant_of(self, token: Any) -> str | None:
         return self.enrolment.participant_of(token)
@@ -142,8 +146,36 @@ class StudyRunner:
         return self.replay.marks(participant, task, rnd)
 
     # --- tasks ------------------------------------------------------------------------------------------
-    def start_task(self, participant: str, client_ts: float | None = None) -> Progress:
-        return self.task_flow.start_task(participant, client_ts)
+    def start_task(self, participant: str, client_ts: float | None = None, ask: bool = True) -> Progress:
+        """Start the participant's task; with a description lock, its prompt (the organiser's description) runs
+        as the first round at once (`ask`: with the system's question, as the round methods)."""
+        p = self.task_flow.start_task(participant, client_ts)
+        task = p.current.task
+        if task.lock_description_s and task.prompt:
+            self.rounds.describe(participant, task.prompt, client_ts, ask, organiser=True)
+        return self.progress(participant)
+
+    # --- a competition: the organiser's open task ---------------------------------------------------------
+    def competition_state(self) -> CompetitionState | None:
+        """The open task of a competition study (None: not a competition)."""
+        comp = self.participants.competition
+        return comp.state() if comp is not None else None
+
+    def open_task(self, n: int) -> CompetitionState:
+        """Open task `n` (1-based in the study's list) for everyone waiting for it, now."""
+        return self._competition().open_task(n)
+
+    def close_task(self) -> tuple[int, list[str]]:
+        """Close the open task: (its number, the participants whose running search it ended)."""
+        n = self._competition().close_task()
+        return n, self.task_flow.close_open(n - 1)
+
+    def _competition(self) -> Competition:
+        if self.participants.competition is None:
+            from interactive_ir.study.flow.competition import CompetitionError
+
+            raise CompetitionError("this study is not a competition: set competition: true in the study file")
+        return self.participants.competition
 
     def click(self, participant: str, image_id: str, action: str = "open", client_ts: float | None = None) -> None:
         self.task_flow.click(participant, image_id, action, client_ts)

@@ -119,6 +119,7 @@ def simulate_participant(runner: StudyRunner, user, clock: SimClock, n: int,
     from interactive_ir.evaluation.queries import Query
 
     rng = random.Random(f"{seed}:{n}")
+    runner.participants.competition = None  # a dry run of a competition: no organiser, each task starts at once
     rec = runner.study.recruitment
     arrival = None
     if rec.platform != "none":
@@ -154,8 +155,12 @@ def _search_task(runner, pid, user, query, modes, clock, rng, timing) -> None:
 
     k = knowledge_of(query)  # what the simulated participant knows: captions of the image it was shown, and
     #                          whether a shown image is that one (by hash); never the index row or rank
-    clock.wait(rng, timing.describe)
-    runner.describe(pid, query.description)
+    p = runner.progress(pid)
+    if p.described:  # the task's locked organiser description ran first: own words once the lock ends
+        clock.t += p.lock_left(runner.clock())
+    else:
+        clock.wait(rng, timing.describe)
+        runner.describe(pid, query.description)
     extra = list(query.captions)
     while True:
         p = runner.progress(pid)

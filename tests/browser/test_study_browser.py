@@ -329,3 +329,61 @@ def test_the_scoreboard_page_is_read_only_and_refreshes(browser, study_app, shot
     shot(board, "scoreboard")
     other.context.close()
     ctx.close()
+
+
+@pytest.fixture(scope="module")
+def competition_app(browser, app_env, tmp_path_factory):
+    prompt = _caption(TARGETS[0]).replace('"', "'")
+    yield from _serve_study(
+        app_env, tmp_path_factory.mktemp("competition"),
+        "study_id: comp-study\ntitle: Competition\nrounds: 3\nk: 6\ncounterbalance: none\ncompetition: true\n"
+        "time_limit_s: 120\nlock_description_s: 8\nscoreboard: true\n"
+        "conditions:\n  T: {mode: text, label: System T}\n"
+        f'tasks:\n  - {{target: {TARGETS[0]}, prompt: "{prompt}"}}\n  - {{target: {TARGETS[1]}, prompt: "a cake"}}\n',
+        "comp-study")
+
+
+def test_the_organiser_opens_a_task_for_a_waiting_participant(browser, competition_app, shot):
+    """Competition mode: a participant (an expert, from the URL) waits; the organiser opens task 1 on /admin; the
+    participant's page shows it by itself with the countdown, the organiser's description's results and the text
+    box locked, which unlocks after lock_description_s."""
+    from interactive_ir.study.log import open_readonly
+
+    url, db = competition_app
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = ctx.new_page()
+    page.goto(url + "?expert=1")
+    page.click("#iir-agree")
+    expect(page.locator("#iir-waiting")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.locator("#iir-start-task")).to_be_hidden()
+    shot(page, "competition-waiting")
+    admin = ctx.new_page()
+    admin.goto(url + "admin")
+    admin.fill("#iir-admin-password input", ADMIN_PASSWORD)
+    admin.click("#iir-admin-login")
+    expect(admin.locator("#iir-admin-competition-state")).to_contain_text("No task is open", timeout=TIMEOUT_MS)
+    admin.click("#iir-admin-open")
+    expect(admin.locator("#iir-admin-competition-state")).to_contain_text("Task 1 of 2 is open", timeout=TIMEOUT_MS)
+    shot(admin, "competition-admin")
+    expect(page.locator("#iir-study-search")).to_be_visible(timeout=TIMEOUT_MS)  # no click: the task came to it
+    expect(page.locator("#iir-study-budget .iir-timer")).to_contain_text("Time left")
+    expect(page.locator("#iir-results .iir-card").first).to_be_visible(timeout=TIMEOUT_MS)  # the organiser's text ran
+    box = page.locator("#iir-query textarea")
+    expect(box).to_be_disabled(timeout=TIMEOUT_MS)
+    expect(page.locator("#iir-status")).to_contain_text("only query")
+    shot(page, "competition-locked")
+    expect(box).to_be_enabled(timeout=TIMEOUT_MS)  # 8 s after the opening
+    expect(page.locator("#iir-status")).not_to_contain_text("only query")
+    box.fill("a bee on a flower")
+    box.press("Enter")
+    expect(page.locator("#iir-study-budget")).to_contain_text("1 of 3 rounds", timeout=TIMEOUT_MS)
+    shot(page, "competition-unlocked")
+    with open_readonly(db) as log:
+        starts = log.events("comp-study", types=["task_start"])
+        texts = [(e.type, e.payload.get("by")) for e in log.events("comp-study", types=["description", "search"])]
+    assert [e.payload["expert"] for e in starts] == [True]
+    assert texts == [("description", "organiser"), ("search", None)]
+    admin.click("#iir-admin-close")
+    expect(admin.locator("#iir-admin-competition-state")).to_contain_text("Closed task 1: 1 running", timeout=TIMEOUT_MS)
+    expect(page.locator("#iir-study-form-task")).to_be_visible(timeout=TIMEOUT_MS)  # the task ended on its page too
+    ctx.close()

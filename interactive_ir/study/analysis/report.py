@@ -62,6 +62,7 @@ class SessionSummary:
     bri: float | None = None  # per-session BRI over rounds 0..budget
     practice: bool = False  # the practice task (never analysed)
     scores: dict[str, float] = field(default_factory=dict)  # instrument scores of the after-task form
+    expert: bool | None = None  # an expert (True) or novice (False) session, as enrolled (None: not said)
 
     @property
     def key(self) -> str:
@@ -79,7 +80,9 @@ def read_sessions(log: StudyLog, study_id: str | None = None) -> list[SessionSum
             sessions[key] = SessionSummary(participant=e.participant, task=e.task,
                                            task_index=e.payload.get("task_index"), target=e.target or "",
                                            condition=e.condition or "", budget=int(e.payload.get("rounds") or 0),
-                                           practice=bool(e.payload.get("practice")))
+                                           practice=bool(e.payload.get("practice")),
+                                           expert=e.payload.get("expert") if isinstance(e.payload.get("expert"),
+                                                                                        bool) else None)
             continue
         s = sessions.get(key)
         if s is None:
@@ -231,6 +234,7 @@ def build_report(log: StudyLog, study_id: str | None = None, ks: Sequence[int] =
         "likert_questions": qids,
         "conditions": per_condition,
         "correlation_bri_rating": _correlations(ended, qids),
+        "expertise": expertise_split(ended, conditions),
         "notes": ["headline: found rate, rank at each round (not best so far) and ln(final rank / round-0 rank); "
                   "BRI and Hits@K are for comparison with the papers (best so far: they reward a query that moves "
                   "at random)",
@@ -242,6 +246,38 @@ def build_report(log: StudyLog, study_id: str | None = None, ks: Sequence[int] =
 
 
 # ---------------------------------------------------------------- writing
+
+
+EXPERTISE = {True: "expert", False: "novice", None: "not said"}
+
+
+def expertise_split(ended: Sequence[SessionSummary], conditions: Sequence[str]) -> list[dict]:
+    """Per condition and expert / novice group: sessions, participants, found rate and time to found ([] when no
+    participant was marked expert or novice)."""
+    if all(s.expert is None for s in ended):
+        return []
+    rows = []
+    for c in conditions:
+        for flag, name in EXPERTISE.items():
+            group = [s for s in ended if s.condition == c and s.expert is flag]
+            if group:
+                found = [s for s in group if s.ended == "found"]
+                rows.append({"condition": c, "group": name, "n_sessions": len(group),
+                             "n_participants": len({s.participant for s in group}),
+                             "found_rate": len(found) / len(group),
+                             "time_to_found_s": mean_ci([s.time_s for s in found], 0.0).to_dict()})
+    return rows
+
+
+def expertise_lines(rows: Sequence[dict]) -> list[str]:
+    if not rows:
+        return []
+    lines = ["", "## Expert and novice sessions", "", "| condition | group | participants | sessions | found rate | "
+             "time to found (s) |", "|---" * 6 + "|"]
+    for r in rows:
+        lines.append(f"| {r['condition']} | {r['group']} | {r['n_participants']} | {r['n_sessions']} | "
+                     f"{_fmt(r['found_rate'])} | {_ci(r['time_to_found_s'], 1)} |")
+    return lines
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -310,6 +346,7 @@ def summary_markdown(rep: dict) -> str:
                              f"{_fmt(d['ci_high'])}] | " + (f"{con['a']} - {con['b']} | {_fmt(con['diff'])} | "
                                                             f"{_fmt(con['p_holm'])} | {_fmt(con['d'], 2)} |"
                                                             if con else "| | | |"))
+    lines += expertise_lines(rep.get("expertise") or [])
     lines += paradata_lines(rep.get("paradata"))
     if rep.get("warnings"):
         lines += ["", "## Design warnings", "", *[f"- {w}" for w in rep["warnings"]]]

@@ -52,6 +52,7 @@ class Team:
 
     participant: str
     condition: str = ""  # the system they used in their last task (its label when it has one, as they saw it)
+    expert: bool | None = None  # an expert (True) or novice (False) session, as enrolled (None: not said)
     tasks: dict[int, TaskScore] = field(default_factory=dict)
 
     @property
@@ -75,6 +76,7 @@ def scoreboard(log: StudyLog, scoring: KisScoring = KisScoring()) -> list[Team]:
             ts = TaskScore(task=int(index) + 1 if isinstance(index, int) else int(e.task))
             team = teams.setdefault(e.participant, Team(e.participant))
             team.condition, team.tasks[ts.task] = str(p.get("label") or e.condition or ""), ts  # what participants see
+            team.expert = p.get("expert") if isinstance(p.get("expert"), bool) else team.expert
             open_[key] = (ts, float(p.get("time_limit_s") or scoring.default_duration_s))
             continue
         if key not in open_:
@@ -90,11 +92,31 @@ def scoreboard(log: StudyLog, scoring: KisScoring = KisScoring()) -> list[Team]:
     return sorted(teams.values(), key=lambda t: (-t.total, t.participant))
 
 
+GROUPS = ((True, "Expert sessions", "experts"), (False, "Novice sessions", "novices"),
+          (None, "Sessions not marked expert or novice", "unmarked"))
+
+
 def scoreboard_html(teams: list[Team]) -> str:
-    """The scoreboard as an HTML table (no script; the page around it refreshes it)."""
+    """The scoreboard as HTML tables (no script; the page around it refreshes it): one table, or one per group
+    of expert and novice sessions when some participant was marked as either."""
     if not teams:
         return ("<p id='iir-scoreboard-empty'>No task has started yet: the scoreboard fills in as participants "
                 "submit.</p>")
+    if all(t.expert is None for t in teams):
+        return _table(teams, "iir-scoreboard") + NOTE
+    parts = []
+    for flag, title, key in GROUPS:
+        group = [t for t in teams if t.expert is flag]
+        if group:
+            parts.append(f"<h3>{title}</h3>" + _table(group, f"iir-scoreboard-{key}"))
+    return "".join(parts) + NOTE
+
+
+NOTE = ("<p><small>KIS score as DRES computes it: 1000 at the start falling to 500 at the task's end, 100 off per "
+        "wrong submission before the correct one; 0 when not found.</small></p>")
+
+
+def _table(teams: list[Team], table_id: str) -> str:
     tasks = sorted({n for t in teams for n in t.tasks})
     head = "".join(f"<th>task {n}</th>" for n in tasks)
     rows = []
@@ -102,10 +124,8 @@ def scoreboard_html(teams: list[Team]) -> str:
         cells = "".join(_cell(t.tasks.get(n)) for n in tasks)
         rows.append(f"<tr><td>{rank}</td><td>{html.escape(t.participant)}</td><td>{html.escape(t.condition)}</td>"
                     f"{cells}<td><b>{t.total:.0f}</b></td></tr>")
-    return ("<table id='iir-scoreboard'><thead><tr><th>#</th><th>participant</th><th>system</th>"
-            f"{head}<th>total</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
-            "<p><small>KIS score as DRES computes it: 1000 at the start falling to 500 at the task's end, 100 off per "
-            "wrong submission before the correct one; 0 when not found.</small></p>")
+    return (f"<table id='{table_id}' class='iir-scoreboard'><thead><tr><th>#</th><th>participant</th>"
+            f"<th>system</th>{head}<th>total</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
 def _cell(ts: TaskScore | None) -> str:

@@ -42,17 +42,20 @@ class Enrolment:
         raise SessionError("could not generate a free participant id; type one instead")
 
     def join(self, agreed: bool, recruit: Mapping[str, Any] | None = None,
-             client_ts: float | None = None) -> tuple[Progress, str]:
+             client_ts: float | None = None, expert: bool | None = None) -> tuple[Progress, str]:
         """Enrol a new participant through the consent page: (their progress, their secret token).
 
         `recruit` = {"platform", "id", "params"} from the URL is recorded; a recruitment id that has started
-        already raises AlreadyEnrolled (one participation each).
+        already raises AlreadyEnrolled (one participation each); `expert` (an expert or novice session, None:
+        not said) is recorded with the participant.
         """
         if self.participants.is_closed():
             raise StudyClosed("this study has closed and takes no new participants; thank you for your interest")
         token = secrets.token_urlsafe(TOKEN_BYTES)
         rec = dict(recruit) if recruit and recruit.get("id") else None
         meta = {"recruitment": rec} if rec else {}
+        if expert is not None:
+            meta["expert"] = bool(expert)
         p = self.enrol(None, client_ts, meta, token=token_hash(token), recruit=rec)
         return self.consent(p.participant, agreed, client_ts), token
 

@@ -43,7 +43,8 @@ class StudyPlan:
                 task = self.practice if self.practice and self.practice.target == r["target"] else None
             if task is None or task.target != r["target"]:  # the study file changed: keep what was assigned
                 task = Task(index=r["task_index"], target=r["target"], prompt=r.get("prompt", ""), rounds=r["rounds"],
-                            time_limit_s=r.get("time_limit_s"), practice=bool(r.get("practice")))
+                            time_limit_s=r.get("time_limit_s"), practice=bool(r.get("practice")),
+                            lock_description_s=int(r.get("lock_description_s") or 0))
             out.append(Assignment(position=r["position"], task=task, condition=r["condition"]))
         return out
 
@@ -52,7 +53,7 @@ def plan_rows(plan: list[Assignment]) -> list[dict]:
     """How a plan is stored with the participant (read back by `StudyPlan.from_rows`)."""
     return [{"position": a.position, "task_index": a.task.index, "target": a.task.target, "prompt": a.task.prompt,
              "rounds": a.task.rounds, "condition": a.condition, "time_limit_s": a.task.time_limit_s,
-             "practice": a.task.practice}
+             "practice": a.task.practice, "lock_description_s": a.task.lock_description_s}
             for a in plan]
 
 

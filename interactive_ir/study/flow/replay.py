@@ -35,7 +35,8 @@ class Replay:
                                "participant")
         stored = info["meta"].get("plan")
         plan = self.plan.from_rows(stored) if stored else self.plan.for_participant(info["number"], pid)
-        p = Progress(participant=pid, number=info["number"], plan=plan, recruit=info["meta"].get("recruitment") or {})
+        p = Progress(participant=pid, number=info["number"], plan=plan, recruit=info["meta"].get("recruitment") or {},
+                     expert=info["meta"].get("expert"))
         consent, screened = self._replay(p, self.log.events(sid, pid))
         _settle_phase(p, consent, screened)
         if p.phase in ("search", "questionnaire") and p.current is not None:

@@ -32,6 +32,13 @@ ROUND_KINDS = {
 }
 
 
+TYPED = ("describe", "answer", "relative", "search")  # the rounds of the participant's own words (locked at first)
+
+
+class DescriptionLocked(SessionError):
+    """The task's organiser description is still the only query (`lock_description_s`): no typed words yet."""
+
+
 class StaleQuestionError(SessionError):
     """A click on an option of a question that is no longer the pending one (a newer action replaced it)."""
 
@@ -65,9 +72,13 @@ class Rounds:
         self.tasks = tasks
 
     # --- the rounds ---------------------------------------------------------------------------------
-    def describe(self, participant: str, text: str, client_ts: float | None = None, ask: bool = True) -> Turn:
-        """Round 0: the first description (a conversation condition asks its first question after it)."""
-        return self.round(participant, "describe", [("description", {"text": text})], (text,), client_ts, ask)
+    def describe(self, participant: str, text: str, client_ts: float | None = None, ask: bool = True,
+                 organiser: bool = False) -> Turn:
+        """Round 0: the first description (a conversation condition asks its first question after it);
+        `organiser`: the task's locked description, run at its start (logged with by: "organiser")."""
+        payload = {"text": text, **({"by": "organiser"} if organiser else {})}
+        return self.round(participant, "describe", [("description", payload)], (text,), client_ts, ask,
+                          organiser=organiser)
 
     def answer(self, participant: str, text: str, client_ts: float | None = None, ask: bool = True) -> Turn:
         with self.participants.locked(participant) as p:
@@ -139,10 +150,11 @@ class Rounds:
 
     # --- one round ----------------------------------------------------------------------------------
     def round(self, participant: str, action: str, inputs: list[tuple[str, dict]], args: tuple,
-              client_ts: float | None, ask: bool) -> Turn:
+              client_ts: float | None, ask: bool, organiser: bool = False) -> Turn:
         """Run round `action` (a key of ROUND_KINDS) with the engine's arguments `args`, logging `inputs`
-        ((type, payload) pairs); then the question when `ask`."""
-        turn = self._search(participant, action, inputs, args, client_ts)
+        ((type, payload) pairs); then the question when `ask`. Typed words wait for the description lock's end
+        unless they are the `organiser`'s."""
+        turn = self._search(participant, action, inputs, args, client_ts, organiser)
         if not ask:
             return turn
         asked = self.ask(participant, client_ts)
@@ -152,7 +164,7 @@ class Rounds:
         return turn
 
     def _search(self, participant: str, action: str, inputs: list[tuple[str, dict]], args: tuple,
-                client_ts: float | None) -> Turn:
+                client_ts: float | None, organiser: bool = False) -> Turn:
         mode, logged_as = ROUND_KINDS[action]
         ps = self.participants
         with ps.locked(participant) as p:
@@ -160,6 +172,10 @@ class Rounds:
             self.tasks.check_time(p, client_ts)
             c = ps.condition_of(p)
             try:
+                left = p.lock_left(ps.clock()) if action in TYPED and not organiser else 0
+                if left > 0:
+                    raise DescriptionLocked(f"the organiser's description is the only query for {left:.0f} more "
+                                            "second(s): look through its results; then you can type your own words")
                 _check_round(p, mode, c.modes, first=action == "describe")
                 session = copy_session(p.session)
                 turn = run_round(self.engines.of(c), session, action, *args)

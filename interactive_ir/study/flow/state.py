@@ -53,6 +53,7 @@ class Participants:
         self._slots: dict[str, _Slot] = {}
         self._slots_lock = threading.Lock()
         self.listeners: list[Callable[[list[Event]], None]] = []  # told of every committed write (the DRES link)
+        self.competition = None  # the organiser's open task (flow.competition.Competition) in a competition study
 
     def is_closed(self) -> bool:
         """The study closed (`closes_at`): nobody new may start a task."""

@@ -15,6 +15,7 @@ from typing import Any
 from interactive_ir.core.session import Session
 from interactive_ir.errors import BadInputError, SessionError
 from interactive_ir.study.engines import ConditionEngines
+from interactive_ir.study.flow.competition import TaskNotOpen
 from interactive_ir.study.flow.plan import due_forms
 from interactive_ir.study.flow.state import Participants, StudyClosed, copy_session, require
 from interactive_ir.study.instruments import score_form
@@ -57,10 +58,12 @@ class TaskFlow:
                 raise StudyClosed("this study has closed: your answers so far are saved, and no new task can start. "
                                   "Please tell the researcher (on your recruitment platform, if you came from one)")
             a, c = p.current, ps.condition_of(p)
+            started = self._opened_at(p)
             session = self.new_session(p)
             e = ps.event(p, "task_start", {"task_index": a.task.index, "total": p.n_tasks, "rounds": a.task.rounds,
                                            "practice": a.task.practice, "time_limit_s": a.task.time_limit_s,
-                                           "started_at": ps.clock(),
+                                           "started_at": started, "expert": p.expert,
+                                           "lock_description_s": a.task.lock_description_s,
                                            "show_target": self.study.show_target, "prompt": a.task.prompt,
                                            "modes": list(c.modes), "label": c.label,
                                            "k": self.engines.of(c).config.k, "session_id": session.session_id},
@@ -69,6 +72,30 @@ class TaskFlow:
             p.phase, p.session, p.ended, p.wrong_picks = "search", session, "", 0
             p.started_at = e.payload["started_at"]
             return p
+
+    def _opened_at(self, p: Progress) -> float:
+        """When the task's clock starts: now, or in a competition when the organiser opened it (TaskNotOpen while
+        it is not open; the practice task is never waited for)."""
+        comp = self.participants.competition
+        if comp is None or p.practising:
+            return self.participants.clock()
+        at = comp.opened_at(p.current.task.index)
+        if at is None:
+            raise TaskNotOpen("this task has not been opened yet: please wait, it starts for everyone at once")
+        return at
+
+    def close_open(self, task_index: int) -> list[str]:
+        """End every running search of task `task_index` (0-based; the organiser closed it) as "timeout": the
+        participants whose task ended."""
+        ended = []
+        for row in self.participants.log.participants(self.study.study_id):
+            with self.participants.locked(row["participant"]) as p:
+                a = p.current
+                if p.phase == "search" and not p.ended and a is not None and a.task.index == task_index \
+                        and not a.task.practice:
+                    self._stop(p, "timeout", None, closed=True)
+                    ended.append(p.participant)
+        return ended
 
     # --- clicks -----------------------------------------------------------------------------------
     def click(self, participant: str, image_id: str, action: str = "open", client_ts: float | None = None) -> None:
@@ -159,13 +186,13 @@ class TaskFlow:
             self._stop(p, "timeout", client_ts)
             raise TaskTimeout(f"the {p.time_limit} s for this task are up, so it has ended")
 
-    def _stop(self, p: Progress, kind: str, client_ts: float | None) -> None:
-        """End the task without the target: give_up, budget_exhausted or timeout."""
+    def _stop(self, p: Progress, kind: str, client_ts: float | None, closed: bool = False) -> None:
+        """End the task without the target: give_up, budget_exhausted or timeout (`closed`: by the organiser)."""
         session = copy_session(p.session)
         session.meta["gave_up" if kind != "timeout" else "timed_out"] = True
         rnd = session.round if session.turns else None
         payload = {"rounds_used": p.rounds_used, "time_s": round(self.participants.clock() - p.started_at, 3),
-                   "wrong_picks": p.wrong_picks}
+                   "wrong_picks": p.wrong_picks, **({"closed_by_organiser": True} if closed else {})}
         self._end(p, kind, payload, client_ts, rnd, session)
 
     def _end(self, p: Progress, kind: str, payload: dict, client_ts: float | None, rnd: int | None,

@@ -1,4 +1,5 @@
-"""The study admin page at /admin: participants, completion, a download of the event log, and replay pages.
+"""The study admin page at /admin: participants, completion, a download of the event log, and replay pages; in a
+competition study, "Open task N" and "Close the open task".
 
 It is off unless a password is set (env IIR_STUDY_ADMIN_PASSWORD); every action checks the sign-in.
 The password is compared in constant time; a weak or example password (shorter than 12 characters,
@@ -99,6 +100,7 @@ def add_admin_page(demo, page, password: str, limiter: LoginLimiter | None = Non
             pw = gr.Textbox(label="Password", type="password", max_lines=1, elem_id="iir-admin-password")
             login_btn = gr.Button("Sign in", variant="primary", elem_id="iir-admin-login")
         with gr.Column(visible=False) as panel:
+            comp = _competition_controls(gr, page)  # first: the organiser's live controls
             summary = gr.Markdown("", elem_id="iir-admin-summary")
             table = gr.Dataframe(headers=ADMIN_HEADERS, interactive=False, elem_id="iir-admin-table")
             with gr.Row():
@@ -148,8 +150,37 @@ def add_admin_page(demo, page, password: str, limiter: LoginLimiter | None = Non
             except IIRError as e:
                 raise gr.Error(str(e)) from e
 
+        if comp is not None:
+            _wire_competition(gr, page, authed, *comp)
         login_btn.click(login_fn, [pw], [authed, login, panel, summary, table])
         pw.submit(login_fn, [pw], [authed, login, panel, summary, table])
         refresh_btn.click(refresh_fn, [authed], [summary, table])
         export_btn.click(export_fn, [authed, fmt], [export_file])
         replay_btn.click(replay_fn, [authed, who], [replay_file])
+
+
+def _competition_controls(gr, page):
+    """A competition study's "Open task N" and "Close" (None for other studies)."""
+    if not page.study.competition:
+        return None
+    with gr.Group(elem_id="iir-admin-competition"):
+        state = gr.Markdown(page.competition_md, elem_id="iir-admin-competition-state")
+        with gr.Row():
+            n = gr.Number(label="Task", value=1, minimum=1, maximum=len(page.runner.tasks), precision=0,
+                          elem_id="iir-admin-task")
+            open_btn = gr.Button("Open task", variant="primary", elem_id="iir-admin-open")
+            close_btn = gr.Button("Close the open task", variant="stop", elem_id="iir-admin-close")
+    return state, n, open_btn, close_btn
+
+
+def _wire_competition(gr, page, authed, state, n, open_btn, close_btn) -> None:
+    def run(ok, fn, *args):
+        if not ok:
+            raise gr.Error("sign in first")
+        try:
+            return fn(*args)
+        except IIRError as e:
+            raise gr.Error(str(e)) from e
+
+    open_btn.click(lambda ok, k: run(ok, page.open_task, k), [authed, n], [state])
+    close_btn.click(lambda ok: run(ok, page.close_task), [authed], [state])

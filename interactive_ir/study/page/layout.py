@@ -21,6 +21,7 @@ FORMS = ("task", "condition", "end")  # the questionnaires, in the order they ca
 CLOCK_JS = "(...args) => { args[args.length - 1] = Date.now() / 1000; return args; }"
 BUSY_JS = ("(...args) => { document.body.classList.add('iir-busy'); args[args.length - 1] = Date.now() / 1000; "
            "return args; }")
+POLL_S = 1.0  # seconds between a competition page's checks for the task the organiser opens
 IDLE_S = 30  # seconds without a key, pointer or scroll after which the page logs an idle period
 IDLE_JS = "() => { document.body.classList.remove('iir-busy'); }"
 BUSY_CSS = """<style>
@@ -50,8 +51,12 @@ class Components(SimpleNamespace):
                 self.pg_brief, self.pg_search, self.pg_done, self.consent_md, self.brief, self.brief_target,
                 self.search_target, self.budget, self.desc, self.g_conv, self.question, self.answer_box,
                 self.fb_btn, self.g_comp, self.reference, self.caption_box, self.query_box, self.results,
-                self.give_up_btn, self.g_confirm, self.done_md, *[f[0] for f in forms], *[f[1] for f in forms],
-                *self.form_inputs()]
+                self.give_up_btn, self.g_confirm, self.done_md, self.start_btn, *[f[0] for f in forms],
+                *[f[1] for f in forms], *self.form_inputs()]
+
+    def lock_outputs(self) -> list:
+        """What the description lock's countdown changes (a competition page's tick redraws only these)."""
+        return [self.tab_state, self.status, self.desc, self.answer_box, self.caption_box, self.query_box]
 
 
 # ---------------------------------------------------------------- the sections
@@ -97,6 +102,7 @@ def _top(gr, c: Components, page: StudyPage) -> None:
         check_sign_in_possible()
         gr.LoginButton(elem_id="iir-study-login", size="sm")
     c.status = gr.Markdown(WELCOME, elem_id="iir-status")
+    c.poll_timer = gr.Timer(POLL_S, active=study.competition)  # a competition: the organiser opens each task
 
 
 def _consent_and_briefing(gr, c: Components, study) -> None:
@@ -181,15 +187,17 @@ def render(page: StudyPage, c: Components, token: str, tab: TabState, clear: tup
     v = page.view(token, tab)
     if v.status.startswith("⚠️"):
         gr.Warning(v.status[2:].strip())
+    typing = {"interactive": not v.locked_s}  # the organiser's description lock keeps the text boxes shut
     out = {c.token_store: token, c.tab_state: tab, c.header: v.header, c.status: v.status,
            c.consent_row: gr.update(visible=v.can_join),
            c.consent_md: v.consent or page.study.consent, c.brief: v.brief, c.brief_target: v.brief_target,
            c.search_target: v.search_target, c.budget: v.budget,
-           c.desc: gr.update(visible=v.show_describe), c.g_conv: gr.update(visible=v.show_conversation),
-           c.question: v.question, c.answer_box: gr.update(visible=v.show_answer),
+           c.desc: gr.update(visible=v.show_describe, **typing), c.g_conv: gr.update(visible=v.show_conversation),
+           c.question: v.question, c.answer_box: gr.update(visible=v.show_answer, **typing),
            c.fb_btn: gr.update(visible=v.show_feedback),
            c.g_comp: gr.update(visible=v.show_composed), c.reference: v.reference,
-           c.query_box: gr.update(visible=v.show_text), c.results: v.results,
+           c.query_box: gr.update(visible=v.show_text, **typing), c.results: v.results,
+           c.caption_box: gr.update(**typing), c.start_btn: gr.update(visible=not v.waiting),
            c.give_up_btn: gr.update(value=v.give_up_label, visible=not v.confirm_give_up),
            c.g_confirm: gr.update(visible=v.confirm_give_up), c.done_md: v.done}
     pages = c.pages()
@@ -231,6 +239,24 @@ def _on_load(page: StudyPage, c: Components):
         return render(page, c, token or "", tab)
 
     return on_load
+
+
+def _on_poll(page: StudyPage, c: Components):
+    import gradio as gr
+
+    def on_poll(token, tab, ts):
+        """A competition page's tick (every POLL_S): the opened task starts; the lock counts down."""
+        token, tab, what = page.poll(token, tab, client_ts=ts)
+        if what == "all":  # e.g. the task opened: its organiser description's question, if any, comes with it
+            token, tab = page.act("ask", token, tab, client_ts=ts)
+            return render(page, c, token, tab)
+        out = {comp: gr.skip() for comp in c.outputs()}
+        if what == "lock":
+            full = render(page, c, token, tab)
+            out.update({comp: full[comp] for comp in c.lock_outputs()})
+        return out
+
+    return on_poll
 
 
 def _on_ask(page: StudyPage, c: Components):
@@ -313,7 +339,9 @@ def _wire(demo, page: StudyPage, c: Components) -> None:
         _on_ask(page, c), timed, outputs, **asking)
     c.agree_btn.click(_on_join(page, c, True), timed, outputs, **quick)
     c.decline_btn.click(_on_join(page, c, False), timed, outputs, **quick)
-    c.start_btn.click(act("start"), timed, outputs, **quick)
+    c.start_btn.click(act("start"), timed, outputs, **quick).then(_on_ask(page, c), timed, outputs, **asking)
+    c.poll_timer.tick(_on_poll(page, c), timed, outputs, js=CLOCK_JS, show_progress="hidden",
+                      concurrency_id="poll", concurrency_limit=None)
     with_question(c.desc.submit(act("describe", (c.desc,), 1), [*base, c.desc, c.clock], outputs, **search))
     with_question(c.answer_box.submit(act("answer", (c.answer_box,), 1), [*base, c.answer_box, c.clock], outputs,
                                       **search))

@@ -11,21 +11,18 @@ from __future__ import annotations
 
 import logging
 import secrets
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from interactive_ir.errors import IIRError, SessionError
 from interactive_ir.study.config import Condition
 from interactive_ir.study.config_types import Recruitment
 from interactive_ir.study.log import TASK_END_TYPES, AlreadyEnrolled, StudyLog
+from interactive_ir.study.page.admin_actions import AdminActions
 from interactive_ir.study.page.render import (
     Outcomes,
     TabState,
-    admin_rows,
-    admin_summary,
     brief_md,
     budget_md,
     form_title,
@@ -67,6 +64,8 @@ class View:
     show_composed: bool = False
     show_text: bool = False
     can_search: bool = False
+    waiting: bool = False  # a competition's task the organiser has not opened: the page waits for it
+    locked_s: int = 0  # seconds the organiser's description stays the only query (the text boxes are locked)
     question: str = ""
     reference: str = ""
     results: str = ""
@@ -86,8 +85,8 @@ def _clock(value: Any) -> float | None:
     return t if 1e9 < t < 1e11 else None  # a plausible unix time, else not sent
 
 
-class StudyPage:
-    """The study page's logic over a `StudyRunner`, without Gradio."""
+class StudyPage(AdminActions):
+    """The study page's logic over a `StudyRunner`, without Gradio (the admin page's actions in `AdminActions`)."""
 
     def __init__(self, runner: StudyRunner, setup_notes=()):
         self.runner = runner
@@ -103,6 +102,7 @@ class StudyPage:
             tab.arrival, tab.link_error = read_arrival(self.study.recruitment, query, hf_user).to_dict(), ""
         except LinkError as e:
             tab.arrival, tab.link_error = None, str(e)
+        tab.expert = _expert(query.get("expert"))
 
     def who(self, token: Any, tab: TabState | None = None) -> str | None:
         """The participant holding `token` (None: a new visitor). A browser that comes back with another
@@ -149,8 +149,19 @@ class StudyPage:
             v.can_join = True
         return v
 
+    def waiting(self, p: Progress) -> bool:
+        """The participant's task is a competition's that the organiser has not opened."""
+        comp = self.runner.participants.competition
+        return (comp is not None and p.phase == "briefing" and p.current is not None and not p.practising
+                and comp.opened_at(p.current.task.index) is None)
+
     def _brief_view(self, v: View, p: Progress, cond: Condition, tab: TabState) -> None:
         v.brief = brief_md(self.study, p, cond)
+        if self.waiting(p):
+            v.waiting = True
+            v.brief = (f'<div class="iir-study-prompt" id="iir-waiting">Waiting for the next task: the organiser '
+                       f"opens it for everyone at once, and it starts here by itself.</div>\n\n{v.brief}")
+            v.status = v.status or "Waiting for the organiser to open the next task."
         v.brief_target = target_html(self.engine, p.current.task.target) if self.study.show_target else ""
         if self.runner.is_closed():
             v.status = v.status or ("⚠️ This study has closed: your answers so far are saved, and no new task "
@@ -162,8 +173,13 @@ class StudyPage:
         v.search_target = target_html(self.engine, target, small=True) if self.study.show_target else ""
         if p.current.task.prompt:
             v.search_target += f'<div class="iir-study-prompt">{esc(p.current.task.prompt)}</div>'
-        v.budget = budget_md(p, self.runner.clock())
+        now = self.runner.clock()
+        v.budget = budget_md(p, now)
         v.can_search = p.can_search
+        v.locked_s = int(-(-p.lock_left(now) // 1))  # rounded up: 0 only once the lock has ended
+        if v.locked_s and not v.status:
+            v.status = (f"🔒 The organiser's description is the only query for {v.locked_s} more second(s): look "
+                        "through its results, mark them or pick the image; then you can type your own words.")
         v.show_describe = not p.described
         open_ = p.described and p.can_search
         v.show_conversation = open_ and "conversation" in cond.modes
@@ -233,7 +249,7 @@ class StudyPage:
         if self.study.recruitment.platform != "none" and not (tab.arrival or {}).get("id"):
             raise SessionError("the page has not read your link yet: reload the page, then answer again")
         try:
-            p, token = self.runner.join(bool(agreed), tab.arrival, ts)
+            p, token = self.runner.join(bool(agreed), tab.arrival, ts, expert=tab.expert)
         except AlreadyEnrolled:
             raise SessionError("this study was already started with your recruitment id, in another browser or "
                                "device: please go on there. If you cannot, message the researcher on your "
@@ -246,7 +262,32 @@ class StudyPage:
         return ""
 
     def _start(self, pid, tab, ts):
-        self.runner.start_task(pid, ts)
+        self.runner.start_task(pid, ts, ask=False)
+
+    def _poll(self, pid, tab, ts):
+        """A competition page's tick: start the task the organiser has just opened (nothing else changes)."""
+        p = self.runner.progress(pid)
+        if p.phase == "briefing" and self.runner.participants.competition is not None and not self.waiting(p) \
+                and not p.practising:
+            self.runner.start_task(pid, ts, ask=False)
+
+    def poll(self, token: Any, tab: TabState, client_ts: Any = None) -> tuple[str, TabState, str]:
+        """A competition page's tick: (token, tab, what to draw again: "all" when the task opened, closed or
+        ended, "lock" while the description lock counts down, "" for nothing)."""
+        pid = self.who(token, tab)
+        if not pid:
+            return token, tab, ""
+        notice = tab.notice
+        token, tab = self.act("poll", token, tab, client_ts=client_ts)
+        if not tab.notice:
+            tab.notice = notice  # a tick keeps the message on the page
+        p = self.progress(pid)
+        lock = int(-(-p.lock_left(self.runner.clock()) // 1)) if p is not None else 0
+        drawn = f"{p.phase}:{p.index}:{p.ended}:{self.waiting(p)}" if p is not None else ""
+        old, tab.drawn = tab.drawn, f"{drawn}:{lock}"
+        if old.rpartition(":")[0] != drawn:
+            return token, tab, "all"
+        return token, tab, "lock" if old != tab.drawn else ""
 
     def _describe(self, pid, tab, text, ts):
         self.runner.describe(pid, text, ts, ask=False)
@@ -336,30 +377,11 @@ class StudyPage:
             out.setdefault(pid, Outcomes()).add(kind)
         return out
 
-    # --- admin ---------------------------------------------------------------------------------------
-    def admin_view(self) -> tuple[str, list[list]]:
-        sid = self.study.study_id
-        progresses = [self.runner.progress(p["participant"]) for p in self.runner.log.participants(sid)]
-        outcomes = self.outcomes()
-        return (admin_summary(self.study, progresses, self.runner.log.count(sid), outcomes),
-                admin_rows(progresses, self.runner.log.last_activity(sid), outcomes))
 
-    def export(self, fmt: str) -> str:
-        from interactive_ir.study.analysis.export import export_events
-
-        out = Path(tempfile.mkdtemp(prefix="iir-study-")) / f"{self.study.study_id}.events.{fmt}"
-        export_events(self.runner.log, out, fmt, self.study.study_id)
-        return str(out)
-
-    def replay(self, participant: str) -> str:
-        """A replay page (static HTML) of one participant's tasks, or of everyone's when `participant` is blank."""
-        from interactive_ir.study.analysis.replay_html import write_replay
-        from interactive_ir.study.analysis.timeline import study_replay
-
-        who = (participant or "").strip() or None
-        rep = study_replay(self.runner.log, who, study_id=self.study.study_id)
-        name = f"{self.study.study_id}.{who or 'all'}.replay.html".replace("/", "_")
-        return str(write_replay(rep, Path(tempfile.mkdtemp(prefix="iir-study-")) / name))
+def _expert(value: Any) -> bool | None:
+    """The URL's expert parameter: True (1, true, yes, expert), False (0, false, no, novice), else None."""
+    v = str(value or "").strip().lower()
+    return True if v in ("1", "true", "yes", "expert") else False if v in ("0", "false", "no", "novice") else None
 
 
 def _sentence(e: BaseException) -> str:

@@ -57,6 +57,8 @@ class TabState:
     arrival: dict | None = None  # recruitment platform parameters read from the page URL (data only)
     link_error: str = ""  # what is wrong with the URL's platform parameters ("" = nothing)
     confirm_give_up: bool = False  # "Give up" was pressed once: the confirmation is showing
+    expert: bool | None = None  # the URL's expert=1 / expert=0: an expert or novice session (None: not said)
+    drawn: str = ""  # what the page last drew, in short (a competition's poll redraws only when it changes)
 
     def sync(self, p: Progress | None) -> None:
         rnd = p.session.round if p is not None and p.session is not None else -1

@@ -20,7 +20,7 @@ def add_scoreboard_page(demo, page) -> None:
     log = page.runner.log
     with demo.route("Scoreboard", "/scoreboard", show_in_navbar=False):
         gr.Markdown(f"# Scoreboard: {page.study.title or page.study.study_id}")
-        board = gr.HTML(scoreboard_page_html(log), elem_id="iir-scoreboard-box")
+        board = gr.HTML(lambda: scoreboard_page_html(log), elem_id="iir-scoreboard-box")  # current at each load
         timer = gr.Timer(REFRESH_S)
         timer.tick(lambda: scoreboard_page_html(log), None, board, show_progress="hidden")
         demo.load(lambda: scoreboard_page_html(log), None, board, show_progress="hidden")
