@@ -9,6 +9,7 @@ import pytest
 
 from interactive_ir.errors import BadInputError
 from interactive_ir.retrieval.retriever import check_query_text
+from iir_testutils import query_modes
 
 
 def test_lone_surrogates_and_control_characters_are_cleaned():
@@ -29,7 +30,7 @@ def test_a_surrogate_in_a_description_does_not_break_the_tabs_next_requests(tiny
     from interactive_ir.ui.state import UIState
 
     r, _, _ = tiny_index
-    eng = build_engine(r, llm=FakeLLM(), config=EngineConfig(k=4))
+    eng = build_engine(r, llm=FakeLLM(), config=EngineConfig(k=4), belief=query_modes())
     st = h.start(eng, UIState(), "a red dog\ud800 on the beach")
     assert "\ud800" not in st.session.turns[0].user_text
     json.dumps(render.dialogue_html(st, True)).encode("utf-8")

@@ -20,6 +20,7 @@ from interactive_ir.core.model_calls import MeteredLLM
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui import work
 from interactive_ir.ui.state import UIState
+from iir_testutils import query_modes
 
 JOIN_S = 20.0  # a generous bound on a thread that should end at once (only so a broken build cannot hang)
 
@@ -129,7 +130,7 @@ def test_fake_llm_sleep_ends_when_cancelled():
 
 
 def test_an_engine_with_another_llm_shares_everything_else(tiny_index):
-    engine = build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=4))
+    engine = build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=4), belief=query_modes())
     hooks = []
     engine.add_record_hook(lambda s, t: hooks.append(t.round))
     other = engine.with_llm(CancellableLLM(engine.llm, CancelToken()))
@@ -147,7 +148,7 @@ def test_an_engine_with_another_llm_shares_everything_else(tiny_index):
 @pytest.fixture
 def slow(tiny_index):
     llm = StepLLM(step_s=0.01, tokens=1_000_000)  # writes for hours unless cancelled
-    return build_engine(tiny_index[0], llm=llm, config=EngineConfig(k=4)), llm
+    return build_engine(tiny_index[0], llm=llm, config=EngineConfig(k=4), belief=query_modes()), llm
 
 
 def test_a_newer_action_cancels_the_question_being_written(slow):
@@ -174,7 +175,7 @@ def test_a_newer_action_cancels_the_question_being_written(slow):
 
 
 def test_cancelled_refine_steps_raise_and_a_real_failure_still_says_so(tiny_index):
-    eng = build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=4))
+    eng = build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=4), belief=query_modes())
     st = h.start(eng, UIState(), "a red dog on the beach", later=True)
     while (j := work.claim(st)) is not None:
         work.settle(eng, st, j, work.run(eng, j))

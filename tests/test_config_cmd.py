@@ -17,6 +17,7 @@ from interactive_ir import config
 from interactive_ir.cli import main
 from interactive_ir.commands import config_cmd
 from interactive_ir.errors import BadInputError
+from iir_testutils import query_modes
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "interactive_ir"
@@ -47,7 +48,7 @@ def test_the_text_limit_raised_by_its_variable_reaches_the_engine_and_the_retrie
     assert len(long) == 3000 and len(longer) == 3600
 
     # the default limit refuses 3,000 characters, saying how to raise it
-    eng = build_engine(Retriever(r0.index, r0.embedder), config=engine_config())
+    eng = build_engine(Retriever(r0.index, r0.embedder), config=engine_config(), belief=query_modes())
     with pytest.raises(BadInputError, match=r"the description is 3,000 characters; the limit is 2,000.*IIR_MAX_TEXT_CHARS"):
         eng.start(eng.new_session(), long)
     with pytest.raises(BadInputError, match="IIR_MAX_TEXT_CHARS"):
@@ -55,7 +56,7 @@ def test_the_text_limit_raised_by_its_variable_reaches_the_engine_and_the_retrie
 
     clean_env.setenv("IIR_MAX_TEXT_CHARS", "3500")
     retriever = Retriever(r0.index, r0.embedder)
-    eng = build_engine(retriever, config=engine_config())
+    eng = build_engine(retriever, config=engine_config(), belief=query_modes())
     assert eng.core.config.max_text_chars == retriever.max_text_chars == 3500
     turn = eng.start(eng.new_session(), long)  # the engine's check and the retriever's both let it through
     assert turn.query == long and turn.shown

@@ -22,6 +22,7 @@ from test_index_kinds import write_index
 from interactive_ir.index import kinds as K
 from interactive_ir.retrieval import search_device as sd
 from interactive_ir.retrieval.retriever import Retriever, SearchConfig
+from iir_testutils import query_modes
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_SPACES = Path(__file__).resolve().parent / "fakes" / "zerogpu"
@@ -351,7 +352,7 @@ def test_the_page_wraps_no_search_in_a_gpu_slot(fake_spaces, tiny_index):
     from interactive_ir.ui.events import page_context
 
     r, _, _ = tiny_index
-    ctx = page_context(build_engine(r))
+    ctx = page_context(build_engine(r, belief=query_modes()))
     assert fake_spaces.decorated == []
     assert ctx.act_step.__name__ == "act_step"
 

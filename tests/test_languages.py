@@ -9,6 +9,7 @@ from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.ui import handlers, i18n
 from interactive_ir.ui.language import english_only_note, query_language
 from interactive_ir.ui.state import UIState
+from iir_testutils import query_modes
 
 ENGLISH = ["a dog on the beach", "A man in a red shirt", "die hard poster", "Le Mans race car", "two girls in the park",
            "a café in Paris", "Three boys do hear no evil , see no evil", "A black dog is running after a white dog .",
@@ -40,7 +41,7 @@ def test_the_note_names_the_language_the_embedder_and_the_multilingual_preset():
 
 
 def test_a_search_in_german_on_an_english_only_index_says_so_and_still_searches(tiny_index):
-    engine = build_engine(tiny_index[0], llm=None, config=EngineConfig(k=4))
+    engine = build_engine(tiny_index[0], llm=None, config=EngineConfig(k=4), belief=query_modes())
     st = handlers.start(engine, UIState(), "ein Hund am Strand")
     assert "look German" in st.notice and "fake:32" in st.notice and len(st.session.last.shown) == 4
     st = handlers.start(engine, UIState(), "a dog on the beach")
@@ -61,7 +62,7 @@ def test_every_locale_has_every_text_and_keys_are_safe():
 def test_the_built_page_uses_the_catalogue_for_its_static_text(tiny_index):
     from interactive_ir.ui import build_demo, launch_options
 
-    engine = build_engine(tiny_index[0], llm=None, config=EngineConfig(k=4))
+    engine = build_engine(tiny_index[0], llm=None, config=EngineConfig(k=4), belief=query_modes())
     demo = build_demo(engine, ["notes"])
     assert i18n.untranslated(demo) == []  # every visible label, placeholder and info line has a translation
     texts = [getattr(b, p, None) for b in demo.blocks.values() for p in i18n.PROPS]

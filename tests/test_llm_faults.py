@@ -17,6 +17,7 @@ pytest.importorskip("openai")
 from interactive_ir.backends import make_llm  # noqa: E402
 from interactive_ir.backends.guard import BackendPaused, CircuitBreaker, MalformedReply, status_note  # noqa: E402
 from interactive_ir.errors import BackendError  # noqa: E402
+from iir_testutils import query_modes
 
 
 class RawServer:
@@ -146,7 +147,7 @@ def test_a_malformed_reply_becomes_a_note_on_the_turn_not_an_error_page(servers,
 
     srv = servers(b"\xff\xfe\x00", "application/json")
     r, _, _ = tiny_index
-    eng = build_engine(r, llm=make_llm(f"openai:m@{srv.url}", deadline_s=5, max_retries=0), config=EngineConfig(k=4))
+    eng = build_engine(r, llm=make_llm(f"openai:m@{srv.url}", deadline_s=5, max_retries=0), config=EngineConfig(k=4), belief=query_modes())
     st = h.start(eng, UIState(), "a red dog", defer_question=True)
     st = h.ask_question(eng, st)  # the question stage fails: a note, the search goes on
     err = st.session.last.error
@@ -164,7 +165,7 @@ def test_a_hung_llm_server_never_delays_another_tabs_plain_search(servers, tiny_
     srv = servers(None)
     r, _, _ = tiny_index
     llm = make_llm(f"openai:m@{srv.url}", timeout_s=60, deadline_s=3, max_retries=3, breaker_failures=5)
-    eng = build_engine(r, llm=llm, config=EngineConfig(k=4))
+    eng = build_engine(r, llm=llm, config=EngineConfig(k=4), belief=query_modes())
     asking = [h.start(eng, UIState(), f"a {c} dog", defer_question=True) for c in ("red", "blue")]
     threads = [threading.Thread(target=h.ask_question, args=(eng, st)) for st in asking]
     t0 = time.monotonic()

@@ -13,6 +13,7 @@ from interactive_ir.ui.serving import files, media, uploads
 
 fastapi = pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
+from iir_testutils import query_modes
 
 
 class StubIndex:
@@ -155,7 +156,7 @@ def test_the_app_serves_images_by_token_and_no_folder_by_gradios_file_route(tmp_
     uploads.default_store.cache_clear()
     r, ids, _ = build_tiny(tmp_path)
     (r.index.image_root / "notes.txt").write_text("private")
-    engine = build_engine(r, config=EngineConfig(k=4))
+    engine = build_engine(r, config=EngineConfig(k=4), belief=query_modes())
     demo = build_demo(engine)
     demo.queue()
     demo.launch(server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True,

@@ -16,6 +16,7 @@ from interactive_ir.errors import BadInputError
 from interactive_ir.modes import registry
 from interactive_ir.modes.conversation.plugir.config import PlugIRConfig, resolve_questioner
 from interactive_ir.modes.entries import UnknownMethodError, UnknownModeError
+from iir_testutils import query_modes
 
 ROOT = Path(__file__).resolve().parents[1]
 WITH_METHODS = ("conversation", "feedback", "composed")
@@ -78,11 +79,11 @@ def _shown(eng):
 def test_the_feedback_mode_runs_every_method_of_the_table_and_uses_an_llm_only_where_it_says(tiny_index, name):
     r, ids, caps = tiny_index
     llm = FakeLLM(responder=_rewrite)
-    eng = build_engine(r, llm=llm, config=EngineConfig(k=3))
+    eng = build_engine(r, llm=llm, config=EngineConfig(k=3), belief=query_modes())
     s, t0 = _shown(eng)
     turn = eng.feedback(s, [t0.shown[0]], [t0.shown[1]], method=name)
     assert turn.method == name and bool(llm.calls) == registry.method("feedback", name).needs_llm
-    no_llm = build_engine(r, config=EngineConfig(k=3))
+    no_llm = build_engine(r, config=EngineConfig(k=3), belief=query_modes())
     if registry.method("feedback", name).needs_llm:
         with pytest.raises(BadInputError, match="needs an LLM"):
             no_llm.resolve_feedback_method(name)
@@ -94,11 +95,11 @@ def test_the_feedback_mode_runs_every_method_of_the_table_and_uses_an_llm_only_w
 def test_the_composed_mode_runs_every_method_of_the_table_and_uses_an_llm_only_where_it_says(tiny_index, name):
     r, ids, caps = tiny_index
     llm = FakeLLM()
-    eng = build_engine(r, llm=llm, config=EngineConfig(k=3))
+    eng = build_engine(r, llm=llm, config=EngineConfig(k=3), belief=query_modes())
     s, t0 = _shown(eng)
     turn = eng.relative(s, "make it red", reference=t0.shown[0], method=name)
     assert turn.method == name and bool(llm.calls) == registry.method("composed", name).needs_llm
-    no_llm = build_engine(r, config=EngineConfig(k=3))
+    no_llm = build_engine(r, config=EngineConfig(k=3), belief=query_modes())
     if registry.method("composed", name).needs_llm:
         with pytest.raises(BadInputError, match="needs an LLM"):
             no_llm.resolve_method(name)
@@ -110,7 +111,7 @@ def test_the_composed_mode_runs_every_method_of_the_table_and_uses_an_llm_only_w
 def test_every_method_of_the_table_is_a_way_of_its_own(tiny_index, mode):
     """A name added to the table but not implemented by the mode would search like another method."""
     r, ids, caps = tiny_index
-    eng = build_engine(r, llm=FakeLLM(responder=_rewrite), config=EngineConfig(k=3))
+    eng = build_engine(r, llm=FakeLLM(responder=_rewrite), config=EngineConfig(k=3), belief=query_modes())
     rows = {}
     for name in registry.method_names(mode):
         s, t0 = _shown(eng)
@@ -152,11 +153,11 @@ def test_the_conversation_accepts_the_table_s_methods_and_questioners_and_nothin
 
 
 def test_engines_declare_their_modes_instead_of_being_probed(tiny_index):
-    eng = build_engine(tiny_index[0], config=EngineConfig(k=3))
+    eng = build_engine(tiny_index[0], config=EngineConfig(k=3), belief=query_modes())
     assert registry.offered(eng) == registry.mode_names()
     assert registry.offered(TextSearch(tiny_index[0])) == ()  # a bare search core declares no mode
     with pytest.raises(TypeError, match="use plugir=, feedback=, composed="):
-        build_engine(tiny_index[0], conversation=PlugIRConfig())
+        build_engine(tiny_index[0], conversation=PlugIRConfig(), belief=query_modes())
     assert tuple(eng.mode_configs) == registry.sections()
     for mode in registry.modes():
         if mode.section:
@@ -193,13 +194,13 @@ def test_the_page_offers_automatic_or_a_questioner_and_the_config_takes_every_ch
     assert values == ["", *registry.questioner_names()] and "auto" not in values
     assert h.QUESTIONERS == registry.questioner_names()
     assert set(h.QUESTIONERS) < set(registry.questioner_values())
-    eng = build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=3))
+    eng = build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=3), belief=query_modes())
     for q in h.QUESTIONERS:  # what the page stores in session.meta is what the asker resolves
         st = h.set_questioner(eng, h.start(eng, UIState(), "a dog"), q)
         assert st.session.meta["questioner"] == q and eng.questioner_for(st.session) == q
     with pytest.raises(BadInputError, match="unknown kind of question 'auto'; choose one of grounded, llm"):
         h.set_questioner(eng, UIState(), "auto")
-    no_llm = build_engine(tiny_index[0], config=EngineConfig(k=3))
+    no_llm = build_engine(tiny_index[0], config=EngineConfig(k=3), belief=query_modes())
     needs = [q.name for q in registry.questioners() if q.needs_llm]
     assert [v for _, v in h.choices(h.QUESTIONER_CHOICES, False)] == [
         "", *(q for q in registry.questioner_names() if q not in needs)]
@@ -212,7 +213,7 @@ def test_the_page_refuses_a_method_outside_the_table(tiny_index):
     from interactive_ir.ui import handlers as h
     from interactive_ir.ui.state import UIState
 
-    eng = build_engine(tiny_index[0], config=EngineConfig(k=3))
+    eng = build_engine(tiny_index[0], config=EngineConfig(k=3), belief=query_modes())
     st = h.start(eng, UIState(), "a dog")
     st.marks[st.current_ids[0]] = True
     with pytest.raises(UnknownMethodError, match="choose one of summary, keywords, cot, expand, rocchio"):
@@ -237,7 +238,7 @@ def test_study_conditions_take_the_table_s_names(tiny_index):
         with pytest.raises(sc.StudyConfigError, match=re.escape(f"conditions.A.{key}: 'magic' is not one of "
                                                                 f"{', '.join(registry.method_names(mode))}")):
             sc._condition("A", {"modes": [mode], key: "magic"})
-    no_llm = build_engine(tiny_index[0], config=EngineConfig(k=3))
+    no_llm = build_engine(tiny_index[0], config=EngineConfig(k=3), belief=query_modes())
     for mode in ("feedback", "composed"):
         for m in registry.methods(mode):
             c = sc._condition("A", {"modes": [mode], f"{mode}_method": m.name})

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from iir_testutils import query_modes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,7 +36,7 @@ def app_server(tmp_path, monkeypatch):
     uploads.default_store.cache_clear()
     install()  # as app.py does, before the page is served
     r, _, _ = build_tiny(tmp_path, n=24)
-    engine = build_engine(r, llm=FakeLLM(), config=EngineConfig(k=4))
+    engine = build_engine(r, llm=FakeLLM(), config=EngineConfig(k=4), belief=query_modes())
     demo = build_demo(engine)
     demo.queue(default_concurrency_limit=4)
     demo.launch(server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True,

@@ -188,7 +188,7 @@ def test_a_selection_exports_only_the_selected_images(tiny_index, tmp_path):
     from interactive_ir.ui.export import write_file
     from interactive_ir.ui.state import UIState
 
-    engine = build_engine(tiny_index[0], llm=None, config=EngineConfig(k=6))
+    engine = build_engine(tiny_index[0], llm=None, config=EngineConfig(k=6), belief=query_modes())
     st = h.start(engine, UIState(), "a red dog")
     picked = [st.current_ids[4], st.current_ids[1]]
     z = write_file(engine, st, "zip", tmp_path, picked)
