@@ -43,3 +43,8 @@ class SessionError(IIRError, ValueError):
 class Cancelled(IIRError):
     """Model work stopped because nobody wants its result any more (a newer action of the same tab
     superseded it). Not a failure: it is never shown to the user and never counts against a backend."""
+
+
+class QueryError(BadInputError):
+    """A search query that cannot be read or run as written (a bad token, an unknown field, a filter on
+    facts the index does not hold); the message is one line naming the token."""

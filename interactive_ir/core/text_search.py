@@ -174,14 +174,39 @@ class TextSearch:
         return [dataclasses.replace(self.retriever.hit(self.index.row_of[i], s), seen=i in seen)
                 for i, s in zip(turn.shown, turn.scores)]
 
+    def read_query(self, session: Session, text: str) -> str:
+        """The description in a typed query (`query_language.py`); its filters and NOT terms become the
+        session's when it has any, or when it starts the session. QueryError names a malformed token, an
+        unknown field or one the index holds no data for."""
+        from interactive_ir.retrieval.query_language import parse_query
+
+        q = parse_query(text or "")
+        if q.plain and session.turns:
+            return q.text
+        self.retriever.filter_rows(q.filters)  # checked now: a bad filter fails before the session changes
+        filters = " ".join(f.token for f in q.filters)
+        session.filters, session.not_terms = filters, list(q.nots)
+        return q.text
+
+    def scope_for(self, session: Session) -> dict:
+        """`allow=` and `nots=` for this session's searches (its filters' rows, its NOT terms' query rows)."""
+        if not (session.filters or session.not_terms):
+            return {}
+        from interactive_ir.retrieval.query_language import parse_query
+
+        allow = self.retriever.filter_rows(parse_query(session.filters).filters)
+        return {"allow": allow, "nots": self.retriever.not_rows(session.not_terms)}
+
     def retrieve_row(self, session: Session, qrow, k: int | None = None, page: bool = False,
                      before: Turn | None = None) -> list[Hit]:
-        return self.retriever.search_row(qrow, k or self.config.k, exclude=self.exclude_for(session, page, before))
+        return self.retriever.search_row(qrow, k or self.config.k, exclude=self.exclude_for(session, page, before),
+                                         **self.scope_for(session))
 
     def retrieve_rows(self, session: Session, qrow, k: int | None = None, page: bool = False,
                       before: Turn | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(scores, rows) of `retrieve_row`'s search, best first: no metadata read (`Retriever.hits` types them)."""
-        return self.retriever.search_rows(qrow, k or self.config.k, exclude=self.exclude_for(session, page, before))
+        return self.retriever.search_rows(qrow, k or self.config.k, exclude=self.exclude_for(session, page, before),
+                                          **self.scope_for(session))
 
     def record(self, session: Session, turn: Turn, hits: Iterable[Hit], t_start: float) -> Turn:
         """Attach hits and timings, append the turn to the session, and return it.
@@ -207,7 +232,7 @@ class TextSearch:
     def search_text(self, session: Session, text: str, kind: str = "search") -> Turn:
         """Retrieve for `text` as this round's query (the description on round 0)."""
         self.check_open(session)
-        text = self.check_text(text, "description" if not session.turns else "query")
+        text = self.check_text(self.read_query(session, text), "description" if not session.turns else "query")
         t_start = time.perf_counter()
         if not session.turns:
             session.description = text
