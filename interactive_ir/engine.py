@@ -164,6 +164,11 @@ class Engine(OnCore):
         learn from (`core.belief_rounds`)."""
         return self._then_ask(session, self.belief_rounds.closest(session, image_id), ask)
 
+    def more_like(self, session: Session, image_id: str, *, ask: bool = True) -> Turn:
+        """"More like this": a new round ranked by the image `image_id` itself (image->image on an image
+        index, its caption's vector on a caption index), keeping the session's filters and NOT terms."""
+        return self._then_ask(session, self.core.more_like(session, image_id), ask)
+
     def _then_ask(self, session: Session, turn: Turn, ask: bool) -> Turn:
         if ask and self.asker.asks(session):
             self.asker.ask(session)

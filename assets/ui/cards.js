@@ -82,7 +82,7 @@ function iirOpen(id) {
       const b = ev.target.closest("button[data-action]");
       if (b && !b.disabled && window.iirResultsTrigger) {
         window.iirResultsTrigger("click", { action: b.dataset.action, id: b.dataset.id, index: "", question: "" });
-        if (b.dataset.action === "found") iirClose();
+        if (b.dataset.action === "found" || b.dataset.action === "like") iirClose();
       }
     });
     box.querySelector(".iir-lb-img").addEventListener("error", () => {

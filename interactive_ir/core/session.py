@@ -18,7 +18,7 @@ import numpy as np
 from interactive_ir.errors import SessionError
 from interactive_ir.types import Candidates, Question
 
-TURN_KINDS = ("describe", "answer", "skip", "feedback", "relative", "search", "closest")
+TURN_KINDS = ("describe", "answer", "skip", "feedback", "relative", "search", "closest", "like")
 
 
 @dataclass

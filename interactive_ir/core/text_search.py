@@ -248,6 +248,39 @@ class TextSearch:
         session.carry_row, session.composed_history, session.feedback_query = [], [], []
         return self.record(session, turn, hits, t_start)
 
+    # --- more like this (no LLM) -------------------------------------------------------------
+    def like_row(self, image_id: str) -> np.ndarray:
+        """The query row of "more like this" for an indexed image: its image vector on an image index
+        (image->image: the caption half of the row is left out), its caption's vector on a caption index."""
+        row = self.index.row_of.get(image_id)
+        if row is None:
+            raise SessionError(f"no image {image_id!r} in this index")
+        vec = self.retriever.row_vector(row, "image")  # a caption index's "image" vectors are its captions
+        if not np.any(vec):
+            raise BadInputError(f"image {image_id!r} has no vector to search with (no caption): describe it "
+                                "in words instead")
+        return np.asarray(self.retriever.query_row(vec, None), np.float32)
+
+    def more_like(self, session: Session, image_id: str) -> Turn:
+        """A new round of the same search ranked by one result's own vector ("more like this", `like_row`):
+        the session's filters and NOT terms stay, the image itself is left out, and later answers and skips
+        keep this round's effect (the carried row)."""
+        self.check_open(session)
+        if not session.turns:
+            raise SessionError("there is no search yet: describe the image you are looking for first")
+        image_id = str(image_id or "").strip()
+        qrow = self.like_row(image_id)
+        t_start = time.perf_counter()
+        turn = Turn(round=len(session.turns), kind="like", query=session.current_query, method="like",
+                    started_at=time.time(), extra={"like": image_id})
+        exclude = list(dict.fromkeys([*self.exclude_for(session), image_id]))
+        t = time.perf_counter()
+        hits = self.retriever.search_row(qrow, self.config.k, exclude=exclude, **self.scope_for(session))
+        turn.timings["retrieve"] = round(time.perf_counter() - t, 6)
+        turn.query_row = qrow
+        session.carry_row = [float(x) for x in qrow]  # later answers and skips keep this round's effect
+        return self.record(session, turn, hits, t_start)
+
     def found(self, session: Session, image_id: str) -> dict:
         """The user found the target: record round and rank (in the round it was shown)."""
         if session.found:

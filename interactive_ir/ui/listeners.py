@@ -59,7 +59,8 @@ def wire(demo, page: Page, ctx: PageContext, *, search_concurrency: int, click_c
                           outputs, api_name="choose", **act)
     page.api_card.click(bind(events.card, ctx), [state, page.api_action, page.api_id], outputs, api_name="card",
                         **marks)
-    page.results.click(bind(events.on_card, ctx), [state], outputs, **marks)
+    page.results.click(bind(events.on_card, ctx), [state], outputs, **marks).then(  # "More like this": its question
+        follow_up, [state], outputs, api_name=False, **model)
     page.strip.click(bind(events.on_card, ctx), [state], outputs, **marks)  # "Found" under an earlier round
     page.upload.upload(bind(events.on_upload, ctx), [state, page.upload], outputs, **cheap)
     page.upload.clear(bind(events.on_clear_upload, ctx), [state], outputs, **cheap)

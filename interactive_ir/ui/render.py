@@ -19,6 +19,7 @@ ACTIONS = {  # data-action -> (label, tooltip)
     "irrelevant": ("Not it", "Mark as not what you look for (click again to unmark)"),
     "reference": ("Use as reference", "Describe how your image differs from this one"),
     "found": ("Found it", "This is the image I was looking for: end the search"),
+    "like": ("More like this", "Search for images like this one (a new round of this search; filters stay)"),
 }
 CARD_CHARS = 90  # a result card's caption is cut (at a word) beyond this; its full text is its tooltip
 OPTION_CHARS = 40  # the same for a picture option's label
@@ -131,7 +132,7 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
             actions = ('<div class="iir-actions">'
                        + _button("relevant", h.id, mark is True) + _button("irrelevant", h.id, mark is False)
                        + _button("reference", h.id, st.reference == h.id) + _button("found", h.id)
-                       + "</div>")
+                       + _button("like", h.id) + "</div>")
         cards.append(
             f'<article class="{" ".join(cls)}" data-id="{esc(h.id)}" data-rank="{rank}" role="listitem">'
             f'<div class="iir-pic">{badges}{pic}</div>'
@@ -208,6 +209,7 @@ def _turn_label(t: Turn) -> str:
         "relative": f"“{t.user_text}” relative to " + ("an uploaded image" if t.reference_upload else
                                                         (t.reference or "the top result")),
         "search": f"searched “{t.user_text}”",
+        "like": f"more like {t.extra.get('like', 'one result')}",
     }.get(t.kind, t.kind)
     return f"Round {t.round + 1}: {kind}"
 
@@ -275,6 +277,8 @@ def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "
             lines.append(("note", f"(you marked {len(t.relevant)} relevant, {len(t.irrelevant)} not relevant)"))
         elif t.kind == "relative":
             lines.append(("you", f"{t.user_text}  (relative to a reference image)"))
+        elif t.kind == "like":
+            lines.append(("note", "(more like one of the results)"))
         elif t.user_text:
             lines.append(("you", t.user_text))
         if t.error:
