@@ -122,6 +122,14 @@ class Engine(OnCore):
     def found(self, session: Session, image_id: str) -> dict:
         return self.core.found(session, image_id)
 
+    def duplicate_groups(self, turn: Turn) -> list[list[str]]:
+        """The turn's results as groups of near-duplicates (best ranked first; `EngineConfig.fold_similarity`)."""
+        return self.core.duplicate_groups(turn)
+
+    def close_match(self, session: Session, turn: Turn | None = None):
+        """"No close match": the round's best score against the index's score profile (None: no judgement)."""
+        return self.core.close_match(session, turn)
+
     def resolve_feedback_method(self, method: str | None) -> str:
         return self.feedback_mode.resolve_feedback_method(method)
 

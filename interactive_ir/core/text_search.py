@@ -36,6 +36,10 @@ class EngineConfig:
     max_text_chars: int = MAX_TEXT_CHARS  # longest description, answer or relative caption accepted (the
     #                                       retriever reads the same variable, IIR_MAX_TEXT_CHARS)
     caption_cache_size: int = 10_000  # captioner captions kept per engine (by image id); 0 turns the cache off
+    fold_similarity: float = 0.95  # results whose vectors have at least this cosine show as one card, "+N similar"
+    #                                (retrieval/duplicates.py; bench/bench_duplicates.py); 0 turns folding off
+    no_match_quantile: float = 0.05  # "no close match" when a description's best score is below this quantile of
+    #                                  what the index's own descriptions score (its manifest's score_profile); 0: off
 
 
 def engine_config(environ=None, **overrides) -> EngineConfig:
@@ -54,6 +58,7 @@ _OLD_HIDE_SEEN_ENV = "IIR_EXCLUDE_SHOWN"  # hide_seen's env variable when the fi
 
 
 PAGING_KINDS = ("feedback", "skip")  # rounds that page through unseen images whatever EngineConfig.hide_seen says
+NOTE_KINDS = ("describe", "search")  # rounds ranked by a typed description alone: "no close match" can judge them
 QUERY_ROW_ATTR = "query_row"  # the Turn field with the row the turn ranked with (transient: never serialised)
 
 # what to do when a text field is empty, by field
@@ -247,6 +252,29 @@ class TextSearch:
         # a typed query starts afresh: it replaces what feedback and relative captions built up
         session.carry_row, session.composed_history, session.feedback_query = [], [], []
         return self.record(session, turn, hits, t_start)
+
+    def close_match(self, session: Session, turn: Turn | None = None):
+        """How the best score of a typed description's round (`turn`, default the last) compares with what this
+        collection usually gives (`retrieval.score_profile.CloseMatch`); None for other rounds, a search with
+        NOT terms (they lower scores), or an index without a score profile."""
+        from interactive_ir.retrieval.score_profile import PROFILE_KEY, close_match
+
+        turn = turn if turn is not None else session.last
+        if turn is None or turn.kind not in NOTE_KINDS or not turn.scores or session.not_terms:
+            return None
+        return close_match(self.index.manifest.get(PROFILE_KEY), turn.scores[0], self.retriever.default_tau,
+                           self.config.no_match_quantile)
+
+    def duplicate_groups(self, turn: Turn) -> list[list[str]]:
+        """The turn's shown ids as groups of near-duplicates (`retrieval.duplicates.fold`), each headed by its
+        best ranked image, in rank order; every group has one id when folding is off."""
+        from interactive_ir.retrieval.duplicates import fold
+
+        if not turn.shown or self.config.fold_similarity <= 0:
+            return [[i] for i in turn.shown]
+        rows = [self.index.row_of[i] for i in turn.shown]
+        groups = fold(self.index.vectors(rows, "image"), float(self.config.fold_similarity))
+        return [[turn.shown[i] for i in g] for g in groups]
 
     # --- more like this (no LLM) -------------------------------------------------------------
     def like_row(self, image_id: str) -> np.ndarray:

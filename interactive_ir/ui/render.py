@@ -102,6 +102,7 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
     found_id = s.found.get("id") if s.found else ""
     ended = s.ended
     seen = _seen_ids(turn, hits)
+    folded = fold_of(engine, turn)
     cards = []
     for rank, h in enumerate(hits, 1):
         mark = st.marks.get(h.id)
@@ -132,9 +133,19 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
             actions = ('<div class="iir-actions">'
                        + _button("relevant", h.id, mark is True) + _button("irrelevant", h.id, mark is False)
                        + _button("reference", h.id, st.reference == h.id) + _button("found", h.id)
-                       + _button("like", h.id) + "</div>")
+                       + "</div>")
+            badges += _button("like", h.id)  # over the picture's corner: the card keeps its height
+        head, more = folded.get(h.id, ("", 0))
+        fold_attr = ""
+        if head:  # a near-duplicate of a better ranked result: hidden until that card's "+N similar" opens it
+            cls.append("is-folded")
+            fold_attr = f' data-fold="{esc(head)}" hidden'
+        elif more:
+            badges += (f'<button type="button" class="iir-more-similar" data-action="unfold" data-id="{esc(h.id)}" '
+                       f'aria-expanded="false" title="Show the {more} nearly identical results folded under this one">'
+                       f"+{more} similar</button>")
         cards.append(
-            f'<article class="{" ".join(cls)}" data-id="{esc(h.id)}" data-rank="{rank}" role="listitem">'
+            f'<article class="{" ".join(cls)}" data-id="{esc(h.id)}" data-rank="{rank}" role="listitem"{fold_attr}>'
             f'<div class="iir-pic">{badges}{pic}</div>'
             f'<p class="iir-cap" title="{esc(cap)}">{esc(plain_caption(h.caption, CARD_CHARS) or h.id)}</p>'
             f"{_why(turn.why.get(h.id, []))}{actions}</article>")
@@ -161,7 +172,36 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
     if q is not None:
         ask = (f'<div class="iir-ask-narrow">System asks: <b>{esc(q.text)}</b> '
                '<a href="#iir-dialogue-panel">Answer ↓</a></div>')
+    head += no_match_html(engine, s)
     return f'{head}{ask}<div class="iir-grid" role="list" aria-label="results">{liked}{"".join(cards)}</div>'
+
+
+def no_match_html(engine, s: Session) -> str:
+    """The "no close match" note over a typed description's results (what to try, and the scores on demand),
+    or '' when the best score is usual for this collection or the index has no score profile."""
+    cm = engine.close_match(s) if not s.ended else None
+    if cm is None or not cm.weak:
+        return ""
+    where = "among the photos your filters keep" if s.filters else "in this collection"
+    tips = ("other words for what you see (objects, colours, the place)", "a shorter description",
+            "removing a filter" if s.filters else "one of the results that comes closest: More like this")
+    scores = ", ".join(f"{x:.3f}" for x in s.last.scores)
+    return ('<div class="iir-no-match" role="note"><b>No close match</b> ' + esc(where) + ": the best result scores "
+            f"lower than {100 - round(cm.quantile * 100)}% of descriptions usually do here. Try "
+            + "; ".join(esc(t) for t in tips) + ".<details class=\"iir-no-match-scores\"><summary>Scores</summary>"
+            f"best {cm.best:.3f}; a description's best is usually {cm.usual:.3f} here, and below {cm.cutoff:.3f} "
+            f"in {round(cm.quantile * 100)}% of cases. This page: {esc(scores)}</details></div>")
+
+
+def fold_of(engine, turn: Turn) -> dict[str, tuple[str, int]]:
+    """Near-duplicate folding of a round's results (`Engine.duplicate_groups`): {id: (its group's head, 0)} for
+    a folded result, {head: ("", how many it folds)} for a group's head."""
+    out: dict[str, tuple[str, int]] = {}
+    for group in engine.duplicate_groups(turn):
+        if len(group) > 1:
+            out[group[0]] = ("", len(group) - 1)
+            out.update({i: (group[0], 0) for i in group[1:]})
+    return out
 
 
 def _the_liked(n: int) -> str:
