@@ -130,6 +130,18 @@ class Engine(OnCore):
         """"No close match": the round's best score against the index's score profile (None: no judgement)."""
         return self.core.close_match(session, turn)
 
+    def facets(self) -> dict[str, list[tuple[str, int]]]:
+        """The collection's folders, cameras, years and user-field values with counts (the page's filter row)."""
+        return self.core.facets()
+
+    def date_histogram(self, session: Session) -> tuple[str, list[tuple[str, int]]]:
+        """Images per year (or month) among those the session's filters keep."""
+        return self.core.date_histogram(session)
+
+    def dates_of(self, image_ids) -> dict[str, float]:
+        """id -> date taken (or file time) of those images that have one (sort by date)."""
+        return self.core.dates_of(image_ids)
+
     def resolve_feedback_method(self, method: str | None) -> str:
         return self.feedback_mode.resolve_feedback_method(method)
 

@@ -79,6 +79,7 @@ class TextSearch:
         self.record_hooks: list[Callable[[Session, Turn], None]] = []  # called with each recorded round (probes)
         self._captions: OrderedDict[str, str] = OrderedDict()  # captioner captions by image id, oldest first
         self._captions_lock = threading.Lock()  # the engine is shared by every user's thread
+        self._histograms: dict[str, tuple] = {}  # a search's filters -> its date histogram (a few kept)
 
     @property
     def index(self):
@@ -275,6 +276,40 @@ class TextSearch:
         rows = [self.index.row_of[i] for i in turn.shown]
         groups = fold(self.index.vectors(rows, "image"), float(self.config.fold_similarity))
         return [[turn.shown[i] for i in g] for g in groups]
+
+    # --- the page's filter row, sort by date and date histogram -----------------------------------
+    def facets(self) -> dict[str, list[tuple[str, int]]]:
+        """The commonest folders, cameras, years and user-field values of the collection, with counts
+        (`index.filters.facets`); {} for an index without metadata."""
+        from interactive_ir.index.filters import facets
+
+        return facets(self.index.meta.sql())
+
+    def date_histogram(self, session: Session) -> tuple[str, list[tuple[str, int]]]:
+        """How many of the images the session's filters keep (all without filters) were taken in each year, or
+        in each month when they span two years or fewer (`index.filters.date_counts`)."""
+        from interactive_ir.index.filters import date_counts
+        from interactive_ir.retrieval.query_language import parse_query
+
+        rows = self.retriever.filter_rows(parse_query(session.filters or "").filters)
+        key = session.filters or ""
+        with self._captions_lock:
+            got = self._histograms.get(key)
+        if got is None:
+            got = date_counts(self.index.meta.sql(), rows)
+            with self._captions_lock:
+                if len(self._histograms) >= 16:
+                    self._histograms.pop(next(iter(self._histograms)))
+                self._histograms[key] = got
+        return got
+
+    def dates_of(self, image_ids: Sequence[str]) -> dict[str, float]:
+        """id -> date (seconds since 1970: EXIF date taken, else the file's time) of those images that have one."""
+        from interactive_ir.index.filters import dates_of
+
+        rows = self.index.row_of.many(image_ids)
+        got = dates_of(self.index.meta.sql(), rows.values())
+        return {i: got[r] for i, r in rows.items() if r in got}
 
     # --- more like this (no LLM) -------------------------------------------------------------
     def like_row(self, image_id: str) -> np.ndarray:

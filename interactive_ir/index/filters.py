@@ -131,12 +131,7 @@ def facets(db: sqlite3.Connection | None, rows: np.ndarray | None = None, top: i
     what the page's filter row offers. {} for an index without metadata."""
     if db is None or not has_info(db):
         return {}
-    scope, args = "", []
-    if rows is not None:
-        db.execute("CREATE TEMP TABLE IF NOT EXISTS scope (row INTEGER PRIMARY KEY)")
-        db.execute("DELETE FROM scope")
-        db.executemany("INSERT INTO scope VALUES (?)", ((int(r),) for r in rows))
-        scope = " AND row IN (SELECT row FROM scope)"
+    scope, args = _scope(db, rows), []
     q = {
         "year": "SELECT strftime('%Y', date, 'unixepoch') AS v, count(*) AS n FROM info WHERE date IS NOT NULL"
                 f"{scope} GROUP BY v ORDER BY v",
@@ -150,3 +145,43 @@ def facets(db: sqlite3.Connection | None, rows: np.ndarray | None = None, top: i
             f"SELECT value, count(*) AS n FROM fields WHERE field = ?{scope} GROUP BY value COLLATE NOCASE "
             f"ORDER BY n DESC, value LIMIT {top}", [name])]
     return {k: v for k, v in out.items() if v}
+
+
+def _scope(db: sqlite3.Connection, rows: np.ndarray | None) -> str:
+    """A condition keeping `rows` only ("" for every row), through this connection's temporary `scope` table."""
+    if rows is None:
+        return ""
+    db.execute("CREATE TEMP TABLE IF NOT EXISTS scope (row INTEGER PRIMARY KEY)")
+    db.execute("DELETE FROM scope")
+    db.executemany("INSERT INTO scope VALUES (?)", ((int(r),) for r in rows))
+    return " AND row IN (SELECT row FROM scope)"
+
+
+def date_counts(db: sqlite3.Connection | None, rows: np.ndarray | None = None) -> tuple[str, list[tuple[str, int]]]:
+    """How many images (of `rows`, default all) were taken in each year, oldest first, or in each month
+    ("2019-07") when they span two years or fewer: ("year" or "month", [(label, count), ...]). Images without
+    a date are not counted; ("", []) for an index without metadata or without dates."""
+    if db is None or not has_info(db):
+        return "", []
+    scope = _scope(db, rows)
+    out = {}
+    for unit, fmt in (("year", "%Y"), ("month", "%Y-%m")):
+        out[unit] = [(str(v), int(n)) for v, n in db.execute(
+            f"SELECT strftime('{fmt}', date, 'unixepoch') AS v, count(*) FROM info WHERE date IS NOT NULL{scope} "
+            "GROUP BY v ORDER BY v")]
+        if unit == "year" and len(out[unit]) > 2:
+            return "year", out[unit]
+    return ("month", out["month"]) if out["month"] else ("", [])
+
+
+def dates_of(db: sqlite3.Connection | None, rows) -> dict[int, float]:
+    """row -> date (seconds since 1970: EXIF date taken, else the file's time) of those of `rows` that have one."""
+    rows = [int(r) for r in rows]
+    if db is None or not rows or not has_info(db):
+        return {}
+    got: dict[int, float] = {}
+    for a in range(0, len(rows), 900):  # SQLite's limit on bound parameters
+        part = rows[a : a + 900]
+        got.update((int(r), float(d)) for r, d in db.execute(
+            f"SELECT row, date FROM info WHERE date IS NOT NULL AND row IN ({','.join('?' * len(part))})", part))
+    return got

@@ -158,3 +158,47 @@ def parse_query(text: str, *, filters_only: bool = False) -> Query:
 def parse_where(text: str) -> tuple[Filter, ...]:
     """Structured filters (the CLI's --where, the API's `where`): only field:value tokens."""
     return parse_query(text, filters_only=True).filters
+
+
+# --- the page's filter row and chips: they edit the query's text, so one parser reads every filter ----------
+ROW_FIELDS = ("date", "folder", "tag", "tags", "camera")  # the fields the page's filter row sets
+
+
+def field_token(field: str, value: str) -> str:
+    """`field:value`, the value quoted when it holds a space; QueryError for a value the language cannot hold."""
+    value = " ".join(str(value or "").split())
+    if '"' in value:
+        raise QueryError(f"{field}:{value} cannot be a filter: its value holds a quote")
+    return f'{field}:"{value}"' if " " in value else f"{field}:{value}"
+
+
+def row_tokens(date_from: str = "", date_to: str = "", folder: str = "", tags=(), camera: str = "") -> list[str]:
+    """The filters the page's filter row stands for, as the search box would hold them (`date:2019..2021`,
+    `folder:trips`, `tag:family`, `camera:"canon eos"`), each checked by the parser."""
+    a, b = str(date_from or "").strip(), str(date_to or "").strip()
+    out = []
+    if a or b:
+        out.append("date:" + (a if a == b else f"{a}..{b}"))
+    if str(folder or "").strip():
+        out.append(field_token("folder", folder))
+    out += [field_token("tag", t) for t in (tags or ()) if str(t).strip()]
+    if str(camera or "").strip():
+        out.append(field_token("camera", camera))
+    parse_query(" ".join(out), filters_only=True)  # a bad date range says so, naming the token
+    return out
+
+
+def with_row_filters(text: str, tokens, fields=ROW_FIELDS) -> str:
+    """`text` with its filters on `fields` (default: the row's, `ROW_FIELDS`) replaced by `tokens`; its words,
+    NOT terms, phrases and other filters kept as typed (`-folder:x` too: the row sets positive filters)."""
+    kept = [t for t in _tokens(text or "")
+            if not ((m := _FIELD.match(t)) and m.group(3) and not m.group(1) and m.group(2).lower() in fields)]
+    return " ".join([*kept, *tokens])
+
+
+def without_token(text: str, token: str) -> str:
+    """`text` without one of its tokens (a chip's label: a filter, a NOT term or a phrase)."""
+    toks = _tokens(text or "")
+    if token in toks:
+        toks.remove(token)
+    return " ".join(toks)

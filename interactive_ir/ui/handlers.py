@@ -184,6 +184,7 @@ def start(engine, st: UIState, description: str, *, defer_question: bool = False
         else:
             engine.search_text(session, text)
     st.session = session
+    st.query = " ".join(str(description or "").split())  # as typed: the filter chips edit it
     _moved(st)
     st.new_page()
     _drop_upload(st)

@@ -4,7 +4,7 @@ to the `events`. Gradio is imported only when a page is laid out."""
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from interactive_ir.ui import handlers, render
+from interactive_ir.ui import filter_row, handlers, render
 from interactive_ir.ui.state import UIState
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets" / "ui"
@@ -53,6 +53,7 @@ class Page:
     share: object  # Copy link (its HTML carries the search's link)
     save_btn: object  # Save search (the session as JSON)
     open_btn: object  # Open saved search
+    filters: object = None  # the filter row (`filter_row.FilterRow`), None for an index without metadata
 
     def outputs(self, names) -> list:
         """The components called `names`, in that order."""
@@ -77,6 +78,7 @@ def lay_out(ctx, setup_notes, title: str) -> Page:
             with gr.Accordion("Models and data", open=False, elem_id="iir-notes-panel"):
                 gr.Markdown(notes_markdown(setup_notes), elem_id="iir-notes")
         parts |= _search_column(ctx, js)
+        parts["filters"] = filter_row.lay_out(ctx)  # date range, folder, tags, camera, order (issue 26)
         parts |= _dialogue_panel(ctx, js)
         parts |= _composed_panel(ctx)
         parts |= _results(ctx, js)

@@ -69,6 +69,10 @@ def wire(demo, page: Page, ctx: PageContext, *, search_concurrency: int, click_c
     page.questioner.change(bind(events.on_questioner, ctx), [state, page.questioner], outputs, **cheap)
     page.hide_seen.input(bind(events.on_hide_seen, ctx), [state, page.hide_seen], outputs, **cheap)
     _wire_share(demo, page, ctx, act, model, cheap)
+    if page.filters is not None:  # the filter row (issue 26): it edits the query and searches again
+        from interactive_ir.ui import filter_row
+
+        filter_row.wire(page, page.filters, ctx, groups)
     demo.unload(events.on_close)
     wire_export(page, ctx, cheap)
 

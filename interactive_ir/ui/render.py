@@ -10,6 +10,7 @@ from html import escape
 
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.ui.captions import plain_caption
+from interactive_ir.ui import filter_view
 from interactive_ir.ui.handlers import modes
 from interactive_ir.ui.serving.media import image_url, upload_url
 from interactive_ir.ui.state import UIState
@@ -104,7 +105,11 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
     seen = _seen_ids(turn, hits)
     folded = fold_of(engine, turn)
     cards = []
-    for rank, h in enumerate(hits, 1):
+    ranks = {h.id: n for n, h in enumerate(hits, 1)}  # the rank by score, kept when the order is by date
+    if st.sort:
+        hits = filter_view.by_date(hits, engine.dates_of([h.id for h in hits]), st.sort)
+    for h in hits:
+        rank = ranks[h.id]
         mark = st.marks.get(h.id)
         cls = ["iir-card"]
         if mark is True:
@@ -172,7 +177,7 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
     if q is not None:
         ask = (f'<div class="iir-ask-narrow">System asks: <b>{esc(q.text)}</b> '
                '<a href="#iir-dialogue-panel">Answer ↓</a></div>')
-    head += no_match_html(engine, s)
+    head += filter_view.summary_html(engine, st) + no_match_html(engine, s)
     return f'{head}{ask}<div class="iir-grid" role="list" aria-label="results">{liked}{"".join(cards)}</div>'
 
 
