@@ -4,48 +4,23 @@ chips, sort by date and the date histogram of the matches."""
 from __future__ import annotations
 
 import calendar
-import json
-import os
 
 import numpy as np
 import pytest
-from iir_testutils import make_images
+from iir_testutils import YEARS, build_dated, year_of
 
 from interactive_ir.errors import BadInputError, QueryError
 from interactive_ir.index import filters
 from interactive_ir.retrieval.query_language import parse_query, row_tokens, with_row_filters, without_token
 
-YEARS = (2015, 2016, 2017, 2018, 2019, 2020)
-
-
-def year_of(i: int) -> int:
-    return YEARS[i % len(YEARS)]
-
 
 @pytest.fixture(scope="module")
 def dated(tmp_path_factory):
     """24 images (every fourth in sub/), each dated by its file time in one of six years, some tagged."""
-    from interactive_ir.backends import make_embedder
     from interactive_ir.engine import EngineConfig, build_engine
-    from interactive_ir.index import load_index
-    from interactive_ir.index.builder import BuildConfig, build_index
-    from interactive_ir.retrieval.retriever import Retriever
 
-    tmp = tmp_path_factory.mktemp("dated")
-    caps = make_images(tmp / "images", 24)
-    for n, rel in enumerate(sorted(caps)):
-        t = calendar.timegm((year_of(n), 3 + n % 6, 10, 12, 0, 0))
-        os.utime(tmp / "images" / rel, (t, t))
-    with open(tmp / "captions.jsonl", "w") as f:
-        for n, (rel, c) in enumerate(sorted(caps.items())):
-            row = {"image": rel, "captions": c}
-            if n % 3 == 0:
-                row["tags"] = ["family"] + (["beach"] if n % 2 == 0 else [])
-            f.write(json.dumps(row) + "\n")
-    emb = make_embedder("fake:32")
-    build_index(BuildConfig(images=tmp / "images", out=tmp / "index", captions=tmp / "captions.jsonl"), emb)
-    r = Retriever(load_index(tmp / "index"), emb)
-    return build_engine(r, llm=None, config=EngineConfig(k=6, fold_similarity=0)), sorted(caps)
+    r, ids = build_dated(tmp_path_factory.mktemp("dated"))
+    return build_engine(r, llm=None, config=EngineConfig(k=6, fold_similarity=0)), ids
 
 
 def _db(engine):

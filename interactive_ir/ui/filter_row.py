@@ -52,6 +52,10 @@ def lay_out(ctx) -> FilterRow | None:
     if not facets:
         return None
     years, tags = facets.get("year", []), facets.get(tag_field(facets), [])
+    years = years if len(years) > 1 else []  # one year: no range to choose
+    dated = len(ctx.engine.date_histogram(ctx.engine.new_session())[1]) > 1  # dates of two months or more
+    if not (years or dated or tags or facets.get("folder") or facets.get("camera")):
+        return None  # nothing to choose (the demo gallery: one folder, its files' dates all alike): no row
     opts = {"show_label": False, "container": False, "scale": 0, "min_width": 130, "interactive": True}
     with gr.Row(equal_height=True, elem_id="iir-filters"):
         date_from = gr.Dropdown(_choices("From: any year", years), value="", label="From", elem_id="iir-f-from",
@@ -60,12 +64,12 @@ def lay_out(ctx) -> FilterRow | None:
                               visible=bool(years), **opts)
         folder = gr.Dropdown(_choices("Any folder", facets.get("folder", [])), value="", label="Folder",
                              elem_id="iir-f-folder", visible="folder" in facets, **opts)
-        tag = gr.Dropdown([(f"{v} ({n:,})", v) for v, n in tags], value=[], multiselect=True, label="Tags",
-                          elem_id="iir-f-tags", visible=bool(tags), **{**opts, "min_width": 160},
-                          placeholder="Tags")
+        tag = gr.Dropdown(_choices("Any tag", tags), value="", label="Tag", elem_id="iir-f-tags",  # one here;
+                          visible=bool(tags), **opts)  # more typed in the box: tag:a tag:b
         camera = gr.Dropdown(_choices("Any camera", facets.get("camera", [])), value="", label="Camera",
                              elem_id="iir-f-camera", visible="camera" in facets, **opts)
-        sort = gr.Dropdown([(v, k) for k, v in SORTS.items()], value="", label="Order", elem_id="iir-f-sort", **opts)
+        sort = gr.Dropdown([(v, k) for k, v in SORTS.items()], value="", label="Order", elem_id="iir-f-sort",
+                           visible=dated, **opts)
         gr.HTML(f'<span class="iir-syntax" tabindex="0" role="note" title="{_attr(HELP)}" '
                 f'aria-label="Search syntax: {_attr(HELP)}">Search syntax <b aria-hidden="true">?</b></span>',
                 elem_id="iir-syntax", padding=False, min_width=0)
@@ -182,7 +186,7 @@ def wire(page, row: FilterRow, ctx, groups: dict) -> None:
         lo, hi, folder, tags, camera = synced(st, facets)
         return (gr.Dropdown(value=lo if lo in years else ""), gr.Dropdown(value=hi if hi in years else ""),
                 gr.Dropdown(value=folder if folder in folders else ""),
-                gr.Dropdown(value=[tag_values[t.lower()] for t in tags if t.lower() in tag_values]),
+                gr.Dropdown(value=tag_values.get(tags[0].lower(), "") if len(tags) == 1 else ""),
                 gr.Dropdown(value=cameras.get(camera.lower(), "")))
 
     parts = (row.date_from, "date"), (row.date_to, "date"), (row.folder, "folder"), (row.tags, "tags"), (row.camera, "camera")

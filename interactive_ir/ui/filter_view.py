@@ -35,7 +35,7 @@ def chips_html(session) -> str:
 
 def histogram_html(unit: str, counts: list[tuple[str, int]]) -> str:
     """Bars of the matches per year (or month); each bar's button keeps that period (`date:2019`)."""
-    if not counts:
+    if len(counts) < 2:  # one bar says nothing the label would not
         return ""
     top = max(n for _, n in counts) or 1
     total = sum(n for _, n in counts)
