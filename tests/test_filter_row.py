@@ -183,3 +183,18 @@ def test_the_histogram_counts_the_filtered_matches(dated):
                                                for y in YEARS if any(year_of(n) == y for n in in_sub)}
     html = filter_view.summary_html(engine, st)
     assert f"{len(in_sub)} dated matches by year" in html and html.count('data-action="when"') == len(counts)
+
+
+def test_a_chip_of_a_search_opened_another_way_removes_from_its_own_query(dated):
+    """A saved search opened (no query typed in this tab, or another one): the chip edits the search's own query."""
+    from interactive_ir.ui import filter_row
+    from interactive_ir.ui.handlers import start
+    from interactive_ir.ui.state import UIState
+
+    engine, _ = dated
+    st = start(engine, UIState(), 'a dog "red dog" -blue folder:sub tag:family')
+    st.query = "a cat folder:other"  # stale: as after Open saved search
+    assert filter_row.query_of(st) == 'a dog -blue "red dog" folder:sub tag:family'
+    st = filter_row.from_summary(engine, st, "unfilter", "tag:family")
+    assert st.session.filters == '"red dog" folder:sub' and st.session.not_terms == ["blue"]
+    assert st.session.description == "a dog red dog"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from interactive_ir.errors import QueryError
 from interactive_ir.ui import handlers
 from interactive_ir.ui.filter_view import SORTS
 from interactive_ir.ui.state import UIState
@@ -109,7 +110,29 @@ def apply(engine, st: UIState, box: str, part: str, date_from="", date_to="", fo
     tags = list(tags) if isinstance(tags, (list, tuple)) else [tags] if tags else []
     values = {"date": {"date_from": date_from, "date_to": date_to}, "folder": {"folder": folder},
               "tags": {"tags": tags}, "camera": {"camera": camera}}[part]
-    return _search(engine, st, with_row_filters((box or "").strip() or st.query, row_tokens(**values), FIELDS[part]))
+    return _search(engine, st, with_row_filters((box or "").strip() or query_of(st), row_tokens(**values), FIELDS[part]))
+
+
+def query_of(st: UIState) -> str:
+    """The search's query as typed (`st.query`), or, when the search came another way (a saved search opened),
+    its description, filters and NOT terms written as a query."""
+    from interactive_ir.retrieval.query_language import parse_query
+
+    s = st.session
+    if s is None:
+        return st.query
+    want = parse_query(s.filters or "").filters
+    try:
+        q = parse_query(st.query)
+        if st.query and q.filters == want and list(q.nots) == list(s.not_terms):
+            return st.query
+    except QueryError:
+        pass
+    words = s.description or ""
+    for f in want:  # a phrase is in the description too: once is enough
+        if f.field == "phrase" and not f.negate:
+            words = words.replace(f.value, "", 1)
+    return " ".join([*words.split(), *(f"-{n}" for n in s.not_terms), *(f.token for f in want)])
 
 
 def from_summary(engine, st: UIState, action: str, value: str) -> UIState:
@@ -121,9 +144,9 @@ def from_summary(engine, st: UIState, action: str, value: str) -> UIState:
     if not st.started:
         raise SessionError("there is no search yet: describe the image you are looking for first")
     if action == "unfilter":
-        return _search(engine, st, without_token(st.query, value))
+        return _search(engine, st, without_token(query_of(st), value))
     if action == "when":
-        return _search(engine, st, with_row_filters(st.query, [field_token("date", value)], FIELDS["date"]))
+        return _search(engine, st, with_row_filters(query_of(st), [field_token("date", value)], FIELDS["date"]))
     raise BadInputError(f"unknown action {action!r}")
 
 
