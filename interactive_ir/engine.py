@@ -123,6 +123,26 @@ class Engine(OnCore):
     def found(self, session: Session, image_id: str) -> dict:
         return self.core.found(session, image_id)
 
+    def duplicate_groups(self, turn: Turn) -> list[list[str]]:
+        """The turn's results as groups of near-duplicates (best ranked first; `EngineConfig.fold_similarity`)."""
+        return self.core.duplicate_groups(turn)
+
+    def close_match(self, session: Session, turn: Turn | None = None):
+        """"No close match": the round's best score against the index's score profile (None: no judgement)."""
+        return self.core.close_match(session, turn)
+
+    def facets(self) -> dict[str, list[tuple[str, int]]]:
+        """The collection's folders, cameras, years and user-field values with counts (the page's filter row)."""
+        return self.core.facets()
+
+    def date_histogram(self, session: Session) -> tuple[str, list[tuple[str, int]]]:
+        """Images per year (or month) among those the session's filters keep."""
+        return self.core.date_histogram(session)
+
+    def dates_of(self, image_ids) -> dict[str, float]:
+        """id -> date taken (or file time) of those images that have one (sort by date)."""
+        return self.core.dates_of(image_ids)
+
     def resolve_feedback_method(self, method: str | None) -> str:
         return self.feedback_mode.resolve_feedback_method(method)
 
@@ -200,6 +220,11 @@ class Engine(OnCore):
     def skip_belief(self, session: Session, *, ask: bool = True) -> Turn:
         """The next page of the belief's most probable unseen images (this page is not it; nothing else said)."""
         return self._then_ask(session, self.belief_rounds.skip(session), ask)
+
+    def more_like(self, session: Session, image_id: str, *, ask: bool = True) -> Turn:
+        """"More like this": a new round ranked by the image `image_id` itself (image->image on an image
+        index, its caption's vector on a caption index), keeping the session's filters and NOT terms."""
+        return self._then_ask(session, self.core.more_like(session, image_id), ask)
 
     def _then_ask(self, session: Session, turn: Turn, ask: bool) -> Turn:
         if ask and session.meta.get("belief") and session.meta.get("ask_questions") is not False:

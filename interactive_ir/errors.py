@@ -51,3 +51,8 @@ class HubError(IIRError):
 
 class HubUnreachableError(HubError):
     """The Hub could not be reached and nothing usable is in the local cache (the app serves what it can)."""
+
+
+class QueryError(BadInputError):
+    """A search query that cannot be read or run as written (a bad token, an unknown field, a filter on
+    facts the index does not hold); the message is one line naming the token."""

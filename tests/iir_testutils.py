@@ -83,3 +83,37 @@ def save_tiny_llm(folder: Path) -> Path:
     transformers.LlamaForCausalLM(cfg).save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+YEARS = (2015, 2016, 2017, 2018, 2019, 2020)  # `build_dated`'s years, image n (in id order) in YEARS[n % 6]
+
+
+def year_of(n: int) -> int:
+    return YEARS[n % len(YEARS)]
+
+
+def build_dated(tmp_path: Path, n: int = 24):
+    """A tiny index (fake:32) whose images are dated by their file times, image n (in id order) on the 10th of
+    month 3 + n % 6 of `year_of(n)`; every third one tagged "family", every sixth "beach" too; every fourth in
+    sub/. Returns (its Retriever, the ids in order)."""
+    import calendar
+    import os
+
+    from interactive_ir.backends import make_embedder
+    from interactive_ir.index import load_index
+    from interactive_ir.index.builder import BuildConfig, build_index
+    from interactive_ir.retrieval.retriever import Retriever
+
+    caps = make_images(tmp_path / "images", n)
+    ids = sorted(caps)
+    with open(tmp_path / "captions.jsonl", "w") as f:
+        for i, rel in enumerate(ids):
+            t = calendar.timegm((year_of(i), 3 + i % 6, 10, 12, 0, 0))
+            os.utime(tmp_path / "images" / rel, (t, t))
+            row = {"image": rel, "captions": caps[rel]}
+            if i % 3 == 0:
+                row["tags"] = ["family"] + (["beach"] if i % 2 == 0 else [])
+            f.write(json.dumps(row) + "\n")
+    emb = make_embedder("fake:32")
+    build_index(BuildConfig(images=tmp_path / "images", out=tmp_path / "index", captions=tmp_path / "captions.jsonl"), emb)
+    return Retriever(load_index(tmp_path / "index"), emb), ids

@@ -32,7 +32,7 @@ def test_a_search_runs_on_the_belief_and_asks_its_own_question(started):
     assert s.meta["belief"] is True and len(s.last.shown) == K
     assert s.question is not None and s.question.kind == "open"  # no LLM question, though an LLM is there
     html = render.results_html(engine, st)
-    assert 'data-action="closest"' in html
+    assert 'data-action="like"' in html  # "More like this": on the belief, a click on the closest
 
 
 def test_each_action_is_a_belief_round_with_a_new_page(started):
@@ -43,6 +43,8 @@ def test_each_action_is_a_belief_round_with_a_new_page(started):
     pick = st.session.last.shown[0]
     h.card_action(engine, st, "closest", pick)
     assert st.session.last.kind == "closest" and st.session.last.extra["clicked"] == pick
+    h.card_action(engine, st, "like", st.session.last.shown[2])
+    assert st.session.last.kind == "closest" and st.session.last.extra["clicked"] == st.session.turns[-2].shown[2]
     page = st.session.last.shown
     h.card_action(engine, st, "relevant", page[0])
     h.card_action(engine, st, "irrelevant", page[1])

@@ -370,6 +370,12 @@ class StubEngine:
     def hits_of(self, turn):
         return [self.by_id[i] for i in turn.shown]
 
+    def duplicate_groups(self, turn):  # no near-duplicates folded
+        return [[i] for i in turn.shown]
+
+    def close_match(self, session, turn=None):  # no score profile: no "no close match" note
+        return None
+
 
 def _page(tmp_path, captions):
     hits = []

@@ -39,6 +39,13 @@ if (!element.dataset.iirBound) {
       iirOpen(b.dataset.id);
       return;
     }
+    if (b.dataset.action === "unfold") {  // "+N similar": show or hide the near-duplicates folded under a card
+      const open = b.getAttribute("aria-expanded") !== "true";
+      window.iirUnfolded = window.iirUnfolded || new Set();
+      if (open) window.iirUnfolded.add(b.dataset.id); else window.iirUnfolded.delete(b.dataset.id);
+      iirApplyFolds(element);
+      return;
+    }
     trigger("click", { action: b.dataset.action, id: b.dataset.id || "", index: b.dataset.index || "",
                        question: b.dataset.question || "", round: b.dataset.round || "" });
   });
@@ -54,12 +61,25 @@ if (!element.dataset.iirBound) {
         if (lastHead && (r.top < 0 || r.top > window.innerHeight - 80)) head.scrollIntoView({ block: "start" });
         lastHead = key;
       }
+      iirApplyFolds(element);  // a re-render (a mark) keeps the groups the person opened
       if (window.iirLightboxSync) window.iirLightboxSync();
       iirSelectSync();
       iirKeepFocus();
     }).observe(element, { childList: true, subtree: true, attributes: true, characterData: true });
     // (Gradio may update the cards in place, changing only attributes such as aria-pressed)
   }
+}
+
+function iirApplyFolds(root) {
+  const open = window.iirUnfolded || new Set();
+  root.querySelectorAll(".iir-more-similar").forEach((b) => {
+    const want = open.has(b.dataset.id) ? "true" : "false";
+    if (b.getAttribute("aria-expanded") !== want) b.setAttribute("aria-expanded", want);
+  });
+  root.querySelectorAll(".iir-card[data-fold]").forEach((c) => {
+    const hide = !open.has(c.dataset.fold);
+    if (c.hidden !== hide) c.hidden = hide;
+  });
 }
 
 function iirSearch(text) {
@@ -101,7 +121,7 @@ function iirOpen(id) {
       const b = ev.target.closest("button[data-action]");
       if (b && !b.disabled && window.iirResultsTrigger) {
         window.iirResultsTrigger("click", { action: b.dataset.action, id: b.dataset.id, index: "", question: "" });
-        if (b.dataset.action === "found") iirClose();
+        if (b.dataset.action === "found" || b.dataset.action === "like") iirClose();
       }
     });
     box.querySelector(".iir-lb-img").addEventListener("error", () => {

@@ -124,7 +124,21 @@ def run(args: argparse.Namespace) -> int:
           f"({report.batch_size} per forward pass, {report.workers} decoding thread{'s' if report.workers != 1 else ''})")
     for rel, why in report.skipped[:20]:
         print(f"  skipped {rel}: {why}")
+    _fit_score_profile(report.out, embedder)
     return 0
+
+
+def _fit_score_profile(out: Path, embedder) -> None:
+    """Fit what a description usually scores in this collection (the page's "no close match" note)."""
+    from interactive_ir.index import load_index
+    from interactive_ir.retrieval.retriever import Retriever
+    from interactive_ir.retrieval.score_profile import store_profile
+
+    profile = store_profile(Retriever(load_index(out), embedder))
+    if profile is not None:
+        q = profile["quantiles"]
+        print(f"score profile: a description's best score is usually {q['0.5']:.3f} (5% below {q['0.05']:.3f}; "
+              f"{profile['samples']} of the collection's captions searched)")
 
 
 def _from_vectors(args: argparse.Namespace, kind: str) -> int:

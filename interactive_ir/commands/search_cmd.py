@@ -1,4 +1,5 @@
-"""`python -m interactive_ir search --index DIR --text "..." [--image PATH] [-k 10] [--json]`"""
+"""`python -m interactive_ir search --index DIR --text "..." [--where "date:2019.. tag:family"] [--image PATH]
+[-k 10] [--json]`"""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from interactive_ir.modes import registry
 
     p.add_argument("--index", required=True, type=Path, help="index folder, or hf://USER/NAME[@REVISION] (a Hub index)")
-    p.add_argument("--text", help="text query (with --image: the relative caption)")
+    p.add_argument("--text", help='text query in the search language: words, -NOT terms, "exact phrases", '
+                   "field:value filters (date:2019..2021 folder:trips camera:canon tag:family); with --image: "
+                   "the relative caption")
+    p.add_argument("--where", default="", help="structured filters only, e.g. 'date:2019..2021 camera:canon "
+                   "-tag:work' (fields: date, folder, camera, orientation, file, and your metadata file's)")
     p.add_argument("--image", help="query image path (alone: image->image; with --text: composed search)")
     p.add_argument("-k", type=int, default=DEFAULT_K, help=f"number of results (default {DEFAULT_K})")
     p.add_argument("--tau", type=float, default=None, help="weight of text->caption similarity (default 0.15; 1 on a caption index)")
@@ -60,9 +65,9 @@ def run(args: argparse.Namespace) -> int:
         hits = composed_search.run_composed(retriever, args.image, args.text, args.method, args.llm, args.k,
                                             vlm_spec=args.vlm, captioner_spec=args.captioner)
     elif args.image:
-        hits = retriever.search_image(args.image, args.k)
+        hits = retriever.search_image(args.image, args.k, where=args.where)
     else:
-        hits = retriever.search_text(args.text, args.k, tau=args.tau)
+        hits = retriever.search_query(args.text, args.k, where=args.where, tau=args.tau)
     if args.json:
         print(json.dumps([{"id": h.id, "path": h.path, "score": round(h.score, 6), "caption": h.caption}
                           | ({"why": h.why} if h.why else {}) for h in hits], ensure_ascii=False, indent=1))

@@ -22,6 +22,7 @@ from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.text_search import OnCore, TextSearch, left_out
 from interactive_ir.errors import SessionError
 from interactive_ir.retrieval.belief import Belief, BeliefConfig
+from interactive_ir.retrieval.query_language import parse_query
 from interactive_ir.retrieval.words import STEERING, content_words, new_words, split_statement
 from interactive_ir.types import Hit
 
@@ -71,6 +72,10 @@ class BeliefRounds(OnCore):
             b.set_query(qrow)
         # shown and not found: not the one; and what the session never shows (a benchmark's reference image)
         b.rule_out(self._rows([*session.shown_ids(), *left_out(session)], strict=False))
+        if session.filters:  # the search's filters (date:, folder:, tag: ...): nothing outside them can be it
+            allow = self.retriever.filter_rows(parse_query(session.filters).filters)
+            if allow is not None:
+                b.keep_only(allow)
         return b
 
     def _rows(self, ids, strict: bool = True) -> list[int]:

@@ -18,7 +18,7 @@ import numpy as np
 from interactive_ir.errors import SessionError
 from interactive_ir.types import Candidates, Question
 
-TURN_KINDS = ("describe", "answer", "skip", "feedback", "relative", "search", "closest")
+TURN_KINDS = ("describe", "answer", "skip", "feedback", "relative", "search", "closest", "like")
 
 
 @dataclass
@@ -94,6 +94,9 @@ class Session:
     carry_row: list[float] = field(default_factory=list)  # query row of the latest feedback or relative round:
     #                                                     later answers and skips keep its effect (conversation.py)
     found: dict[str, Any] = field(default_factory=dict)  # {"id", "round", "rank"} once the user found it
+    filters: str = ""  # the search's filters as typed (date:2019..2021 tag:family "red kite"; query_language.py):
+    #                    every round of every mode keeps them
+    not_terms: list[str] = field(default_factory=list)  # the search's NOT terms (-leash): every round lowers images like them
     meta: dict[str, Any] = field(default_factory=dict)  # participant, task, condition, target, ...
     created_at: float = field(default_factory=time.time)
     belief: Any = field(default=None, repr=False, compare=False)  # the belief over the collection

@@ -36,6 +36,10 @@ class EngineConfig:
     max_text_chars: int = MAX_TEXT_CHARS  # longest description, answer or relative caption accepted (the
     #                                       retriever reads the same variable, IIR_MAX_TEXT_CHARS)
     caption_cache_size: int = 10_000  # captioner captions kept per engine (by image id); 0 turns the cache off
+    fold_similarity: float = 0.95  # results whose vectors have at least this cosine show as one card, "+N similar"
+    #                                (retrieval/duplicates.py; bench/bench_duplicates.py); 0 turns folding off
+    no_match_quantile: float = 0.05  # "no close match" when a description's best score is below this quantile of
+    #                                  what the index's own descriptions score (its manifest's score_profile); 0: off
 
 
 def engine_config(environ=None, **overrides) -> EngineConfig:
@@ -54,6 +58,7 @@ _OLD_HIDE_SEEN_ENV = "IIR_EXCLUDE_SHOWN"  # hide_seen's env variable when the fi
 
 
 PAGING_KINDS = ("feedback", "skip")  # rounds that page through unseen images whatever EngineConfig.hide_seen says
+NOTE_KINDS = ("describe", "search")  # rounds ranked by a typed description alone: "no close match" can judge them
 QUERY_ROW_ATTR = "query_row"  # the Turn field with the row the turn ranked with (transient: never serialised)
 
 # what to do when a text field is empty, by field
@@ -74,6 +79,7 @@ class TextSearch:
         self.record_hooks: list[Callable[[Session, Turn], None]] = []  # called with each recorded round (probes)
         self._captions: OrderedDict[str, str] = OrderedDict()  # captioner captions by image id, oldest first
         self._captions_lock = threading.Lock()  # the engine is shared by every user's thread
+        self._histograms: dict[str, tuple] = {}  # a search's filters -> its date histogram (a few kept)
 
     @property
     def index(self):
@@ -174,14 +180,39 @@ class TextSearch:
         return [dataclasses.replace(self.retriever.hit(self.index.row_of[i], s), seen=i in seen)
                 for i, s in zip(turn.shown, turn.scores)]
 
+    def read_query(self, session: Session, text: str) -> str:
+        """The description in a typed query (`query_language.py`); its filters and NOT terms become the
+        session's when it has any, or when it starts the session. QueryError names a malformed token, an
+        unknown field or one the index holds no data for."""
+        from interactive_ir.retrieval.query_language import parse_query
+
+        q = parse_query(text or "")
+        if q.plain and session.turns:
+            return q.text
+        self.retriever.filter_rows(q.filters)  # checked now: a bad filter fails before the session changes
+        filters = " ".join(f.token for f in q.filters)
+        session.filters, session.not_terms = filters, list(q.nots)
+        return q.text
+
+    def scope_for(self, session: Session) -> dict:
+        """`allow=` and `nots=` for this session's searches (its filters' rows, its NOT terms' query rows)."""
+        if not (session.filters or session.not_terms):
+            return {}
+        from interactive_ir.retrieval.query_language import parse_query
+
+        allow = self.retriever.filter_rows(parse_query(session.filters).filters)
+        return {"allow": allow, "nots": self.retriever.not_rows(session.not_terms)}
+
     def retrieve_row(self, session: Session, qrow, k: int | None = None, page: bool = False,
                      before: Turn | None = None) -> list[Hit]:
-        return self.retriever.search_row(qrow, k or self.config.k, exclude=self.exclude_for(session, page, before))
+        return self.retriever.search_row(qrow, k or self.config.k, exclude=self.exclude_for(session, page, before),
+                                         **self.scope_for(session))
 
     def retrieve_rows(self, session: Session, qrow, k: int | None = None, page: bool = False,
                       before: Turn | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(scores, rows) of `retrieve_row`'s search, best first: no metadata read (`Retriever.hits` types them)."""
-        return self.retriever.search_rows(qrow, k or self.config.k, exclude=self.exclude_for(session, page, before))
+        return self.retriever.search_rows(qrow, k or self.config.k, exclude=self.exclude_for(session, page, before),
+                                          **self.scope_for(session))
 
     def record(self, session: Session, turn: Turn, hits: Iterable[Hit], t_start: float) -> Turn:
         """Attach hits and timings, append the turn to the session, and return it.
@@ -207,7 +238,7 @@ class TextSearch:
     def search_text(self, session: Session, text: str, kind: str = "search") -> Turn:
         """Retrieve for `text` as this round's query (the description on round 0)."""
         self.check_open(session)
-        text = self.check_text(text, "description" if not session.turns else "query")
+        text = self.check_text(self.read_query(session, text), "description" if not session.turns else "query")
         t_start = time.perf_counter()
         if not session.turns:
             session.description = text
@@ -221,6 +252,96 @@ class TextSearch:
         turn.query_row = np.asarray(qrow, np.float32)
         # a typed query starts afresh: it replaces what feedback and relative captions built up
         session.carry_row, session.composed_history, session.feedback_query = [], [], []
+        return self.record(session, turn, hits, t_start)
+
+    def close_match(self, session: Session, turn: Turn | None = None):
+        """How the best score of a typed description's round (`turn`, default the last) compares with what this
+        collection usually gives (`retrieval.score_profile.CloseMatch`); None for other rounds, a search with
+        NOT terms (they lower scores), or an index without a score profile."""
+        from interactive_ir.retrieval.score_profile import PROFILE_KEY, close_match
+
+        turn = turn if turn is not None else session.last
+        if turn is None or turn.kind not in NOTE_KINDS or not turn.scores or session.not_terms:
+            return None
+        return close_match(self.index.manifest.get(PROFILE_KEY), turn.scores[0], self.retriever.default_tau,
+                           self.config.no_match_quantile)
+
+    def duplicate_groups(self, turn: Turn) -> list[list[str]]:
+        """The turn's shown ids as groups of near-duplicates (`retrieval.duplicates.fold`), each headed by its
+        best ranked image, in rank order; every group has one id when folding is off."""
+        from interactive_ir.retrieval.duplicates import fold
+
+        if not turn.shown or self.config.fold_similarity <= 0:
+            return [[i] for i in turn.shown]
+        rows = [self.index.row_of[i] for i in turn.shown]
+        groups = fold(self.index.vectors(rows, "image"), float(self.config.fold_similarity))
+        return [[turn.shown[i] for i in g] for g in groups]
+
+    # --- the page's filter row, sort by date and date histogram -----------------------------------
+    def facets(self) -> dict[str, list[tuple[str, int]]]:
+        """The commonest folders, cameras, years and user-field values of the collection, with counts
+        (`index.filters.facets`); {} for an index without metadata."""
+        from interactive_ir.index.filters import facets
+
+        return facets(self.index.meta.sql())
+
+    def date_histogram(self, session: Session) -> tuple[str, list[tuple[str, int]]]:
+        """How many of the images the session's filters keep (all without filters) were taken in each year, or
+        in each month when they span two years or fewer (`index.filters.date_counts`)."""
+        from interactive_ir.index.filters import date_counts
+        from interactive_ir.retrieval.query_language import parse_query
+
+        rows = self.retriever.filter_rows(parse_query(session.filters or "").filters)
+        key = session.filters or ""
+        with self._captions_lock:
+            got = self._histograms.get(key)
+        if got is None:
+            got = date_counts(self.index.meta.sql(), rows)
+            with self._captions_lock:
+                if len(self._histograms) >= 16:
+                    self._histograms.pop(next(iter(self._histograms)))
+                self._histograms[key] = got
+        return got
+
+    def dates_of(self, image_ids: Sequence[str]) -> dict[str, float]:
+        """id -> date (seconds since 1970: EXIF date taken, else the file's time) of those images that have one."""
+        from interactive_ir.index.filters import dates_of
+
+        rows = self.index.row_of.many(image_ids)
+        got = dates_of(self.index.meta.sql(), rows.values())
+        return {i: got[r] for i, r in rows.items() if r in got}
+
+    # --- more like this (no LLM) -------------------------------------------------------------
+    def like_row(self, image_id: str) -> np.ndarray:
+        """The query row of "more like this" for an indexed image: its image vector on an image index
+        (image->image: the caption half of the row is left out), its caption's vector on a caption index."""
+        row = self.index.row_of.get(image_id)
+        if row is None:
+            raise SessionError(f"no image {image_id!r} in this index")
+        vec = self.retriever.row_vector(row, "image")  # a caption index's "image" vectors are its captions
+        if not np.any(vec):
+            raise BadInputError(f"image {image_id!r} has no vector to search with (no caption): describe it "
+                                "in words instead")
+        return np.asarray(self.retriever.query_row(vec, None), np.float32)
+
+    def more_like(self, session: Session, image_id: str) -> Turn:
+        """A new round of the same search ranked by one result's own vector ("more like this", `like_row`):
+        the session's filters and NOT terms stay, the image itself is left out, and later answers and skips
+        keep this round's effect (the carried row)."""
+        self.check_open(session)
+        if not session.turns:
+            raise SessionError("there is no search yet: describe the image you are looking for first")
+        image_id = str(image_id or "").strip()
+        qrow = self.like_row(image_id)
+        t_start = time.perf_counter()
+        turn = Turn(round=len(session.turns), kind="like", query=session.current_query, method="like",
+                    started_at=time.time(), extra={"like": image_id})
+        exclude = list(dict.fromkeys([*self.exclude_for(session), image_id]))
+        t = time.perf_counter()
+        hits = self.retriever.search_row(qrow, self.config.k, exclude=exclude, **self.scope_for(session))
+        turn.timings["retrieve"] = round(time.perf_counter() - t, 6)
+        turn.query_row = qrow
+        session.carry_row = [float(x) for x in qrow]  # later answers and skips keep this round's effect
         return self.record(session, turn, hits, t_start)
 
     def found(self, session: Session, image_id: str) -> dict:

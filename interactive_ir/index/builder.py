@@ -26,6 +26,7 @@ from interactive_ir.index.build_sizes import sizes_for
 from interactive_ir.index.captions_io import match_captions, read_captions
 from interactive_ir.index.imageio import image_size, list_images, open_image
 from interactive_ir.index.metadata import IndexRecord
+from interactive_ir.index.photo_info import PhotoInfo, read_photo_info, read_user_fields
 from interactive_ir.index.store import load_index
 from interactive_ir.index.writer import IndexWriter
 
@@ -144,6 +145,7 @@ def build_index(cfg: BuildConfig, embedder, captioner=None, progress: ProgressFn
     check_out(Path(cfg.out))
     root, files, rels = _image_files(cfg)
     captions = _given_captions(cfg, rels, root)
+    fields = _given_fields(cfg, rels)
     text_only = not embedder.has_vision
     if text_only and not captions and captioner is None:
         raise BadInputError(f"{embedder.spec} is a caption-only embedder: give --captions FILE or --captioner SPEC")
@@ -155,7 +157,7 @@ def build_index(cfg: BuildConfig, embedder, captioner=None, progress: ProgressFn
     cfg = dataclasses.replace(cfg, batch_size=batch_size, workers=workers)
     previous = _load_previous(Path(cfg.out), embedder.spec, cfg.rebuild)
     with_caps = not text_only and bool(captions or captioner is not None or (previous and previous.has_captions))
-    reader = _BatchReader(cfg, root, embedder, captioner, captions, previous)
+    reader = _BatchReader(cfg, root, embedder, captioner, captions, previous, fields)
     pairs = list(zip(files, rels))
     # caption-only rows: many images' captions per encode() call, which sorts them by length before its own
     # forward batches of --batch-size (less padding than a call per 32 images); images: a forward pass per batch
@@ -191,6 +193,15 @@ def _image_files(cfg: BuildConfig) -> tuple[Path, list[Path], list[str]]:
     return root, [files[i] for i in order], [rels[i] for i in order]
 
 
+def _given_fields(cfg: BuildConfig, rels: list[str]) -> dict[str, dict[str, list[str]]]:
+    """The metadata file's user fields (tags, album, person, ...) by image id; {} without a JSONL/JSON file."""
+    if not cfg.captions:
+        return {}
+    raw = read_user_fields(Path(cfg.captions))
+    by_rel, _ = match_captions({k: [k] for k in raw}, rels)  # the captions' key matching, on the keys alone
+    return {rel: raw[keys[0]] for rel, keys in by_rel.items()}
+
+
 def _given_captions(cfg: BuildConfig, rels: list[str], root: Path) -> dict[str, list[str]]:
     """The captions file's captions by image id ({} without one); refused when it names the wrong images."""
     captions: dict[str, list[str]] = {}
@@ -213,8 +224,11 @@ class _BatchReader:
     again, the new files' images (or only their sizes, for caption-only rows) and their preprocessed pixels.
     Collects what it skipped and the folders that indexed links point into."""
 
-    def __init__(self, cfg: BuildConfig, root: Path, embedder, captioner, captions: dict, previous):
+    def __init__(self, cfg: BuildConfig, root: Path, embedder, captioner, captions: dict, previous,
+                 fields: dict | None = None):
         self.cfg, self.root, self.captions, self.previous = cfg, root, captions, previous
+        self.fields = fields or {}
+        self.infos: dict[str, PhotoInfo] = {}  # rel -> EXIF and fields read in the pool, taken by _write_batch
         self.embedder, self.captioner = embedder, captioner
         self.text_only = not embedder.has_vision
         self.skipped: list[tuple[str, str]] = []
@@ -249,6 +263,10 @@ class _BatchReader:
                     continue
                 self.link_roots.add(lr)  # served only because the build saw it: recorded in the manifest
             old = self.reusable(p, rel)
+            try:
+                self.infos[rel] = read_photo_info(p, rel, p.stat().st_mtime, self.fields.get(rel))  # header only
+            except OSError:
+                pass  # the file vanished: reported below when it is read
             if old is not None:
                 items.append((p, rel, old, None, (old[1].width, old[1].height)))
                 continue
@@ -286,7 +304,7 @@ def _embed_batches(cfg: BuildConfig, batches: list, reader: _BatchReader, writer
                 next_i += 1
             done += n_in_batch
             e, r = _write_batch(writer, items, imgs, pixels, reader.embedder, reader.captioner, reader.captions,
-                                reader.text_only, reader.encode, reader.previous, reader.skipped)
+                                reader.text_only, reader.encode, reader.previous, reader.skipped, reader.infos)
             embedded, reused = embedded + e, reused + r
             bar.update(n_in_batch)
             if progress:
@@ -312,7 +330,7 @@ def _finish(writer, cfg: BuildConfig, root: Path, embedder, skipped: list, link_
 
 
 def _write_batch(writer, items, imgs, pixels, embedder, captioner, captions, text_only, encode, previous,
-                 skipped) -> tuple[int, int]:
+                 skipped, infos: dict | None = None) -> tuple[int, int]:
     """Embed a batch's new files and append every row (reused or new) in id order. (embedded, reused)."""
     new = [i for i, it in enumerate(items) if it[2] is None]
     need = [i for i in new if not captions.get(items[i][1])]
@@ -339,14 +357,15 @@ def _write_batch(writer, items, imgs, pixels, embedder, captioner, captions, tex
     for i, (p, rel, old, _im, (w, h)) in enumerate(items):
         if old is not None:
             row, rec = old
-            recs.append(rec)
+            recs.append(IndexRecord(rec.id, rec.captions, rec.width, rec.height, rec.bytes, rec.mtime,
+                                    (infos or {}).pop(rel, None)))  # EXIF read again: kept across updates
             iv.append(np.asarray(previous.image_vectors[row], np.float16))
             pc = previous.caption_vectors
             cv.append(np.asarray(pc[row], np.float16) if pc is not None else zero)
             reused += 1
         elif i in kept:
             st = p.stat()
-            recs.append(IndexRecord(rel, caps_of[i], w, h, st.st_size, st.st_mtime))
+            recs.append(IndexRecord(rel, caps_of[i], w, h, st.st_size, st.st_mtime, (infos or {}).pop(rel, None)))
             iv.append(np.asarray(ivec[i], np.float16))
             cv.append(zero if text_only or cvec[i] is None else np.asarray(cvec[i], np.float16))
     if recs:

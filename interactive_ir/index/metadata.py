@@ -19,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from interactive_ir.errors import IndexLoadError
+from interactive_ir.index.photo_info import PhotoInfo, folder_of
 
 SQLITE_NAME = "metadata.sqlite"
 ROW_CACHE = 200_000  # ids whose rows a SQLite index remembers (about 30 MB at most)
@@ -36,6 +37,8 @@ class IndexRecord:
     height: int = 0
     bytes: int = 0  # file size when indexed (with mtime, detects changed files on update)
     mtime: float = 0.0
+    info: PhotoInfo | None = field(default=None, compare=False)  # EXIF, folder and user fields, written to the
+    #                       `info` / `fields` tables at build (None: the folder and mtime only); not read back per row
 
     @property
     def caption(self) -> str:
@@ -76,6 +79,10 @@ class SqliteMetadata:
             db = sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
             self._local.db = db
         return db
+
+    def sql(self) -> sqlite3.Connection:
+        """This thread's read-only connection (the filters' queries, `filters.py`)."""
+        return self._db()
 
     def check(self, hint: str, scan_ids: bool = True) -> None:
         """Table present, row count as promised; with `scan_ids`, no unsafe id (one SQL scan over every id;
@@ -181,6 +188,10 @@ class MemoryMetadata:
     def record(self, row: int) -> IndexRecord:
         return self.records_list[row]
 
+    def sql(self) -> None:
+        """No SQL store: filters say this index has no metadata."""
+        return None
+
     def records_many(self, rows) -> list[IndexRecord]:
         return [self.records_list[int(r)] for r in rows]
 
@@ -255,12 +266,15 @@ class SqliteMetadataWriter:
         self.db.execute("PRAGMA synchronous=OFF")
         self.db.execute("CREATE TABLE IF NOT EXISTS records (row INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, "
                         "captions TEXT NOT NULL, width INTEGER, height INTEGER, bytes INTEGER, mtime REAL)")
+        self.db.executescript(INFO_SCHEMA)
         self.count = self.db.execute("SELECT count(*) FROM records").fetchone()[0] if resume else 0
         self.db.execute("BEGIN")
 
     def truncate(self, rows: int) -> None:
         """Drop rows >= `rows` (a resumed build restarts from its last complete chunk)."""
         self.db.execute("DELETE FROM records WHERE row >= ?", (rows,))
+        self.db.execute("DELETE FROM info WHERE row >= ?", (rows,))
+        self.db.execute("DELETE FROM fields WHERE row >= ?", (rows,))
         self.commit()
         self.count = rows
 
@@ -270,6 +284,13 @@ class SqliteMetadataWriter:
         self.db.execute("SAVEPOINT chunk")
         try:
             self.db.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            infos = [_info_of(r) for r in records]
+            self.db.executemany("INSERT INTO info VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                [(self.count + i, f.date, f.date_source, f.make, f.model, f.lat, f.lon,
+                                  f.orientation, f.folder) for i, f in enumerate(infos)])
+            self.db.executemany("INSERT INTO fields VALUES (?, ?, ?)",
+                                [(self.count + i, k, v) for i, f in enumerate(infos)
+                                 for k, vals in f.fields.items() for v in vals])
         except sqlite3.IntegrityError as e:
             self.db.execute("ROLLBACK TO chunk")  # the chunk's rows that went in before the duplicate
             self.db.execute("RELEASE chunk")
@@ -293,6 +314,26 @@ class SqliteMetadataWriter:
         if self.db.in_transaction:
             self.db.execute("COMMIT")
         self.db.close()
+
+
+# Searchable facts beyond the records (`photo_info.py`); indices built before these tables existed have
+# neither, and their filters say so (`filters.py`).
+INFO_SCHEMA = """
+CREATE TABLE IF NOT EXISTS info (row INTEGER PRIMARY KEY, date REAL, date_source TEXT, make TEXT, model TEXT,
+    lat REAL, lon REAL, orientation INTEGER, folder TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS info_date ON info(date);
+CREATE INDEX IF NOT EXISTS info_folder ON info(folder);
+CREATE INDEX IF NOT EXISTS info_make ON info(make COLLATE NOCASE);
+CREATE TABLE IF NOT EXISTS fields (row INTEGER NOT NULL, field TEXT NOT NULL, value TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS fields_value ON fields(field, value COLLATE NOCASE);
+"""
+
+
+def _info_of(rec: IndexRecord) -> PhotoInfo:
+    """The record's facts; a record built without them still gets its folder and file date."""
+    if rec.info is not None:
+        return rec.info
+    return PhotoInfo(date=rec.mtime or None, date_source="file" if rec.mtime else "", folder=folder_of(rec.id))
 
 
 class DuplicateIdError(ValueError):

@@ -210,6 +210,17 @@ def _fail(path: Path, what: str, manifest=None) -> IndexLoadError:
     return IndexLoadError(f"index {path}: {what}; rebuild: {rebuild_hint(path, manifest)}")
 
 
+def write_manifest_field(path: Path, key: str, value) -> None:
+    """Set one key of an index folder's manifest (written to a temporary file, then renamed): facts fitted
+    after the build, such as the score profile (`retrieval/score_profile.py`)."""
+    mpath = Path(path) / "manifest.json"
+    manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    manifest[key] = value
+    tmp = Path(path) / "manifest.json.field-tmp"
+    tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    tmp.replace(mpath)
+
+
 def read_manifest(path: Path) -> dict:
     """The manifest, every key the loader relies on checked for presence and type."""
     mpath = path / "manifest.json"

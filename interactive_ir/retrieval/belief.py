@@ -165,6 +165,10 @@ class Belief:
             pos = np.minimum(np.searchsorted(self.rows, rows), len(self.rows) - 1)
             self.actions[pos[self.rows[pos] == rows]] = -np.inf  # O(shown log N), no pass over the rows
 
+    def keep_only(self, rows: np.ndarray) -> None:
+        """Only `rows` (index rows: a search's filters) can be the target; every other has probability 0."""
+        self.actions = np.where(np.isin(self.rows, np.asarray(rows, np.int64)), self.actions, -np.inf)
+
     def click(self, shown_rows: Sequence[int], chosen: int | None) -> None:
         """A click on `shown_rows[chosen]` as the image closest to the target (None: "none of these").
 

@@ -37,6 +37,12 @@ class SearchConfig:
     #                                    config.MAX_TEXT_CHARS, read when the Retriever is built (the engine's limit)
     device: str = "auto"  # "auto": the GPU when present (search_device.py), else faiss on CPU; "faiss", "faiss-gpu", "torch"
     search_threads: int = 1  # faiss threads per query (one is fastest for single queries; bench/bench_search.py)
+    not_method: str = "subtract"  # how NOT terms (-leash) lower scores: "subtract" (query - not_weight * NOT row),
+    #                    "penalty" (re-rank a candidate pool by score - not_weight * best NOT score) or "filter" (drop
+    #                    the pool's NOT_DROP most NOT-like). Flickr8k dev, bench/bench_not_terms.py: subtract = penalty
+    #                    at one term (MRR 0.236 -> 0.278 at 0.25), filter hurts (0.199); subtract is one plain search
+    not_weight: float = 0.25  # weight of a NOT term's row (subtract) or score (penalty); 0.5: R@10 drops, 1.0: MRR drops
+    not_pool: int = 200  # candidates re-ranked for NOT terms (at least 4 * k)
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]+")  # control characters (tab, newline kept)
@@ -76,6 +82,8 @@ class Retriever:
         self.max_text_chars = config.max_text_chars if config.max_text_chars is not None else text_limit()
         self._local = threading.local()
         self._hardware = hardware  # search_device.Hardware (tests hand in fakes); None: detected when needed
+        self._filter_cache: dict[tuple, np.ndarray] = {}  # filters -> allowed rows (oldest first)
+        self._filter_lock = threading.Lock()
 
     # --- encoding ----------------------------------------------------------------------------
     @property
@@ -135,11 +143,15 @@ class Retriever:
         return np.array(sorted(set(found.values())), dtype=np.int64)
 
     def search_rows(self, qrow: np.ndarray, k: int | None = None, exclude: Iterable[str] = (),
-                    exclude_rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                    exclude_rows: np.ndarray | None = None, allow: np.ndarray | None = None,
+                    nots: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(scores, rows) of the top-k rows by inner product with a composed query row, best first.
 
         Candidates stay arrays (no Hit or path per candidate). On an approximate index the candidates
-        are re-ranked with exact scores from the memory-mapped fp16 vectors (`ImageIndex.rerank`).
+        are re-ranked with exact scores from the memory-mapped fp16 vectors (`ImageIndex.rerank`). `allow`
+        (sorted rows, from a
+        query's filters): only those rows can be returned, masked before the top-k. `nots`: query rows of
+        NOT terms (`not_rows`), which lower the scores of images like them (SearchConfig.not_method).
         """
         k = self.config.k if k is None else int(k)
         if k < 1:
@@ -147,6 +159,14 @@ class Retriever:
         ex = self.exclude_rows(exclude)
         if exclude_rows is not None and len(exclude_rows):
             ex = np.union1d(ex, np.asarray(exclude_rows, dtype=np.int64))
+        if nots is not None and len(nots):
+            from interactive_ir.retrieval.scoped_search import search_with_nots
+
+            return search_with_nots(self, qrow, k, ex, allow, np.asarray(nots, np.float32))
+        if allow is not None:
+            from interactive_ir.retrieval.scoped_search import search_allowed
+
+            return search_allowed(self, qrow, k, np.setdiff1d(np.asarray(allow, np.int64), ex))
         k_eff = min(k, len(self.index) - len(ex))
         if k_eff <= 0:
             return np.zeros(0, np.float32), np.zeros(0, np.int64)
@@ -163,6 +183,32 @@ class Retriever:
             scores, rows = self.index.rerank(q[0], rows, k_eff)  # exact scores (SQ8 codes prune first: index/rerank.py)
         return canonical_order(scores, rows)
 
+    def not_rows(self, terms) -> np.ndarray | None:
+        """Query rows of NOT terms (each embedded like a description), or None without any."""
+        terms = [t for t in terms or () if t and t.strip()]
+        if not terms:
+            return None
+        return np.stack([self.text_query_row(v) for v in self.encode_texts(terms)]).astype(np.float32)
+
+    def filter_rows(self, filters) -> np.ndarray | None:
+        """Sorted rows passing every filter of a query (None: no filter), remembered for the next rounds.
+        QueryError when the index holds no metadata of a filter's field."""
+        filters = tuple(filters or ())
+        if not filters:
+            return None
+        with self._filter_lock:
+            got = self._filter_cache.get(filters)
+        if got is None:
+            from interactive_ir.index.filters import allowed_rows
+
+            got = allowed_rows(self.index.meta.sql(), filters, rebuild_hint(self.index.path, self.index.manifest))
+            got.setflags(write=False)
+            with self._filter_lock:
+                if len(self._filter_cache) >= 16:  # a few searches' filters; each up to 8 bytes per allowed row
+                    self._filter_cache.pop(next(iter(self._filter_cache)))
+                self._filter_cache[filters] = got
+        return got
+
     def hits(self, scores: np.ndarray, rows: np.ndarray) -> list[Hit]:
         """Typed results for rows about to be shown (their metadata read in one query)."""
         recs = self.index.meta.records_many(rows)
@@ -174,18 +220,33 @@ class Retriever:
         """The index records (id, captions) of `rows`, in order, in one metadata read; no paths built."""
         return self.index.meta.records_many(rows)
 
-    def search_row(self, qrow: np.ndarray, k: int | None = None, exclude: Iterable[str] = ()) -> list[Hit]:
-        """Top-k rows by inner product with a composed query row, skipping excluded image ids."""
-        return self.hits(*self.search_rows(qrow, k, exclude))
+    def search_row(self, qrow: np.ndarray, k: int | None = None, exclude: Iterable[str] = (),
+                   allow: np.ndarray | None = None, nots: np.ndarray | None = None) -> list[Hit]:
+        """Top-k rows by inner product with a composed query row, skipping excluded image ids (and, with
+        `allow`, every row not in it; `nots`: NOT terms' rows push images like them down)."""
+        return self.hits(*self.search_rows(qrow, k, exclude, allow=allow, nots=nots))
 
     def search_text(self, text: str, k: int | None = None, exclude: Iterable[str] = (), tau: float | None = None) -> list[Hit]:
         return self.search_row(self.text_query_row(self.encode_text(text), tau), k, exclude)
 
-    def search_image(self, image, k: int | None = None, exclude: Iterable[str] = ()) -> list[Hit]:
-        """Image->image search by a PIL image, a path, or an indexed image id."""
+    def search_query(self, text: str, k: int | None = None, where: str = "", tau: float | None = None,
+                     exclude: Iterable[str] = ()) -> list[Hit]:
+        """A query in the search language (`query_language.py`: words, -NOT terms, "phrases", field:value
+        filters), plus `where`'s structured filters. QueryError names a bad token."""
+        from interactive_ir.retrieval.query_language import parse_query, parse_where
+
+        q = parse_query(text)
+        allow = self.filter_rows(q.filters + parse_where(where or ""))
+        qrow = self.text_query_row(self.encode_text(q.text), tau)
+        return self.search_row(qrow, k, exclude, allow=allow, nots=self.not_rows(q.nots))
+
+    def search_image(self, image, k: int | None = None, exclude: Iterable[str] = (), where: str = "") -> list[Hit]:
+        """Image->image search by a PIL image, a path, or an indexed image id (`where`: filters)."""
+        from interactive_ir.retrieval.query_language import parse_where
+
         row = self.index.row_of.get(image) if isinstance(image, str) else None
         vec = self.row_vector(row) if row is not None else self.encode_image(image)
-        return self.search_row(self.query_row(vec, None), k, exclude)
+        return self.search_row(self.query_row(vec, None), k, exclude, allow=self.filter_rows(parse_where(where or "")))
 
     def search_caption(self, text: str, k: int | None = None, exclude: Iterable[str] = ()) -> list[Hit]:
         """Text->caption search only."""

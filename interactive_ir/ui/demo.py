@@ -71,6 +71,10 @@ def demo_index(embedder, progress: Callable[[int, int, str], None] | None = None
     log.info("building the demo index %s with %s (first start)", out, embedder.spec)
     build_index(BuildConfig(images=DEMO_IMAGES, out=out, captions=DEMO_CAPTIONS, skip_missing_captions=True),
                 embedder, progress=progress)
+    from interactive_ir.retrieval.retriever import Retriever
+    from interactive_ir.retrieval.score_profile import store_profile
+
+    store_profile(Retriever(load_index(out), embedder))  # the "no close match" note's measure
     return out
 
 

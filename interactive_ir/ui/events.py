@@ -161,6 +161,9 @@ def view(ctx: PageContext, st: UIState, clear: tuple[str, ...] = ()) -> tuple:
            "fb_btn": gr.Button(variant="primary" if st.marks else "secondary",
                                interactive=bool(st.marks) and not st.ended),
            "caption_box": gr.Textbox(visible=not st.ended)}
+    if st.box is not None:  # the filter row or a chip edited the query: the box shows it as the parser reads it
+        out["desc"] = gr.Textbox(value=st.box, label=DESC_AGAIN if st.started else DESC_FIRST)
+        st.box = None
     return _outputs(out | _cleared(ctx, st, clear))
 
 
@@ -290,6 +293,10 @@ def _card_action(engine, st: UIState, action: str, image_id: str) -> UIState:
     """A card's button, or "Refined results ready: show" (action "refined") in the results' heading."""
     if action == "refined":
         return work.show_offer(engine, st)
+    if action in ("unfilter", "when"):  # a filter chip's removal, a date histogram's bar (`filter_row`)
+        from interactive_ir.ui import filter_row
+
+        return filter_row.from_summary(engine, st, action, image_id)
     return handlers.card_action(engine, st, action, image_id)
 
 

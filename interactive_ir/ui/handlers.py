@@ -199,6 +199,7 @@ def start(engine, st: UIState, description: str, *, defer_question: bool = False
         else:
             engine.search_text(session, text)
     st.session = session
+    st.query = " ".join(str(description or "").split())  # as typed: the filter chips edit it
     _moved(st)
     st.new_page()
     _drop_upload(st)
@@ -495,7 +496,23 @@ def found(engine, st: UIState, image_id: str) -> UIState:
     return st
 
 
-CARD_ACTIONS = ("closest", "relevant", "irrelevant", "reference", "found")
+# --- more like this ------------------------------------------------------------------------------
+def more_like(engine, st: UIState, image_id: str, *, defer_question: bool = False, later: bool = False) -> UIState:
+    """"More like this" on a result on the page: a new round of this search ranked by that image (its own
+    vector: `Engine.more_like`); the search's filters stay, the marks of the page before are dropped."""
+    if _belief(st):  # on the belief, "more like this one" is a click on the closest: every earlier action still counts
+        return closest(engine, st, image_id, defer_question=defer_question or later)
+    s = _open(st)
+    image_id = _on_page(st, image_id)
+    with _question_later(engine, st, s, defer_question or later):
+        engine.more_like(s, image_id)
+    _moved(st)
+    st.new_page()
+    st.notice = ""
+    return st
+
+
+CARD_ACTIONS = ("closest", "relevant", "irrelevant", "reference", "found", "like")
 
 
 def card_action(engine, st: UIState, action: str, image_id: str) -> UIState:
@@ -510,6 +527,8 @@ def card_action(engine, st: UIState, action: str, image_id: str) -> UIState:
         return use_reference(engine, st, image_id)
     if action == "found":
         return found(engine, st, image_id)
+    if action == "like":  # its question (when the page asks one) follows in the "model" queue (`listeners`)
+        return more_like(engine, st, image_id, defer_question=True)
     raise BadInputError(f"unknown action {action!r}")
 
 

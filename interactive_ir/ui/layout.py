@@ -4,7 +4,7 @@ to the `events`. Gradio is imported only when a page is laid out."""
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from interactive_ir.ui import handlers, render
+from interactive_ir.ui import filter_row, handlers, render
 from interactive_ir.ui.state import UIState
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets" / "ui"
@@ -58,6 +58,7 @@ class Page:
     sel_csv: object
     login: object = None  # Sign in with Hugging Face (None: sign-in is off, `signin.sign_in_for`)
     sign_in_note: object = None  # whose model this visitor uses (with `login`)
+    filters: object = None  # the filter row (`filter_row.FilterRow`), None for an index without metadata
 
     def outputs(self, names) -> list:
         """The components called `names`, in that order."""
@@ -83,6 +84,7 @@ def lay_out(ctx, setup_notes, title: str) -> Page:
                 gr.Markdown(notes_markdown(setup_notes), elem_id="iir-notes")
             parts |= _sign_in(ctx)  # in the header: who the visitor is and whose model they use
         parts |= _search_column(ctx, js)
+        parts["filters"] = filter_row.lay_out(ctx)  # date range, folder, tags, camera, order (issue 26)
         parts |= _dialogue_panel(ctx, js)
         parts |= _composed_panel(ctx)
         parts |= _results(ctx, js)

@@ -59,7 +59,8 @@ def wire(demo, page: Page, ctx: PageContext, *, search_concurrency: int, click_c
                           outputs, api_name="choose", **act)
     page.api_card.click(bind(events.card, ctx), [state, page.api_action, page.api_id], outputs, api_name="card",
                         **marks)
-    page.results.click(bind(events.on_card, ctx), [state], outputs, **marks)
+    page.results.click(bind(events.on_card, ctx), [state], outputs, **marks).then(  # "More like this": its question
+        follow_up, [state], outputs, api_name=False, **model)
     page.strip.click(bind(events.on_card, ctx), [state], outputs, **marks)  # "Found" under an earlier round
     page.upload.upload(bind(events.on_upload, ctx), [state, page.upload], outputs, **cheap)
     page.upload.clear(bind(events.on_clear_upload, ctx), [state], outputs, **cheap)
@@ -71,6 +72,10 @@ def wire(demo, page: Page, ctx: PageContext, *, search_concurrency: int, click_c
     if page.sign_in_note is not None:  # whose model this visitor uses, said on load (signing in reloads the page)
         demo.load(bind(events.on_sign_in_note, ctx), None, [page.sign_in_note], api_name="sign_in_note",
                   **cheap)
+    if page.filters is not None:  # the filter row (issue 26): it edits the query and searches again
+        from interactive_ir.ui import filter_row
+
+        filter_row.wire(page, page.filters, ctx, groups)
     demo.unload(events.on_close)
     wire_export(page, ctx, cheap)
 

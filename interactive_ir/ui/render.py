@@ -10,16 +10,17 @@ from html import escape
 
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.ui.captions import plain_caption
+from interactive_ir.ui import filter_view
 from interactive_ir.ui.handlers import modes
 from interactive_ir.ui.serving.media import image_url, upload_url
 from interactive_ir.ui.state import UIState
 
 ACTIONS = {  # data-action -> (label, tooltip)
-    "closest": ("Closest", "The most like my image so far: show more like it (add how yours differs with Use as reference)"),
     "relevant": ("Relevant", "Mark as relevant (click again to unmark)"),
     "irrelevant": ("Not it", "Mark as not what you look for (click again to unmark)"),
     "reference": ("Use as reference", "Describe how your image differs from this one"),
     "found": ("Found it", "This is the image I was looking for: end the search"),
+    "like": ("More like this", "Search for images like this one (a new round of this search; filters stay)"),
 }
 CARD_CHARS = 90  # a result card's caption is cut (at a word) beyond this; its full text is its tooltip
 OPTION_CHARS = 40  # the same for a picture option's label
@@ -105,8 +106,13 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
     found_id = s.found.get("id") if s.found else ""
     ended = s.ended
     seen = _seen_ids(turn, hits)
+    folded = fold_of(engine, turn)
     cards = []
-    for rank, h in enumerate(hits, 1):
+    ranks = {h.id: n for n, h in enumerate(hits, 1)}  # the rank by score, kept when the order is by date
+    if st.sort:
+        hits = filter_view.by_date(hits, engine.dates_of([h.id for h in hits]), st.sort)
+    for h in hits:
+        rank = ranks[h.id]
         mark = st.marks.get(h.id)
         cls = ["iir-card"]
         if mark is True:
@@ -133,12 +139,21 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
             actions = '<div class="iir-found-badge">✓ Found: your image</div>' if found_id == h.id else ""
         else:
             actions = ('<div class="iir-actions">'
-                       + (_button("closest", h.id) if s.meta.get("belief") else "")
                        + _button("relevant", h.id, mark is True) + _button("irrelevant", h.id, mark is False)
                        + _button("reference", h.id, st.reference == h.id) + _button("found", h.id)
                        + "</div>")
+            badges += _button("like", h.id)  # over the picture's corner: the card keeps its height
+        head, more = folded.get(h.id, ("", 0))
+        fold_attr = ""
+        if head:  # a near-duplicate of a better ranked result: hidden until that card's "+N similar" opens it
+            cls.append("is-folded")
+            fold_attr = f' data-fold="{esc(head)}" hidden'
+        elif more:
+            badges += (f'<button type="button" class="iir-more-similar" data-action="unfold" data-id="{esc(h.id)}" '
+                       f'aria-expanded="false" title="Show the {more} nearly identical results folded under this one">'
+                       f"+{more} similar</button>")
         cards.append(
-            f'<article class="{" ".join(cls)}" data-id="{esc(h.id)}" data-rank="{rank}" role="listitem">'
+            f'<article class="{" ".join(cls)}" data-id="{esc(h.id)}" data-rank="{rank}" role="listitem"{fold_attr}>'
             f'<div class="iir-pic">{badges}{pic}</div>'
             f'<p class="iir-cap" title="{esc(cap)}">{esc(plain_caption(h.caption, CARD_CHARS) or h.id)}</p>'
             f"{_why(turn.why.get(h.id, []))}{actions}</article>")
@@ -166,6 +181,7 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
     if q is not None:
         ask = (f'<div class="iir-ask-narrow">System asks: <b>{esc(q.text)}</b> '
                '<a href="#iir-dialogue-panel">Answer ↓</a></div>')
+    head += filter_view.summary_html(engine, st) + no_match_html(engine, s)
     return (f'{head}{selection_bar_html()}{ask}<div class="iir-grid" role="list" aria-label="results">'
             f'{liked}{"".join(cards)}</div>')
 
@@ -195,6 +211,34 @@ def keys_html() -> str:
                    for keys, what in KEYS)
     return (f'<details class="iir-keys"><summary title="Keyboard shortcuts (?)">Keyboard shortcuts</summary>'
             f'<ul aria-label="keyboard shortcuts">{rows}</ul></details>')
+
+
+def no_match_html(engine, s: Session) -> str:
+    """The "no close match" note over a typed description's results (what to try, and the scores on demand),
+    or '' when the best score is usual for this collection or the index has no score profile."""
+    cm = engine.close_match(s) if not s.ended else None
+    if cm is None or not cm.weak:
+        return ""
+    where = "among the photos your filters keep" if s.filters else "in this collection"
+    tips = ("other words for what you see (objects, colours, the place)", "a shorter description",
+            "removing a filter" if s.filters else "one of the results that comes closest: More like this")
+    scores = ", ".join(f"{x:.3f}" for x in s.last.scores)
+    return ('<div class="iir-no-match" role="note"><b>No close match</b> ' + esc(where) + ": the best result scores "
+            f"lower than {100 - round(cm.quantile * 100)}% of descriptions usually do here. Try "
+            + "; ".join(esc(t) for t in tips) + ".<details class=\"iir-no-match-scores\"><summary>Scores</summary>"
+            f"best {cm.best:.3f}; a description's best is usually {cm.usual:.3f} here, and below {cm.cutoff:.3f} "
+            f"in {round(cm.quantile * 100)}% of cases. This page: {esc(scores)}</details></div>")
+
+
+def fold_of(engine, turn: Turn) -> dict[str, tuple[str, int]]:
+    """Near-duplicate folding of a round's results (`Engine.duplicate_groups`): {id: (its group's head, 0)} for
+    a folded result, {head: ("", how many it folds)} for a group's head."""
+    out: dict[str, tuple[str, int]] = {}
+    for group in engine.duplicate_groups(turn):
+        if len(group) > 1:
+            out[group[0]] = ("", len(group) - 1)
+            out.update({i: (group[0], 0) for i in group[1:]})
+    return out
 
 
 def _the_liked(n: int) -> str:
@@ -247,6 +291,7 @@ def _turn_label(t: Turn) -> str:
                    + (f": “{t.extra['said']}”" if t.extra.get("said") else ""),
         "tell": f"said “{t.user_text}”",
         "marks": f"marked {len(t.extra.get('relevant', []))} like it",
+        "like": f"more like {t.extra.get('like', 'one result')}",
     }.get(t.kind, t.kind)
     return f"Round {t.round + 1}: {kind}"
 
@@ -334,6 +379,8 @@ def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "
         elif t.kind == "marks":
             lines.append(("note", f"(you marked {len(t.extra.get('relevant', []))} like it, "
                                   f"{len(t.extra.get('irrelevant', []))} not it)"))
+        elif t.kind == "like":
+            lines.append(("note", "(more like one of the results)"))
         elif t.user_text:
             lines.append(("you", t.user_text))
         if t.error:

@@ -1,5 +1,5 @@
-"""The page on the belief over the collection, as the app serves it by default (no LLM): "Closest" on a
-card, the belief's own question answered by typing, "like this, but ..." on a reference, marks."""
+"""The page on the belief over the collection, as the app serves it by default (no LLM): "More like this"
+on a card (the closest so far), the belief's own question answered by typing, "like this, but ..." on a reference, marks."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_closest_answers_and_like_this_but_each_bring_a_page_of_unseen_images(ap
     first = app.ids()
     assert len(first) == K
     shot(page, "belief-first")
-    app.button(1, "closest").click()
+    app.button(1, "like").click()  # "More like this": on the belief, the closest so far
     app.expect_round(2)
     second = app.ids()
     assert len(second) == K and not set(second) & set(first)

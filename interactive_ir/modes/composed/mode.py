@@ -155,7 +155,7 @@ class Composed(OnCore):
         exclude = self.core.exclude_for(session) + ([ref.id] if ref.id else [])
         if self.core.hides_seen(session):  # earlier references were seen too
             exclude += [prev.reference for prev in session.turns if prev.reference]
-        hits = self.retriever.search_row(qrow, n, exclude=exclude)
+        hits = self.retriever.search_row(qrow, n, exclude=exclude, **self.core.scope_for(session))
         turn.timings["retrieve"] = round(time.perf_counter() - t, 6)
         if rerank and hits:
             hits = self._rerank(turn, caption, ref, hits, m, errors)

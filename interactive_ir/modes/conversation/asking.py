@@ -110,7 +110,7 @@ class Asker:
         earlier = {i for t in session.turns if t is not turn for i in t.shown} if pages else set()
         earlier.update(left_out(session))  # never shown: not an option either
         return Candidates(*self.core.retriever.search_rows(self.row_of(session, turn), self.n_candidates(cfg),
-                                                            exclude=earlier))
+                                                            exclude=earlier, **self.core.scope_for(session)))
 
     # --- the step ------------------------------------------------------------------------------------
     def prepare(self, session: Session) -> QuestionStep:

@@ -48,7 +48,7 @@ class Conversation:
         if session.turns:
             raise SessionError("this search already has a description: answer the question, skip it, or start "
                                "a new search")
-        text = self.core.check_text(description, "description")
+        text = self.core.check_text(self.core.read_query(session, description), "description")
         cfg = self.asker.plugir_for(session)
         t_start = time.perf_counter()
         session.description = text

@@ -86,7 +86,8 @@ class Feedback(OnCore):
                 qvec = new_rocchio
         t = time.perf_counter()
         qrow = self.retriever.text_query_row(qvec, cfg.tau)
-        hits = self.retriever.search_row(qrow, self.config.k, exclude=self.core.exclude_for(session, page=True))
+        hits = self.retriever.search_row(qrow, self.config.k, exclude=self.core.exclude_for(session, page=True),
+                                         **self.core.scope_for(session))
         turn.timings["retrieve"] = round(time.perf_counter() - t, 6)
         if new_rocchio is not None:
             session.feedback_query = [float(x) for x in new_rocchio]
