@@ -186,3 +186,19 @@ def test_the_belief_protocols_run_and_rank_by_the_posterior(tiny_index, name):
         for t, turn in enumerate(session.turns[1:], 1):  # the rank is the target's among the unseen, by the posterior
             row = retriever.index.row_of[target]
             assert res.ranks[t] == int(np.sum(turn.ranking > turn.ranking[row])) + 1 or res.stop == "found"
+
+
+def test_a_searchs_filters_bound_the_belief(tmp_path):
+    from iir_testutils import build_dated
+
+    retriever, ids = build_dated(tmp_path, 24)
+    engine = build_engine(retriever, config=EngineConfig(k=2))
+    s = engine.new_session()
+    first = engine.search_text(s, "a shape folder:sub")
+    assert first.shown and all(i.startswith("sub/") for i in first.shown)
+    turn = engine.closest(s, first.shown[0], "a red one")
+    later = engine.marks(s, turn.shown[:1])
+    assert all(i.startswith("sub/") for i in [*turn.shown, *later.shown])
+    allowed = {retriever.index.row_of[i] for i in ids if i.startswith("sub/")}
+    live = set(np.flatnonzero(np.isfinite(later.ranking)).tolist())
+    assert live and live <= allowed
