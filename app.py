@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -37,6 +38,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--queue-size", type=int,
                    help="most waiting events before new ones get HTTP 503 (default 1024, IIR_QUEUE_SIZE)")
     p.add_argument("--study", type=Path, help="a user-study file: serve the study page (interactive_ir.study.ui)")
+    p.add_argument("--trusted-proxies", help="reverse proxies whose X-Forwarded-For names the client, e.g. 127.0.0.1 "
+                                             "(default: none, IIR_TRUSTED_PROXIES)")
     return p.parse_args(argv)
 
 
@@ -57,7 +60,7 @@ def main(argv=None) -> int:
     if cfg.study is not None and importlib.util.find_spec("interactive_ir.study.ui") is None:
         return _error("study mode is not available (interactive_ir.study.ui is missing)", 2)
     try:
-        install()  # once, before any server thread starts: memory stays flat with use (issue 15)
+        install(trusted_proxies=cfg.trusted_proxies)  # once, before any server thread starts: memory stays flat with use (issue 15)
     except ValueError as e:
         return _error(e, 2)
     try:
@@ -80,8 +83,10 @@ def build_page(cfg):
 
     if cfg.study is not None:
         from interactive_ir.study.index_choice import with_study_index
+        from interactive_ir.study.page.admin import ADMIN_ENV, check_password_strength
         from interactive_ir.study.ui import build_study_demo
 
+        check_password_strength(os.environ.get(ADMIN_ENV, ""))  # before any model loads (a minute or more)
         parts = load_app(with_study_index(cfg))
         return build_study_demo(parts.engine, parts.notes, cfg.study), parts.engine
     from interactive_ir.ui import build_demo

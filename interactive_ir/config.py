@@ -121,6 +121,7 @@ SECTIONS: tuple[Section, ...] = (
             "interactive_ir.modes.composed.config:composed_config"),
     Section("interactive_ir.backends.llm_config:LLMConfig", "IIR_LLM_", "interactive_ir.backends.llm_config:llm_config"),
     Section("interactive_ir.study.log:StudyLogConfig", "IIR_STUDY_", "interactive_ir.study.log:study_log_config"),
+    Section("interactive_ir.study.page.guard:StudyGuard", "IIR_STUDY_", "interactive_ir.study.page.guard:study_guard"),
     Section("interactive_ir.retrieval.belief:BeliefConfig", "IIR_BELIEF_", "interactive_ir.retrieval.belief:belief_config"),
     Section("interactive_ir.evaluation.simulators:SimConfig", "IIR_SIM_"),
 )
@@ -181,6 +182,8 @@ ENV_VARS: tuple[EnvVar, ...] = (
            secret=True),
     EnvVar("HF_HUB_OFFLINE", "1: never contact the Hugging Face hub", "backends/hub.py"),
     EnvVar("HF_ENDPOINT", "the Hugging Face hub's address (a mirror)", "backends/hub.py", "https://huggingface.co"),
+    EnvVar("FORWARDED_ALLOW_IPS", "uvicorn's proxies whose X-Forwarded-For it believes; IIR_TRUSTED_PROXIES sets it "
+           "(when that is empty, an operator's own value stays)", "ui/serving/process.py", "none"),
     EnvVar("MALLOC_ARENA_MAX", "glibc's own arena limit; when set, IIR_MALLOC_ARENAS changes nothing",
            "ui/serving/malloc_arenas.py"),
 )

@@ -40,6 +40,7 @@ class AppConfig:
     click_concurrency: int = 8  # marks (their own group) and other clicks (New search, upload, options) at once
     queue_size: int = 1024  # most waiting events, all groups together, before new ones get HTTP 503 (~2 per busy tab)
     study: Path | None = None  # a user-study file: serve the study page instead (interactive_ir.study.ui)
+    trusted_proxies: str = ""  # reverse proxies (addresses/networks) whose X-Forwarded-For names the client; "" = none: the connecting address is the client
 
 
 def app_config(environ=None, **flags) -> AppConfig:
