@@ -175,7 +175,12 @@ def _json(value: Any) -> str:
             return o.item()
         return str(o)
 
-    return json.dumps(value, ensure_ascii=False, default=default, allow_nan=True)
+    text = json.dumps(value, ensure_ascii=False, default=default, allow_nan=True)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: SQLite cannot store it as text, JSON can escape it
+        text = json.dumps(value, ensure_ascii=True, default=default, allow_nan=True)
+    return text
 
 
 def _finite(x: float | None) -> float | None:

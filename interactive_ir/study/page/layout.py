@@ -272,7 +272,15 @@ def _on_submit(page: StudyPage, c: Components, form: str):
 
 
 def _on_join(page: StudyPage, c: Components, agreed: bool):
-    return lambda t, tab, ts: render(page, c, *page.act("join", t, tab, agreed, client_ts=ts))
+    import gradio as gr
+
+    from interactive_ir.ui.serving.limits import client_of
+
+    def on_join(t, tab, ts, request: gr.Request):
+        tab.client = client_of(request)  # enrolments are limited per address
+        return render(page, c, *page.act("join", t, tab, agreed, client_ts=ts))
+
+    return on_join
 
 
 # ---------------------------------------------------------------- the events, in one block

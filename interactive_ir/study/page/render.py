@@ -57,6 +57,7 @@ class TabState:
     arrival: dict | None = None  # recruitment platform parameters read from the page URL (data only)
     link_error: str = ""  # what is wrong with the URL's platform parameters ("" = nothing)
     confirm_give_up: bool = False  # "Give up" was pressed once: the confirmation is showing
+    client: str = ""  # the address the tab's last join came from (enrolments are limited per address)
 
     def sync(self, p: Progress | None) -> None:
         rnd = p.session.round if p is not None and p.session is not None else -1
@@ -314,7 +315,7 @@ def admin_rows(progresses: Sequence[Progress], last_seen: dict[str, float],
         when = last_seen.get(p.participant)
         rows.append([p.participant, p.number, p.phase, o.found, o.not_found, p.n_tasks,
                      time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(when)) if when else "",
-                     p.recruit.get("id", "")])
+                     p.recruit.get("id", "") + (" (repeat)" if p.recruit.get("repeat") else "")])
     return rows
 
 
