@@ -84,7 +84,8 @@ def prepare(index: Path | None = None, embedder_spec: str | None = None,
     if index is not None:
         idx = load_index(index)
         emb = make_embedder(embedder_spec or idx.embedder_spec)
-        return Setup(Retriever(idx, emb), [f"index {index} ({len(idx)} images) with {emb.spec}"])
+        log.info("index %s: %d images", Path(index).resolve(), len(idx))  # the full path for the log only
+        return Setup(Retriever(idx, emb), [f"index {Path(index).resolve().name} ({len(idx)} images) with {emb.spec}"])
     wanted = embedder_spec or os.environ.get("IIR_EMBEDDER") or DEFAULT_EMBEDDER
     notes = []
     try:

@@ -39,6 +39,7 @@ class UIState:
     questioner: str = ""  # the kind of questions chosen in Options ("" automatic, "grounded", "llm")
     hide_seen: bool | None = None  # Options' "Hide images already shown" (None: the engine's EngineConfig.hide_seen)
     offer: object = None  # the model's refined round, held while the person acts on the quick one (`work.adopt`)
+    paused_seen: tuple = ()  # (pause, epoch) when the tab was first told the LLM is paused: told once per pause
 
     def __post_init__(self) -> None:
         self.lock = threading.RLock()  # not a field: asdict/deepcopy/pickle of the state never touch it
@@ -47,7 +48,7 @@ class UIState:
     def __deepcopy__(self, memo) -> UIState:
         return UIState(copy.deepcopy(self.session, memo), dict(self.marks), self.reference, self.upload, self.notice,
                        self.epoch, list(self.todo), copy.deepcopy(self.redo, memo), self.working, self.refined,
-                       self.questioner, self.hide_seen, copy.deepcopy(self.offer, memo))
+                       self.questioner, self.hide_seen, copy.deepcopy(self.offer, memo), self.paused_seen)
 
     def __getstate__(self) -> dict:  # picklable (a spaces.GPU worker receives a copy)
         d = dict(self.__dict__)
