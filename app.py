@@ -19,6 +19,9 @@ log = logging.getLogger("interactive_ir.app")
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Interactive, language-guided image retrieval: the web app.")
+    from interactive_ir import __version__
+
+    p.add_argument("--version", action="version", version=f"interactive_ir {__version__}")
     p.add_argument("--index", type=Path, help="a built index folder (default: the demo gallery, built on first start)")
     p.add_argument("--embedder", help="embedder spec (default: the index's own; demo: IIR_EMBEDDER or CLIP ViT-B-32)")
     p.add_argument("--llm", help="LLM spec for written questions and query rewriting (default: IIR_LLM, an OpenAI "

@@ -43,3 +43,17 @@ def test_the_models_and_data_panel_shows_no_absolute_path(tiny_index, tmp_path):
     parts = load_app(app_config(environ={}, index=folder, llm="none"))
     text = "\n".join(parts.notes)
     assert f"index {folder.name} (" in text and str(folder.parent) not in text
+
+
+def test_version_flags():
+    import subprocess
+    import sys
+
+    from interactive_ir import __version__
+
+    from pathlib import Path
+
+    app = str(Path(__file__).resolve().parents[1] / "app.py")
+    for cmd in ([sys.executable, "-m", "interactive_ir", "--version"], [sys.executable, app, "--version"]):
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
+        assert out.stdout.strip() == f"interactive_ir {__version__}"
