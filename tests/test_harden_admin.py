@@ -91,6 +91,12 @@ def test_the_export_is_served_once_and_only_to_a_signed_in_admin(tmp_path):
     url2 = gate.offer(key, f2)
     now[0] += 60  # past download_s
     assert client.get(url2).status_code == 404
+    f3 = tmp_path / "never.csv"
+    f3.write_text("x")
+    gate.offer(key, f3)
+    now[0] += 60
+    gate.offer(key, f2)  # an offer never fetched is deleted once it has lapsed
+    assert not f3.exists()
     now[0] += 200  # the sign-in has lapsed
     assert not gate.signed_in(key)
 

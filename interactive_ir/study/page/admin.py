@@ -146,9 +146,13 @@ class AdminGate:
         """The one-time URL path of `path` for the signed-in `key` (PermissionError when not signed in)."""
         if not self.signed_in(key):
             raise PermissionError("sign in first")
-        tok = secrets.token_urlsafe(32)
+        tok, now = secrets.token_urlsafe(32), self.clock()
         with self._lock:
-            self._downloads[tok] = (Path(path), self.clock(), key)
+            stale = [t for t, (_, at, _) in self._downloads.items() if now - at > self.download_s]
+            gone = [self._downloads.pop(t)[0] for t in stale]
+            self._downloads[tok] = (Path(path), now, key)
+        for f in gone:  # offered, never fetched: deleted
+            _remove(f)
         return f"/{EXPORT_ROUTE}/{tok}/{Path(path).name}"
 
     def take(self, tok: str) -> Path | None:
@@ -178,7 +182,11 @@ class AdminGate:
 
 
 def _remove(path: Path) -> None:
-    shutil.rmtree(path.parent, ignore_errors=True) if path.parent.name.startswith("iir-study-") else path.unlink(True)
+    """Delete an export (and the folder `StudyPage.export` made for it)."""
+    if path.parent.name.startswith("iir-study-"):
+        shutil.rmtree(path.parent, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def check_password(given: str, expected: str | None) -> bool:
