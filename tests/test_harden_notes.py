@@ -48,10 +48,9 @@ def test_the_models_and_data_panel_shows_no_absolute_path(tiny_index, tmp_path):
 def test_version_flags():
     import subprocess
     import sys
+    from pathlib import Path
 
     from interactive_ir import __version__
-
-    from pathlib import Path
 
     app = str(Path(__file__).resolve().parents[1] / "app.py")
     for cmd in ([sys.executable, "-m", "interactive_ir", "--version"], [sys.executable, app, "--version"]):

@@ -330,8 +330,8 @@ def layout(page: StudyPage, password: str):
 
     from interactive_ir.study.page.admin import AdminGate, LoginLimiter, add_admin_page
     from interactive_ir.study.page.guard import study_guard
-    from interactive_ir.ui.serving.limits import Addresses
     from interactive_ir.ui.layout import ASSETS as UI_ASSETS
+    from interactive_ir.ui.serving.limits import Addresses
     from interactive_ir.ui.serving.uploads import delete_cache
 
     cards_js = (UI_ASSETS / "cards.js").read_text()
