@@ -56,3 +56,17 @@ def test_version_flags():
     for cmd in ([sys.executable, "-m", "interactive_ir", "--version"], [sys.executable, app, "--version"]):
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
         assert out.stdout.strip() == f"interactive_ir {__version__}"
+
+
+def test_start_up_announces_each_stage_before_it_starts(tiny_index, caplog):
+    import logging
+
+    from interactive_ir.ui.startup import app_config, load_app
+
+    with caplog.at_level(logging.INFO, logger="interactive_ir"):
+        load_app(app_config(environ={}, index=tiny_index[0].index.path, llm="none"))
+    said = [r.getMessage() for r in caplog.records]
+    first = next(i for i, m in enumerate(said) if m.startswith("loading the index"))
+    ready = next(i for i, m in enumerate(said) if m.startswith("index and embedder ready"))
+    llm = next(i for i, m in enumerate(said) if m.startswith("loading the LLM"))
+    assert first < ready < llm

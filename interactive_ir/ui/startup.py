@@ -202,13 +202,17 @@ def load_app(cfg: AppConfig) -> AppParts:
     from interactive_ir.engine import EngineConfig, build_engine
 
     t0 = time.perf_counter()
+    log.info("loading the index and the embedder ...")  # each stage is announced before it starts
     setup = prepare(index=cfg.index, embedder_spec=cfg.embedder or None, progress=_progress_logger())
     notes = list(setup.notes)
     log.info("index and embedder ready in %.1f s", time.perf_counter() - t0)
+    log.info("loading the LLM (%s) ...", cfg.llm or "the default")
     llm, llm_says, why = _load_llm(cfg)
     notes += [llm_says] if llm is not None else []
     off = "" if llm is not None else (f"Questions are off: {why}. Marking results as relevant and searching with "
                                       "a reference image and a caption still work.")
+    if cfg.captioner or cfg.vlm:
+        log.info("loading the captioner and VLM ...")
     captioner, vlm, vision_notes = _load_vision(cfg)
     notes += vision_notes
 
