@@ -370,6 +370,11 @@ class StudyLog:
         return [Event(id=r[0], study_id=r[1], participant=r[2], task=r[3], target=r[4], condition=r[5], round=r[6],
                       type=r[7], payload=json.loads(r[8]), client_ts=r[9], server_ts=r[10]) for r in rows]
 
+    def last_event_id(self, study_id: str, participant: str) -> int:
+        """The id of the participant's last event (0 when none): changes whenever any process writes one."""
+        return int(self._query("SELECT COALESCE(MAX(id), 0) FROM events WHERE study_id=? AND participant=?",
+                               (study_id, participant))[0][0])
+
     def load_state(self, study_id: str, participant: str, task: int) -> str | None:
         rows = self._query("SELECT session FROM states WHERE study_id=? AND participant=? AND task=?",
                            (study_id, participant, task))
