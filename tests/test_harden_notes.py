@@ -70,3 +70,60 @@ def test_start_up_announces_each_stage_before_it_starts(tiny_index, caplog):
     ready = next(i for i, m in enumerate(said) if m.startswith("index and embedder ready"))
     llm = next(i for i, m in enumerate(said) if m.startswith("loading the LLM"))
     assert first < ready < llm
+
+
+def test_each_start_up_warning_is_logged_once(tiny_index, caplog):
+    import logging
+
+    from interactive_ir.ui.startup import app_config, load_app
+
+    with caplog.at_level(logging.INFO, logger="interactive_ir"):
+        parts = load_app(app_config(environ={}, index=tiny_index[0].index.path, llm="none", captioner="nosuch:x"))
+    note = next(n for n in parts.notes if "nosuch:x" in n)
+    said = [r for r in caplog.records if "nosuch:x" in r.getMessage()]
+    assert [r.levelname for r in said] == ["WARNING"] and said[0].getMessage() == note
+
+
+def test_the_demo_fallback_warning_is_logged_once(tmp_path, monkeypatch, caplog):
+    import logging
+
+    import interactive_ir.backends as backends
+    from interactive_ir.backends.embedders import FakeEmbedder
+    from interactive_ir.errors import BackendUnavailable
+    from interactive_ir.ui import demo, startup
+
+    def unavailable(spec):
+        raise BackendUnavailable(f"{spec} needs weights from the model hub, which cannot be reached")
+
+    monkeypatch.setenv("IIR_INDICES_DIR", str(tmp_path))
+    monkeypatch.setattr(demo, "_try_embedder", unavailable)
+    monkeypatch.setattr(backends, "make_embedder", lambda spec, **kw: FakeEmbedder(dim=16))
+    with caplog.at_level(logging.INFO, logger="interactive_ir"):
+        parts = startup.load_app(startup.app_config(environ={}, llm="none"))
+    assert any("falling back" in n for n in parts.notes)  # still on the page
+    said = [r.levelname for r in caplog.records if "falling back" in r.getMessage()]
+    assert said == ["WARNING"]
+
+
+def test_no_progress_bar_goes_to_a_log_that_is_not_a_terminal(monkeypatch):
+    import io
+
+    import numpy as np
+
+    from interactive_ir.backends import _torch
+    from interactive_ir.backends.embedders import TextEmbedder
+
+    monkeypatch.setattr("sys.stderr", io.StringIO())  # a log file
+    items = [1, 2, 3]
+    assert _torch.progress(items, 3, "embedding", enabled=True) is items
+    asked = {}
+
+    class Model:
+        def encode(self, texts, batch_size, show_progress_bar, convert_to_numpy):
+            asked["bar"] = show_progress_bar
+            return np.ones((len(texts), 4), np.float32)
+
+    emb = TextEmbedder.__new__(TextEmbedder)
+    emb.model, emb.batch_size, emb.show_progress, emb.dim = Model(), 2, True, 4
+    emb.embed_texts(["a caption"] * 20)
+    assert asked["bar"] is False

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from interactive_ir.backends._torch import batches, l2_normalise, pick_device, require, to_numpy
+from interactive_ir.backends._torch import bars_wanted, batches, l2_normalise, pick_device, require, to_numpy
 from interactive_ir.backends.local_models import (  # noqa: F401 - re-exported
     MINILM_NAMES,
     local_text_model_available,
@@ -285,7 +285,7 @@ class TextEmbedder:
     def embed_texts(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
-        show = self.show_progress and len(texts) > 4 * self.batch_size
+        show = self.show_progress and len(texts) > 4 * self.batch_size and bars_wanted()
         v = self.model.encode(list(texts), batch_size=self.batch_size, show_progress_bar=show, convert_to_numpy=True)
         return l2_normalise(v)
 

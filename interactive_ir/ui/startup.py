@@ -79,6 +79,9 @@ def _first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [e.__class__.__name__])[0][:300]
 
 
+_WARNED: set[str] = set()  # notes logged as warnings when they happened: the start-up summary skips them
+
+
 def load_optional(kind: str, spec: str, make: Callable[[str], object]) -> tuple[object | None, str]:
     """(backend or None, note). A failure is a note, not a crash: the app runs without this model."""
     if spec.strip().lower() in NO_MODEL:
@@ -88,6 +91,7 @@ def load_optional(kind: str, spec: str, make: Callable[[str], object]) -> tuple[
     except (IIRError, OSError, ImportError, RuntimeError, ValueError) as e:
         note = f"{kind} {spec} could not be loaded ({_first_line(e)})"
         log.warning(note)
+        _WARNED.add(note)
         return None, note
     return backend, ""
 
@@ -225,6 +229,7 @@ def load_app(cfg: AppConfig) -> AppParts:
     elif off:
         notes.append(off)
     for n in notes:
-        log.info("%s", n)
+        if n not in _WARNED and n not in setup.warned:  # each warning once
+            log.info("%s", n)
     log.info("start-up done in %.1f s", time.perf_counter() - t0)
     return AppParts(engine, notes, off)
