@@ -3,6 +3,8 @@ the page and /config show no absolute index path."""
 
 from __future__ import annotations
 
+import os
+
 from interactive_ir.backends.guard import CircuitBreaker
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.engine import EngineConfig, build_engine
@@ -127,3 +129,8 @@ def test_no_progress_bar_goes_to_a_log_that_is_not_a_terminal(monkeypatch):
     emb.model, emb.batch_size, emb.show_progress, emb.dim = Model(), 2, True, 4
     emb.embed_texts(["a caption"] * 20)
     assert asked["bar"] is False
+
+
+def test_the_suite_runs_torch_threads_passive_so_a_busy_machine_does_not_stall_it():
+    """torch reads OMP_WAIT_POLICY when it loads; the suite's conftest sets it before any test imports torch."""
+    assert os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE"
