@@ -44,6 +44,7 @@ class Tab:
         self.tag = f"qx{next(_TAGS)}z"
         self.crosstalk = 0  # answers that showed another tab's word
         self.errors: list[str] = []
+        self.drops: list[str] = []  # heartbeat streams that ended while the tab was open
         self.ids: list[str] = []
         self.events = 0
         self._closed = threading.Event()
@@ -58,8 +59,12 @@ class Tab:
                 for _ in r.iter_lines():
                     if self._closed.is_set():
                         return
-        except Exception:  # noqa: BLE001 - the stream ends when the tab closes or the server stops
+        except Exception as e:  # noqa: BLE001 - the stream ends when the tab closes or the server stops
+            if not self._closed.is_set():
+                self.drops.append(f"heartbeat: {type(e).__name__}: {str(e)[:120]}")
             return
+        if not self._closed.is_set():
+            self.drops.append("heartbeat: the server ended the stream")
 
     def close(self) -> None:
         """Close the tab: the heartbeat stream ends (the server drops the tab's state) and the client."""
@@ -114,7 +119,7 @@ def run_tabs(base: str, tabs: int, seconds: float, events_per_tab: int | None = 
 
     Returns events, events_s (throughput), crosstalk, errors (first few) and p50/p95 latency (s)."""
     lat: list[float] = []
-    res = {"events": 0, "crosstalk": 0, "errors": []}
+    res = {"events": 0, "crosstalk": 0, "errors": [], "drops": []}
     lock = threading.Lock()
     t_end = time.monotonic() + seconds
 
@@ -142,6 +147,7 @@ def run_tabs(base: str, tabs: int, seconds: float, events_per_tab: int | None = 
                 res["events"] += tab.events
                 res["crosstalk"] += tab.crosstalk
                 res["errors"] += tab.errors[:3]
+                res["drops"] += tab.drops
 
     t0 = time.monotonic()
     threads = [threading.Thread(target=one) for _ in range(tabs)]
@@ -155,4 +161,5 @@ def run_tabs(base: str, tabs: int, seconds: float, events_per_tab: int | None = 
                p50_s=round(lat[len(lat) // 2], 3) if lat else None,
                p95_s=round(lat[int(len(lat) * 0.95)], 3) if lat else None)
     res["errors"] = res["errors"][:5]
+    res["n_drops"], res["drops"] = len(res["drops"]), res["drops"][:5]
     return res
