@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -18,6 +19,9 @@ log = logging.getLogger("interactive_ir.app")
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Interactive, language-guided image retrieval: the web app.")
+    from interactive_ir import __version__
+
+    p.add_argument("--version", action="version", version=f"interactive_ir {__version__}")
     p.add_argument("--index", type=Path, help="a built index folder (default: the demo gallery, built on first start)")
     p.add_argument("--embedder", help="embedder spec (default: the index's own; demo: IIR_EMBEDDER or CLIP ViT-B-32)")
     p.add_argument("--llm", help="LLM spec for written questions and query rewriting (default: IIR_LLM, an OpenAI "
@@ -43,6 +47,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="visitors who are not signed in may use this Space's LLM within hourly budgets "
                         "(default off, IIR_ANON_LLM; budgets IIR_ANON_CALLS_PER_VISITOR, IIR_ANON_CALLS_PER_HOUR)")
     p.add_argument("--study", type=Path, help="a user-study file: serve the study page (interactive_ir.study.ui)")
+    p.add_argument("--trusted-proxies", help="reverse proxies whose X-Forwarded-For names the client, e.g. 127.0.0.1 "
+                                             "(default: none, IIR_TRUSTED_PROXIES)")
     return p.parse_args(argv)
 
 
@@ -81,7 +87,7 @@ def start(argv=None):
     if cfg.study is not None and importlib.util.find_spec("interactive_ir.study.ui") is None:
         return _error("study mode is not available (interactive_ir.study.ui is missing)", 2)
     try:
-        install()  # once, before any server thread starts: memory stays flat with use (issue 15)
+        install(trusted_proxies=cfg.trusted_proxies)  # once, before any server thread starts: memory stays flat with use (issue 15)
     except ValueError as e:
         return _error(e, 2)
     try:
@@ -103,8 +109,10 @@ def build_page(cfg, sign_in=None):
 
     if cfg.study is not None:
         from interactive_ir.study.index_choice import with_study_index
+        from interactive_ir.study.page.admin import ADMIN_ENV, check_password_strength
         from interactive_ir.study.ui import build_study_demo
 
+        check_password_strength(os.environ.get(ADMIN_ENV, ""))  # before any model loads (a minute or more)
         parts = load_app(with_study_index(cfg))
         return build_study_demo(parts.engine, parts.notes, cfg.study), parts.engine
     from interactive_ir.ui import build_demo

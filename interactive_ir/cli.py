@@ -12,6 +12,7 @@ import importlib
 import logging
 import sys
 
+from interactive_ir import __version__
 from interactive_ir.errors import IIRError
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -33,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m interactive_ir", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    parser.add_argument("--version", action="version", version=f"interactive_ir {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)

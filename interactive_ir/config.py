@@ -122,6 +122,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("interactive_ir.backends.llm_config:LLMConfig", "IIR_LLM_", "interactive_ir.backends.llm_config:llm_config"),
     Section("interactive_ir.backends.visitor_llm:SignInConfig", "IIR_", "interactive_ir.backends.visitor_llm:sign_in_config"),
     Section("interactive_ir.study.log:StudyLogConfig", "IIR_STUDY_", "interactive_ir.study.log:study_log_config"),
+    Section("interactive_ir.study.page.guard:StudyGuard", "IIR_STUDY_", "interactive_ir.study.page.guard:study_guard"),
     Section("interactive_ir.retrieval.belief:BeliefConfig", "IIR_BELIEF_", "interactive_ir.retrieval.belief:belief_config"),
     Section("interactive_ir.evaluation.simulators:SimConfig", "IIR_SIM_"),
     Section("interactive_ir.index.build_sizes:BuildSizes", "IIR_BUILD_", "interactive_ir.index.build_sizes:build_sizes"),
@@ -188,6 +189,8 @@ ENV_VARS: tuple[EnvVar, ...] = (
            secret=True),
     EnvVar("HF_HUB_OFFLINE", "1: never contact the Hugging Face hub", "backends/hub.py"),
     EnvVar("HF_ENDPOINT", "the Hugging Face hub's address (a mirror)", "backends/hub.py", "https://huggingface.co"),
+    EnvVar("FORWARDED_ALLOW_IPS", "uvicorn's proxies whose X-Forwarded-For it believes; IIR_TRUSTED_PROXIES sets it "
+           "(when that is empty, an operator's own value stays)", "ui/serving/process.py", "none"),
     EnvVar("MALLOC_ARENA_MAX", "glibc's own arena limit; when set, IIR_MALLOC_ARENAS changes nothing",
            "ui/serving/malloc_arenas.py"),
 )

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
+
+# torch's OpenMP threads spin at each barrier, waiting for each other: on a machine busier than its cores
+# (2 cores at load 14, as a shared CI box is) SmolLM2 generated 48 tokens in 45 s with the default policy,
+# 8-13 s with PASSIVE and 7.6 s on one thread; test_two_turns_with_smollm2 took 449 s in a full run there
+# (36 s alone). Set before anything imports torch; an operator's own value wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from iir_testutils import FLICKR, build_tiny
 from skip_policy import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401 (hooks: CI fails on a skip)
 

@@ -232,3 +232,21 @@ def test_cli_index_and_search(tiny_models, offline, tmp_path, capsys, kind):
         hits = json.loads(capsys.readouterr().out)
         assert hits[0]["id"] == name
         assert hits[0]["score"] == pytest.approx(1.0, abs=2e-3)  # vectors are stored as float16
+
+
+@pytest.mark.integration
+def test_a_blip_checkpoint_is_refused_with_the_right_spec(tmp_path, offline):
+    """Issue 29 item 5: hf: loaded a BLIP retrieval checkpoint with its text tower and projections random
+    (transformers printed MISSING and the index built); now it says to use blip:."""
+    pytest.importorskip("transformers")
+    from transformers import BlipConfig
+
+    cfg = BlipConfig(text_config={"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                  "intermediate_size": 37, "vocab_size": 99},
+                     vision_config={"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                    "intermediate_size": 37, "image_size": 32, "patch_size": 16},
+                     projection_dim=16)
+    cfg.architectures = ["BlipForImageTextRetrieval"]
+    cfg.save_pretrained(tmp_path / "blip")
+    with pytest.raises(BackendUnavailable, match=r"is a BLIP checkpoint \(BlipForImageTextRetrieval\): load it with blip:"):
+        make_embedder(f"hf:{tmp_path / 'blip'}")

@@ -184,3 +184,40 @@ def test_kill_9_mid_burst_loses_no_acknowledged_event(tmp_path, sync):
             if last is not None:
                 assert json.loads(log.load_state("s", f"p{t}", 1))["i"] >= last
         assert len(stored) >= len(acked)
+
+
+TWO_WRITERS = textwrap.dedent("""
+    import sys, time
+    from interactive_ir.study.log import Event, StudyLog
+
+    db, name = sys.argv[1], sys.argv[2]
+    log = StudyLog(db, synchronous="FULL")
+    for i in range(300):
+        log.append(Event("click", name, "s", payload={"i": i}))
+        while i == 0 and log.count() < 2:  # both hold the database open and have written before going on
+            time.sleep(0.01)
+        if i % 10 == 0:
+            log.enrol("s", f"{name}-{i}")
+    log.close()
+""")
+
+
+def test_two_processes_writing_one_study_database_lose_nothing(tmp_path):
+    """Replicas behind a proxy (deploy/nginx.conf) each open the study database: WAL, BEGIN IMMEDIATE and a
+    busy timeout keep every event and give each enrolment its own number across processes."""
+    db = tmp_path / "s.sqlite"
+    StudyLog(db).close()  # created (WAL) before the writers race
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    procs = [subprocess.Popen([sys.executable, "-c", TWO_WRITERS, str(db), name], env=env,
+                              stderr=subprocess.PIPE) for name in ("a", "b")]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()[-500:]
+    with StudyLog(db) as log:
+        assert log.count() == 600
+        for name in ("a", "b"):
+            assert [e.payload["i"] for e in log.events("s", name)] == list(range(300))
+        numbers = sorted(p["number"] for p in log.participants("s"))
+        assert numbers == list(range(60))  # no Latin-square row given twice
+        a, b = ([e.id for e in log.events("s", name)] for name in ("a", "b"))
+    assert min(b) < max(a) and min(a) < max(b)  # the two wrote at the same time, not one after the other

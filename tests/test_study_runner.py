@@ -400,3 +400,20 @@ def test_choose_an_option_of_a_grounded_question(tiny, tmp_path):
     with pytest.raises(BadInputError):
         runner.choose(pid, 99, runner.progress(pid).session.question.text)
     assert log.events("t", p.participant)[-1].type == "error" and runner.progress(pid).rounds_used == 1
+
+
+def test_a_participant_moving_between_two_processes_is_never_served_a_stale_state(tiny, tmp_path):
+    """Two replicas (two runners, each with its own connection to one study database): a participant
+    served by A, then B, then A again sees on A what B logged."""
+    a, log_a, caps = make_runner(tiny, tmp_path)
+    r, ids, _ = tiny
+    b = StudyRunner(make_study(ids), build_engine(r, llm=FakeLLM()), StudyLog(tmp_path / "t.sqlite"))
+    pid = a.enrol().participant
+    a.consent(pid, True)
+    assert a.progress(pid).phase == "briefing"
+    b.start_task(pid)  # on the other replica
+    target = b.progress(pid).current.task.target
+    assert a.progress(pid).phase == b.progress(pid).phase != "briefing"
+    a.describe(pid, caps[target][0])  # back on A: no "not available now", no second task_start
+    assert len(b.progress(pid).session.turns) == len(a.progress(pid).session.turns) == 1
+    assert [e.type for e in log_a.events("t", pid)].count("task_start") == 1

@@ -204,12 +204,15 @@ def test_another_client_with_a_participant_id_sees_and_does_nothing(tiny, tmp_pa
             _, t2 = page.act(name, fake, t2, *args)
             assert "does not know you" in t2.notice
     assert page.runner.progress(pid).phase == "search" and page.runner.log.count() == n_events
-    # the same recruitment id from another browser cannot start again, and the first one goes on
+    # the same recruitment id from another browser gets the same page as a new one (issue 29: an id neither
+    # tells whether it took part nor can be locked); the attempt is recorded as a repeat; the first goes on
     t3 = TabState()
     page.arrive(t3, {"PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e"})
     tok3, t3 = page.act("join", "", t3, True)
-    assert tok3 == "" and "already started" in t3.notice and "another browser" in t3.notice
-    assert len(page.runner.log.participants("ui")) == 1
+    assert tok3 and t3.notice == "" and page.view(tok3, t3).phase == "briefing"
+    assert len(page.runner.log.participants("ui")) == 2
+    assert page.runner.progress(page.who(tok3)).recruit["repeat"] is True
+    assert "repeat" not in page.runner.progress(pid).recruit and page.runner.progress(pid).phase == "search"
     # the database keeps the token's hash, never the token
     import sqlite3
 

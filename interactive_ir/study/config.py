@@ -192,7 +192,8 @@ def load_study(path: str | Path) -> StudyConfig:
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-            raise StudyConfigError(f"{path} is not valid YAML{where}: {getattr(e, 'problem', e)}") from e
+            why = " ".join(str(getattr(e, "problem", None) or e).split())  # one line (a ReaderError spans two)
+            raise StudyConfigError(f"{path} is not valid YAML{where}: {why}") from e
     try:
         return parse_study(data, source=str(path))
     except StudyConfigError as e:

@@ -181,7 +181,12 @@ def _json(value: Any) -> str:
             return o.item()
         return str(o)
 
-    return json.dumps(value, ensure_ascii=False, default=default, allow_nan=True)
+    text = json.dumps(value, ensure_ascii=False, default=default, allow_nan=True)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: SQLite cannot store it as text, JSON can escape it
+        text = json.dumps(value, ensure_ascii=True, default=default, allow_nan=True)
+    return text
 
 
 def _finite(x: float | None) -> float | None:
@@ -370,6 +375,11 @@ class StudyLog:
                            f"client_ts, server_ts FROM events WHERE {' AND '.join(where)} ORDER BY id", tuple(args))
         return [Event(id=r[0], study_id=r[1], participant=r[2], task=r[3], target=r[4], condition=r[5], round=r[6],
                       type=r[7], payload=json.loads(r[8]), client_ts=r[9], server_ts=r[10]) for r in rows]
+
+    def last_event_id(self, study_id: str, participant: str) -> int:
+        """The id of the participant's last event (0 when none): changes whenever any process writes one."""
+        return int(self._query("SELECT COALESCE(MAX(id), 0) FROM events WHERE study_id=? AND participant=?",
+                               (study_id, participant))[0][0])
 
     def load_state(self, study_id: str, participant: str, task: int) -> str | None:
         rows = self._query("SELECT session FROM states WHERE study_id=? AND participant=? AND task=?",

@@ -33,6 +33,7 @@ def indices_dir() -> Path:
 class Setup:
     retriever: object  # the Retriever serving searches
     notes: list[str] = field(default_factory=list)  # what runs and why, shown on the page and logged
+    warned: list[str] = field(default_factory=list)  # the notes already logged as warnings (not logged again)
 
 
 def _slug(spec: str) -> str:
@@ -42,8 +43,7 @@ def _slug(spec: str) -> str:
 def _try_embedder(spec: str):
     """The embedder `spec`; with the hub unreachable, from the local Hugging Face cache only (weights cached on
     an earlier, online start still load), failing fast when they are not there."""
-    from interactive_ir.backends import hub
-    from interactive_ir.backends import make_embedder
+    from interactive_ir.backends import hub, make_embedder
 
     if not hub.needs_hub(spec) or hub.hub_reachable():
         return make_embedder(spec)
@@ -131,6 +131,7 @@ def prepare(index: Path | None = None, embedder_spec: str | None = None,
         if idx is not None:
             emb, why = _index_embedder(index, embedder_spec or idx.embedder_spec)
             if emb is not None:
+                log.info("index %s: %d images", Path(index).resolve(), len(idx))  # the full path for the log only
                 return Setup(Retriever(idx, emb), [f"index {_shown(index)} ({len(idx)} images) with {emb.spec}"])
         notes.append(why)
     wanted = embedder_spec or os.environ.get("IIR_EMBEDDER") or DEFAULT_EMBEDDER
@@ -146,6 +147,7 @@ def prepare(index: Path | None = None, embedder_spec: str | None = None,
         emb = make_embedder(OFFLINE_TEXT_EMBEDDER)
     path = demo_index(emb, progress)
     idx = load_index(path, expect_embedder=emb.spec)
+    warned = list(notes)
     notes.insert(0, f"demo gallery: {len(idx)} public-domain images, embedder {emb.spec}"
                     + (" (caption index)" if idx.caption_only else ""))
-    return Setup(Retriever(idx, emb), notes)
+    return Setup(Retriever(idx, emb), notes, warned)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from interactive_ir.backends.guard import status_note
+from interactive_ir.backends.guard import pause_mark, status_note
 from interactive_ir.errors import IIRError
 from interactive_ir.ui import handlers, render, signin, work
 from interactive_ir.ui.handlers import Modes, modes
@@ -146,7 +146,13 @@ def view(ctx: PageContext, st: UIState, clear: tuple[str, ...] = ()) -> tuple:
     """The whole page for the tab's state; `clear` names the boxes to empty ("desc", "answer", "caption",
     "upload")."""
     engine = ctx.engine
-    paused = status_note(engine)  # an LLM's circuit breaker is open (backends.guard)
+    paused = status_note(engine)  # an LLM's circuit breaker is open (backends.guard): said on one turn, not on each
+    if paused:
+        mark = pause_mark(engine)
+        if not st.paused_seen or st.paused_seen[0] != mark:
+            st.paused_seen = (mark, st.epoch)
+        elif st.paused_seen[1] != st.epoch:
+            paused = ""
     dialogue = render.dialogue_html(st, ctx.modes.questions, ctx.questions_off, engine)
     out = {"state": st, "status": render.status_md(st), "results": render.results_html(engine, st, ctx.examples),
            "dialogue": dialogue + (f'<div class="iir-qoff" role="status">{render.esc(paused)}</div>' if paused else ""),

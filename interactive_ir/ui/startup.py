@@ -40,6 +40,7 @@ class AppConfig:
     click_concurrency: int = 8  # marks (their own group) and other clicks (New search, upload, options) at once
     queue_size: int = 1024  # most waiting events, all groups together, before new ones get HTTP 503 (~2 per busy tab)
     study: Path | None = None  # a user-study file: serve the study page instead (interactive_ir.study.ui)
+    trusted_proxies: str = ""  # reverse proxies (addresses/networks) whose X-Forwarded-For names the client; "" = none: the connecting address is the client
 
 
 def app_config(environ=None, **flags) -> AppConfig:
@@ -78,6 +79,9 @@ def _first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [e.__class__.__name__])[0][:300]
 
 
+_WARNED: set[str] = set()  # notes logged as warnings when they happened: the start-up summary skips them
+
+
 def load_optional(kind: str, spec: str, make: Callable[[str], object]) -> tuple[object | None, str]:
     """(backend or None, note). A failure is a note, not a crash: the app runs without this model."""
     if spec.strip().lower() in NO_MODEL:
@@ -87,6 +91,7 @@ def load_optional(kind: str, spec: str, make: Callable[[str], object]) -> tuple[
     except (IIRError, OSError, ImportError, RuntimeError, ValueError) as e:
         note = f"{kind} {spec} could not be loaded ({_first_line(e)})"
         log.warning(note)
+        _WARNED.add(note)
         return None, note
     return backend, ""
 
@@ -201,13 +206,17 @@ def load_app(cfg: AppConfig) -> AppParts:
     from interactive_ir.engine import EngineConfig, build_engine
 
     t0 = time.perf_counter()
+    log.info("loading the index and the embedder ...")  # each stage is announced before it starts
     setup = prepare(index=cfg.index, embedder_spec=cfg.embedder or None, progress=_progress_logger())
     notes = list(setup.notes)
     log.info("index and embedder ready in %.1f s", time.perf_counter() - t0)
+    log.info("loading the LLM (%s) ...", cfg.llm or "the default")
     llm, llm_says, why = _load_llm(cfg)
     notes += [llm_says] if llm is not None else []
     off = "" if llm is not None else (f"Questions are off: {why}. Marking results as relevant and searching with "
                                       "a reference image and a caption still work.")
+    if cfg.captioner or cfg.vlm:
+        log.info("loading the captioner and VLM ...")
     captioner, vlm, vision_notes = _load_vision(cfg)
     notes += vision_notes
 
@@ -225,6 +234,7 @@ def load_app(cfg: AppConfig) -> AppParts:
     elif off:
         notes.append(off)
     for n in notes:
-        log.info("%s", n)
+        if n not in _WARNED and n not in setup.warned:  # each warning once
+            log.info("%s", n)
     log.info("start-up done in %.1f s", time.perf_counter() - t0)
     return AppParts(engine, notes, off)

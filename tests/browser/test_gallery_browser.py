@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from pageobj import AppPage, K, expect
+from pageobj import TIMEOUT_MS, AppPage, K, expect
 from iir_testutils import query_modes
 
 pytestmark = pytest.mark.browser
@@ -38,7 +38,7 @@ def options(page):
 def test_an_example_runs_a_search_and_a_picture_question_is_answered_by_a_click(app, shot):
     page = app.page
     examples = page.locator("#iir-results .iir-example")
-    expect(examples).to_have_count(3)  # waits for the page to draw them (a count read at once was 0 once)
+    expect(examples).to_have_count(3, timeout=TIMEOUT_MS)  # they come with the page's first render: wait (issue 29)
     shot(page, "empty")
     examples.nth(1).click()  # "a red car"
     app.expect_round(1)

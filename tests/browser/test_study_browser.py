@@ -14,6 +14,8 @@ import sqlite3
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -223,8 +225,11 @@ def test_participant_runs_the_study_and_admin_exports(browser, study_app, shot):
     admin.click("#iir-admin-export")
     link = admin.locator("#iir-admin-file a").first
     expect(link).to_have_attribute("href", re.compile(r"browser-study\.events\.csv$"), timeout=TIMEOUT_MS)
-    with urllib.request.urlopen(link.get_attribute("href"), timeout=10) as r:
+    href = urllib.parse.urljoin(url + "admin", link.get_attribute("href"))
+    with urllib.request.urlopen(href, timeout=10) as r:
         lines = r.read().decode("utf-8").splitlines()
+    with pytest.raises(urllib.error.HTTPError, match="404"):  # once: the link is no public URL (issue 29)
+        urllib.request.urlopen(href, timeout=10)
     assert lines[0].startswith("id,study_id,participant,participant_number,task,target,condition,round,type")
     # one row per event (this participant is the only one); paradata: the participant's page loses focus when the
     # admin page opens, and logs it whenever it arrives

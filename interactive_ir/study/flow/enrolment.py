@@ -15,6 +15,7 @@ from interactive_ir.errors import BadInputError, SessionError
 from interactive_ir.study.config_types import ID_RE
 from interactive_ir.study.flow.plan import StudyPlan, plan_rows
 from interactive_ir.study.flow.state import Participants, StudyClosed, require
+from interactive_ir.study.log import AlreadyEnrolled
 from interactive_ir.study.progress import Progress
 
 TOKEN_BYTES = 32  # 256 random bits per participant token
@@ -45,9 +46,11 @@ class Enrolment:
              client_ts: float | None = None, expert: bool | None = None) -> tuple[Progress, str]:
         """Enrol a new participant through the consent page: (their progress, their secret token).
 
-        `recruit` = {"platform", "id", "params"} from the URL is recorded; a recruitment id that has started
-        already raises AlreadyEnrolled (one participation each); `expert` (an expert or novice session, None:
-        not said) is recorded with the participant.
+        `recruit` = {"platform", "id", "params"} from the URL is recorded. A recruitment id that has started
+        already gets the same page as a new one: a new participant whose recruitment is marked
+        `"repeat": true` (for the researcher to see and drop), never a refusal, so knowing someone's id
+        neither tells whether they took part nor locks them out. `expert` (an expert or
+        novice session, None: not said) is recorded with the participant.
         """
         if self.participants.is_closed():
             raise StudyClosed("this study has closed and takes no new participants; thank you for your interest")
@@ -56,7 +59,11 @@ class Enrolment:
         meta = {"recruitment": rec} if rec else {}
         if expert is not None:
             meta["expert"] = bool(expert)
-        p = self.enrol(None, client_ts, meta, token=token_hash(token), recruit=rec)
+        try:
+            p = self.enrol(None, client_ts, meta, token=token_hash(token), recruit=rec)
+        except AlreadyEnrolled:
+            rec = {**rec, "repeat": True}
+            p = self.enrol(None, client_ts, {**meta, "recruitment": rec}, token=token_hash(token), recruit=None)
         return self.consent(p.participant, agreed, client_ts), token
 
     def participant_of(self, token: Any) -> str | None:

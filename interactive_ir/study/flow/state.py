@@ -2,7 +2,10 @@
 
 A participant's progress is rebuilt from the study log the first time it is needed (`rebuild`, see
 `replay`), then kept in memory and changed in step with the events written: every change is logged
-before it is acknowledged.
+before it is acknowledged. Another process may write to the same log (replicas behind a proxy,
+deploy/nginx.conf): the progress is rebuilt whenever the participant's last logged event is not the
+last one this process wrote or read, so a participant who moved to another replica and back is never
+served a stale state.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class StudyClosed(SessionError):
 class _Slot:
     lock: threading.Lock = field(default_factory=threading.Lock)
     progress: Progress | None = None
+    last_event: int = -1  # the participant's last event id in the log when `progress` was built or written
 
 
 def copy_session(session: Session) -> Session:
@@ -73,8 +77,10 @@ class Participants:
         """The participant's progress, theirs alone while the block runs (rebuilt from the log on first use)."""
         slot = self._slot(pid)
         with slot.lock:
-            if slot.progress is None:
+            last = self.log.last_event_id(self.study.study_id, pid)
+            if slot.progress is None or last != slot.last_event:
                 slot.progress = self._rebuild(pid)
+                slot.last_event = last
             yield slot.progress
 
     def event(self, p: Progress, type_: str, payload: Mapping[str, Any] | None = None,
@@ -92,6 +98,8 @@ class Participants:
         if session is not None and p.current is not None:
             state = (p.participant, p.current.position, session.to_json())
         ids = self.log.append_many(events, state, study_id=self.study.study_id)
+        if ids:
+            self._slot(p.participant).last_event = ids[-1]
         for listener in self.listeners:
             try:
                 listener(events)

@@ -316,7 +316,15 @@ def _on_submit(page: StudyPage, c: Components, form: str):
 
 
 def _on_join(page: StudyPage, c: Components, agreed: bool):
-    return lambda t, tab, ts: render(page, c, *page.act("join", t, tab, agreed, client_ts=ts))
+    import gradio as gr
+
+    from interactive_ir.ui.serving.limits import client_of
+
+    def on_join(t, tab, ts, request: gr.Request):
+        tab.client = client_of(request)  # enrolments are limited per address
+        return render(page, c, *page.act("join", t, tab, agreed, client_ts=ts))
+
+    return on_join
 
 
 # ---------------------------------------------------------------- the events, in one block
@@ -369,8 +377,10 @@ def layout(page: StudyPage, password: str):
     file asks for it (`scoreboard: true`), the scoreboard at /scoreboard."""
     import gradio as gr
 
-    from interactive_ir.study.page.admin import add_admin_page
+    from interactive_ir.study.page.admin import AdminGate, LoginLimiter, add_admin_page
+    from interactive_ir.study.page.guard import study_guard
     from interactive_ir.ui.layout import ASSETS as UI_ASSETS
+    from interactive_ir.ui.serving.limits import Addresses
     from interactive_ir.ui.serving.uploads import delete_cache
 
     cards_js = (UI_ASSETS / "cards.js").read_text()
@@ -380,8 +390,13 @@ def layout(page: StudyPage, password: str):
         """The study's page: participants see no Gradio footer links ("Use via API", "Built with Gradio",
         Settings), whoever launches it (`launch(footer_links=[])` unless the caller names links)."""
 
-        def launch(self, *args, footer_links=None, **kwargs):
-            return super().launch(*args, footer_links=[] if footer_links is None else footer_links, **kwargs)
+        extra_routes: list = []  # the admin's export downloads
+
+        def launch(self, *args, footer_links=None, app_kwargs=None, **kwargs):
+            app_kwargs = dict(app_kwargs or {})
+            app_kwargs["routes"] = [*self.extra_routes, *app_kwargs.get("routes", [])]
+            return super().launch(*args, footer_links=[] if footer_links is None else footer_links,
+                                  app_kwargs=app_kwargs, **kwargs)
 
     with StudyBlocks(title=study.title or "Image search study", delete_cache=delete_cache()) as demo:
         gr.Navbar(visible="hidden", main_page_name=False)  # no "Home" bar ("hidden": mounted, so it applies)
@@ -393,7 +408,9 @@ def layout(page: StudyPage, password: str):
         _search(gr, c, cards_js, timer_js)
         _forms_and_end(gr, c, study)
         _wire(demo, page, c)
-    add_admin_page(demo, page, password)
+    guard = study_guard()
+    gate = AdminGate(password, LoginLimiter(trusted=Addresses(guard.admin_from)))
+    demo.extra_routes = add_admin_page(demo, page, password, gate).routes()
     if study.scoreboard:
         from interactive_ir.study.page.scoreboard import add_scoreboard_page
 

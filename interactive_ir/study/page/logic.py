@@ -10,6 +10,7 @@ recruitment id than its participant's is treated as a new visitor.
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,8 +19,9 @@ from typing import Any
 from interactive_ir.errors import IIRError, SessionError
 from interactive_ir.study.config import Condition
 from interactive_ir.study.config_types import Recruitment
-from interactive_ir.study.log import TASK_END_TYPES, AlreadyEnrolled, StudyLog
+from interactive_ir.study.log import TASK_END_TYPES, StudyLog
 from interactive_ir.study.page.admin_actions import AdminActions
+from interactive_ir.study.page.guard import StudyGuard, study_guard
 from interactive_ir.study.page.render import (
     Outcomes,
     TabState,
@@ -36,6 +38,7 @@ from interactive_ir.study.progress import Progress
 from interactive_ir.study.recruitment import LinkError, end_message, read_arrival
 from interactive_ir.study.runner import StaleQuestionError, StudyRunner
 from interactive_ir.ui.render import esc
+from interactive_ir.ui.serving.limits import WindowCounter
 
 log = logging.getLogger(__name__)
 
@@ -88,11 +91,13 @@ def _clock(value: Any) -> float | None:
 class StudyPage(AdminActions):
     """The study page's logic over a `StudyRunner`, without Gradio (the admin page's actions in `AdminActions`)."""
 
-    def __init__(self, runner: StudyRunner, setup_notes=()):
+    def __init__(self, runner: StudyRunner, setup_notes=(), guard: StudyGuard | None = None):
         self.runner = runner
         self.study = runner.study
         self.engine = runner.engine
         self.notes = [n for n in setup_notes if n]
+        self.guard = guard or study_guard()
+        self.joins = WindowCounter(self.guard.join_window_s)  # enrolments per client address
 
     # --- identity ----------------------------------------------------------------------------------
     def arrive(self, tab: TabState, query: Mapping[str, str], hf_user: str = "") -> None:
@@ -210,6 +215,7 @@ class StudyPage(AdminActions):
             tab.notice = ""
         ts = _clock(client_ts)
         token = token if isinstance(token, str) else ""
+        args = tuple(_unicode(a) for a in args)  # a lone surrogate (U+D800) cannot be stored: it becomes U+FFFD
         pid = self.who(token, tab) or ""
         if name == "ask" and not pid:
             return token, tab
@@ -248,12 +254,18 @@ class StudyPage(AdminActions):
             return None
         if self.study.recruitment.platform != "none" and not (tab.arrival or {}).get("id"):
             raise SessionError("the page has not read your link yet: reload the page, then answer again")
+        who, limit = tab.client or "?", self.guard.joins_per_client
+        if limit > 0 and not self.joins.take(who, 1, limit):
+            minutes = max(1, int(self.joins.wait_s(who) / 60 + 0.99))
+            log.warning("enrolment refused: %d participants joined from %s within %.0f s", limit, who,
+                        self.guard.join_window_s)
+            raise SessionError(f"many people have just joined from your network: please try again in {minutes} "
+                               "min, or message the researcher")
         try:
             p, token = self.runner.join(bool(agreed), tab.arrival, ts, expert=tab.expert)
-        except AlreadyEnrolled:
-            raise SessionError("this study was already started with your recruitment id, in another browser or "
-                               "device: please go on there. If you cannot, message the researcher on your "
-                               "recruitment platform") from None
+        except BaseException:
+            self.joins.add(who, -1)  # not enrolled: not counted
+            raise
         return token
 
     def _leave(self, pid, tab, ts):
@@ -382,6 +394,20 @@ def _expert(value: Any) -> bool | None:
     """The URL's expert parameter: True (1, true, yes, expert), False (0, false, no, novice), else None."""
     v = str(value or "").strip().lower()
     return True if v in ("1", "true", "yes", "expert") else False if v in ("0", "false", "no", "novice") else None
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _unicode(value: Any) -> Any:
+    """`value` with every lone surrogate in its strings (also inside lists and dicts) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_unicode(v) for v in value)
+    if isinstance(value, dict):
+        return {_unicode(k): _unicode(v) for k, v in value.items()}
+    return value
 
 
 def _sentence(e: BaseException) -> str:

@@ -59,6 +59,7 @@ class TabState:
     confirm_give_up: bool = False  # "Give up" was pressed once: the confirmation is showing
     expert: bool | None = None  # the URL's expert=1 / expert=0: an expert or novice session (None: not said)
     drawn: str = ""  # what the page last drew, in short (a competition's poll redraws only when it changes)
+    client: str = ""  # the address the tab's last join came from (enrolments are limited per address)
 
     def sync(self, p: Progress | None) -> None:
         rnd = p.session.round if p is not None and p.session is not None else -1
@@ -316,7 +317,7 @@ def admin_rows(progresses: Sequence[Progress], last_seen: dict[str, float],
         when = last_seen.get(p.participant)
         rows.append([p.participant, p.number, p.phase, o.found, o.not_found, p.n_tasks,
                      time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(when)) if when else "",
-                     p.recruit.get("id", "")])
+                     p.recruit.get("id", "") + (" (repeat)" if p.recruit.get("repeat") else "")])
     return rows
 
 

@@ -44,11 +44,12 @@ def sniff(path: Path) -> str:
     raise NotServed(f"{path.name} is not a JPEG, PNG, GIF, WebP or BMP image")
 
 
-def inside(root: Path, rel: str) -> Path:
+def inside(root: Path, rel: str, link_roots=()) -> Path:
     """The file `root/rel`, resolved, when it exists inside `root`; NotServed otherwise.
 
     Refuses an image root that is a file system root, ids that are absolute or climb with `..`,
-    and files that resolve (through symlinks) outside the root.
+    and files that resolve (through symlinks) outside the root, except into `link_roots` (the folders
+    the index's build saw its indexed links point into, recorded in its manifest; never `/`).
     """
     root = Path(root).resolve()
     if root == Path(root.anchor):
@@ -60,7 +61,8 @@ def inside(root: Path, rel: str) -> Path:
         path = (root / pure).resolve(strict=True)
     except (OSError, RuntimeError) as e:
         raise NotServed(f"{rel!r}: {e.__class__.__name__}") from e
-    if not path.is_relative_to(root):
+    if not path.is_relative_to(root) and not any(
+            r not in ("", "/") and path.is_relative_to(Path(r)) for r in link_roots):
         raise NotServed(f"{rel!r} resolves outside the image root")
     if not path.is_file():
         raise NotServed(f"{rel!r} is not a file")
@@ -97,7 +99,8 @@ class ImageFiles:
             path = inside(self.uploads.folder, path.name)
         else:
             row = self._row(tok)
-            path = inside(self.index.image_root, self.index.ids[row])
+            links = (getattr(self.index, "manifest", None) or {}).get("link_roots", ())
+            path = inside(self.index.image_root, self.index.ids[row], links)  # links the build saw are served
         mime = sniff(path)  # the original must be an image, whichever file goes out
         if not full:
             small = thumbnail(path)

@@ -3,13 +3,15 @@
 - faiss's "Loading faiss with AVX2/AVX512 support" and HTTP client request lines (httpx, urllib3): WARNING up;
 - open_clip's INFO lines and its "Failed to download weights" ERROR are dropped: the app then falls back to its offline index and
   says so itself, calmly, with the reason (interactive_ir.ui.demo);
-- Hugging Face progress bars stay off unless asked for (HF_HUB_DISABLE_PROGRESS_BARS=0).
+- Hugging Face progress bars stay off unless asked for (HF_HUB_DISABLE_PROGRESS_BARS=0); no tqdm bar goes to a
+  log that is not a terminal (TQDM_DISABLE=1, and the app's own bars check the terminal).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 
 QUIET = ("faiss", "faiss.loader", "sentence_transformers", "httpx", "httpcore", "urllib3", "huggingface_hub", "filelock", "PIL",
          "matplotlib", "asyncio", "multipart", "python_multipart", "gradio_client")  # WARNING and up only
@@ -35,6 +37,8 @@ def setup_logging(level: int = logging.INFO) -> None:
     for name in QUIET:
         logging.getLogger(name).setLevel(max(level, logging.WARNING))
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # one line per stage, not hundreds
+    if not (getattr(sys.stderr, "isatty", None) and sys.stderr.isatty()):
+        os.environ.setdefault("TQDM_DISABLE", "1")  # a log file gets no bars (tqdm reads TQDM_* as its defaults)
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 

@@ -5,7 +5,9 @@ Each is a fix for memory that grew with use (issue 15); none belongs to a page, 
 
 - glibc's malloc arenas limited (`malloc_arenas`), before any server thread starts;
 - Gradio's queue keeps records of its last `QUEUE_RECORDS` events, not 10,000 (read by `Blocks.queue()`);
-- Gradio's per-tab records stay the size of the page (`session_ids`: a patch of its `SessionState`).
+- Gradio's per-tab records stay the size of the page (`session_ids`: a patch of its `SessionState`);
+- uvicorn believes X-Forwarded-For only from the configured proxies (`trust_proxies`), not from 127.0.0.1:
+  else anyone on the machine, or any client behind a local proxy, chooses the address the limits count.
 
 An operator's own settings win (MALLOC_ARENA_MAX, GRADIO_ANALYTICS_*); `IIR_MALLOC_ARENAS=0` and
 `IIR_GRADIO_SESSION_FIX=0` leave glibc and Gradio as they are. Installing twice changes nothing more.
@@ -27,6 +29,7 @@ class Installed:
     malloc_arenas: int | None  # the arena limit set; None: left to glibc (or to the operator's MALLOC_ARENA_MAX)
     session_ids_kept: bool  # Gradio's SessionState keeps one record per component (the patch is in place)
     queue_records: str  # GRADIO_ANALYTICS_MAX_EVENTS as it now stands
+    trusted_proxies: str = ""  # FORWARDED_ALLOW_IPS as it now stands ("" = no proxy is believed)
 
 
 def bound_queue_records(environ: MutableMapping[str, str] | None = None) -> str:
@@ -41,12 +44,29 @@ def bound_queue_records(environ: MutableMapping[str, str] | None = None) -> str:
     return env["GRADIO_ANALYTICS_MAX_EVENTS"]
 
 
-def install(environ: MutableMapping[str, str] | None = None) -> Installed:
+def trust_proxies(proxies: str, environ: MutableMapping[str, str] | None = None) -> str:
+    """Make uvicorn (which Gradio starts without naming them) believe X-Forwarded-For only from `proxies`
+    (addresses or networks, comma-separated; "" = none). Its own default trusts 127.0.0.1, so behind a local
+    proxy, or for anyone on the machine, a forged header chose the client address. An operator's own
+    FORWARDED_ALLOW_IPS wins when `proxies` is empty. Raises ValueError for an item that is no address."""
+    from interactive_ir.ui.serving.limits import Addresses
+
+    env = os.environ if environ is None else environ
+    Addresses(proxies)  # checked
+    if proxies.strip():
+        env["FORWARDED_ALLOW_IPS"] = ",".join(x.strip() for x in proxies.split(",") if x.strip())
+    else:
+        env.setdefault("FORWARDED_ALLOW_IPS", "")
+    return env["FORWARDED_ALLOW_IPS"]
+
+
+def install(environ: MutableMapping[str, str] | None = None, trusted_proxies: str = "") -> Installed:
     """Install the process's settings from `environ` (default: the process environment, which Gradio and
-    glibc read). Call once, first, from the app's entry. Raises ValueError for a bad IIR_MALLOC_ARENAS."""
+    glibc read). Call once, first, from the app's entry. Raises ValueError for a bad IIR_MALLOC_ARENAS or
+    an unparsable `trusted_proxies`."""
     from interactive_ir.ui.serving.malloc_arenas import limit_malloc_arenas
     from interactive_ir.ui.serving.session_ids import keep_session_ids
 
     env = os.environ if environ is None else environ
     arenas = limit_malloc_arenas(env)  # first: threads started later share the one arena
-    return Installed(arenas, keep_session_ids(env), bound_queue_records(env))
+    return Installed(arenas, keep_session_ids(env), bound_queue_records(env), trust_proxies(trusted_proxies, env))

@@ -5,8 +5,9 @@ deletes files no event claimed after `idle_s` (`gr.Blocks(delete_cache=...)`); `
 an upload whose declared size is too large, or when the temp folder already holds `total_bytes`,
 before a byte is stored. An upload the page uses is moved into the `UploadStore`: its size is checked
 before it is kept, each tab keeps at most `per_tab_bytes` (its new reference replaces the old one),
-all tabs together at most `total_bytes`, and a file is deleted when its search ends, when its tab
-closes, or when it has not been used for `idle_s`.
+all tabs together at most `total_bytes` (the least recently used uploads of other tabs are deleted before
+a new one is refused), and a file is deleted when its search ends, when its tab closes, or when it has
+not been used for `idle_s`. Gradio's `/upload` is guarded per client and in total (`UploadGuard`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class UploadPolicy:
     max_bytes: int = 20 * 2**20  # largest file accepted (also Gradio's max_file_size)
     per_tab_bytes: int = 20 * 2**20  # most bytes one tab keeps (a tab keeps one reference: a new one replaces it)
     total_bytes: int = 512 * 2**20  # most bytes kept for all tabs together (and in Gradio's temp folder)
+    per_client_bytes: int = 100 * 2**20  # most bytes one client address may upload per per_client_window_s
+    per_client_window_s: float = 600.0  # the window of per_client_bytes, in seconds
     idle_s: float = 1800.0  # a kept upload unused this long is deleted; so are unclaimed files in Gradio's folder
     sweep_s: float = 60.0  # how often idle files are looked for
     folder: str = ""  # where kept uploads live ("" = IIR_CACHE_DIR/uploads)
@@ -115,6 +118,13 @@ class UploadStore:
                 discard(src)
                 raise BadInputError(f"this tab already keeps {_mb(tab_used)} of uploads (limit "
                                     f"{_mb(p.per_tab_bytes)}): clear the reference first")
+            evicted = []
+            for t, k in sorted(self._kept.items(), key=lambda kv: kv[1].used):  # the least recently used go first
+                if total + size <= p.total_bytes:
+                    break
+                if k.tab != tab:
+                    evicted.append(self._kept.pop(t).path)
+                    total -= k.size
             if total + size > p.total_bytes:
                 discard(src)
                 raise BadInputError("the server's upload space is full right now: use a shown result as the "
@@ -122,6 +132,10 @@ class UploadStore:
             tok = UPLOAD_MARK + token(f"upload:{src}:{time.time_ns()}")
             self._kept[tok] = _Kept(self.folder / (tok + src.suffix.lower()[:8]), tab, size, self._clock())
             dest = self._kept[tok].path
+        for f in evicted:
+            discard(f)
+        if evicted:
+            log.warning("the upload store was full: deleted %d of the least recently used uploads", len(evicted))
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             shutil.move(str(src), dest)
@@ -189,16 +203,30 @@ def delete_cache() -> tuple[int, int]:
 
 
 # --- Gradio's upload endpoint --------------------------------------------------------------------------
-class UploadGuard:
-    """ASGI middleware for Gradio's `/upload`: refuses a declared size over `max_bytes` and any upload while
-    Gradio's temp folder holds `total_bytes`, before the body is read. (Gradio itself stops a body that
-    grows past `max_file_size`, for clients that declare no size.)"""
+EVICT_MIN_AGE_S = 2.0  # files written more recently than this may be uploads still arriving: never evicted
 
-    def __init__(self, app, policy: UploadPolicy | None = None, folder: Path | None = None):
+
+class UploadGuard:
+    """ASGI middleware for Gradio's `/upload`, deciding before the body is read: a declared size over
+    `max_bytes` is refused (413); a client (its address) that uploaded `per_client_bytes` within
+    `per_client_window_s` is refused (429); the total is counted when each upload is admitted (not by
+    recounting the folder now and then, which let 40 parallel uploads in at once), and when it would pass
+    `total_bytes` the oldest files in Gradio's temp folder are deleted first: an upload is refused (507)
+    only when uploads still arriving hold the space. (Gradio itself stops a body that grows past
+    `max_file_size`, for clients that declare no size.)"""
+
+    def __init__(self, app, policy: UploadPolicy | None = None, folder: Path | None = None, clock=time.monotonic):
+        from interactive_ir.ui.serving.limits import WindowCounter
+
         self.app = app
         self.policy = policy or default_store().policy
         self.folder = folder
-        self._size_at = (0.0, 0)  # (monotonic time, bytes): the folder's size, recounted every few seconds
+        self.clock = clock
+        self.recent = WindowCounter(self.policy.per_client_window_s, clock)  # bytes admitted per client
+        self._lock = threading.Lock()
+        self._estimate: int | None = None  # bytes in the folder and arriving, counted at admission
+        self._inflight = 0  # bytes of admitted uploads still arriving
+        self._walked_at = float("-inf")
 
     def _folder(self) -> Path:
         if self.folder is None:
@@ -207,34 +235,90 @@ class UploadGuard:
             self.folder = Path(get_upload_folder())
         return self.folder
 
-    def folder_bytes(self) -> int:
-        t, n = self._size_at
-        if time.monotonic() - t < 2.0:
-            return n
-        n = 0
+    def _files(self) -> list[tuple[float, int, str]]:
+        out = []
         for dirpath, _, names in os.walk(self._folder()):
             for f in names:
+                path = os.path.join(dirpath, f)
                 try:
-                    n += os.stat(os.path.join(dirpath, f)).st_size
+                    st = os.stat(path)
                 except OSError:
-                    pass
-        self._size_at = (time.monotonic(), n)
-        return n
+                    continue
+                out.append((st.st_mtime, st.st_size, path))
+        return out
+
+    def folder_bytes(self) -> int:
+        return sum(n for _, n, _ in self._files())
+
+    def _recount(self) -> None:
+        self._estimate = self.folder_bytes() + self._inflight
+        self._walked_at = self.clock()
+
+    def _evict(self, need: int) -> int:
+        """Delete the oldest files (not those still arriving) until `need` bytes are free; returns the bytes freed."""
+        freed, young = 0, time.time() - EVICT_MIN_AGE_S
+        for mtime, size, path in sorted(self._files()):
+            if freed >= need or mtime > young:
+                break
+            try:
+                os.remove(path)
+            except OSError:
+                continue
+            freed += size
+            try:
+                os.rmdir(os.path.dirname(path))  # Gradio keeps each upload in a folder of its own
+            except OSError:
+                pass
+        if freed:
+            log.warning("the upload folder was full: deleted %s of the oldest uploads", _mb(freed))
+        return freed
+
+    def admit(self, client: str, declared: int) -> tuple[int, str] | None:
+        """None when an upload of `declared` bytes from `client` may go ahead (it is counted now), else
+        (HTTP status, message)."""
+        p = self.policy
+        slack = 64 * 1024  # multipart boundaries and headers
+        if declared > p.max_bytes + slack:
+            return 413, f"the file is over the {_mb(p.max_bytes)} upload limit"
+        with self._lock:
+            if not self.recent.take(client, declared, p.per_client_bytes):
+                minutes = max(1, int(self.recent.wait_s(client) / 60 + 0.99))
+                return 429, (f"you uploaded {_mb(int(self.recent.of(client)))} in the last minutes (limit "
+                             f"{_mb(p.per_client_bytes)}): try again in {minutes} min")
+            since = self.clock() - self._walked_at  # recounted now and then (Gradio writes there too), and when full
+            if self._estimate is None or since > 10.0 or (self._estimate + declared > p.total_bytes and since > 0.5):
+                self._recount()
+            if self._estimate + declared > p.total_bytes:
+                self._estimate -= self._evict(self._estimate + declared - p.total_bytes)
+            if self._estimate + declared > p.total_bytes:
+                self.recent.add(client, -declared)
+                log.warning("upload refused: the upload folder holds %s (limit %s)", _mb(self._estimate),
+                            _mb(p.total_bytes))
+                return 507, "the server's upload space is full right now: try again later"
+            self._estimate += declared
+            self._inflight += declared
+        return None
+
+    def done(self, declared: int) -> None:
+        with self._lock:
+            self._inflight -= declared
 
     async def __call__(self, scope, receive, send):
         if scope.get("type") == "http" and scope.get("method") == "POST" and scope.get("path", "").endswith("/upload"):
+            from interactive_ir.ui.serving.limits import client_of
+
             headers = dict(scope.get("headers") or [])
             try:
-                declared = int(headers.get(b"content-length", b"0"))
+                declared = max(0, int(headers.get(b"content-length", b"0")))
             except ValueError:
                 declared = 0
-            slack = 64 * 1024  # multipart boundaries and headers
-            if declared > self.policy.max_bytes + slack:
-                return await _plain(send, 413, f"the file is over the {_mb(self.policy.max_bytes)} upload limit")
-            if self.folder_bytes() + declared > self.policy.total_bytes:
-                log.warning("upload refused: the upload folder holds %s (limit %s)", _mb(self.folder_bytes()),
-                            _mb(self.policy.total_bytes))
-                return await _plain(send, 507, "the server's upload space is full right now: try again later")
+            refused = self.admit(client_of(scope), declared)
+            if refused is not None:
+                return await _plain(send, *refused)
+            try:
+                return await self.app(scope, receive, send)
+            finally:
+                self.done(declared)
         return await self.app(scope, receive, send)
 
 
