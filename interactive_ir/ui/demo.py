@@ -95,10 +95,12 @@ def _given_index(index, embedder_spec: str | None):
 
 
 def _shown(index) -> str:
-    """An index as the operator wrote it: hf://USER/NAME (a Path folds the "//")."""
+    """An index as the page may show it: hf://USER/NAME as written (a Path folds the "//"), a local folder by its
+    name only (no absolute path on the page: issue 29)."""
     from interactive_ir.index.hub_index import HF_PREFIX
 
-    return HF_PREFIX.sub("hf://", str(index))
+    text = HF_PREFIX.sub("hf://", str(index))
+    return text if text.startswith("hf://") else Path(text).resolve().name
 
 
 def _index_embedder(index, spec: str):

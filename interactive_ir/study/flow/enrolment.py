@@ -26,6 +26,9 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(str(token).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+
+VERIFIED_PLATFORMS = frozenset({"huggingface"})  # recruitment ids a sign-in vouches for: one participation each
+
 class Enrolment:
     """Enrols participants (through consent, or by id for scripts) and finds them by token."""
 
@@ -49,8 +52,9 @@ class Enrolment:
         `recruit` = {"platform", "id", "params"} from the URL is recorded. A recruitment id that has started
         already gets the same page as a new one: a new participant whose recruitment is marked
         `"repeat": true` (for the researcher to see and drop), never a refusal, so knowing someone's id
-        neither tells whether they took part nor locks them out. `expert` (an expert or
-        novice session, None: not said) is recorded with the participant.
+        neither tells whether they took part nor locks them out; an id a sign-in verified
+        (`VERIFIED_PLATFORMS`: the person's own Hugging Face account) that took part raises AlreadyEnrolled.
+        `expert` (an expert or novice session, None: not said) is recorded with the participant.
         """
         if self.participants.is_closed():
             raise StudyClosed("this study has closed and takes no new participants; thank you for your interest")
@@ -62,6 +66,8 @@ class Enrolment:
         try:
             p = self.enrol(None, client_ts, meta, token=token_hash(token), recruit=rec)
         except AlreadyEnrolled:
+            if rec.get("platform") in VERIFIED_PLATFORMS:  # a signed-in account, not an id anyone can type
+                raise
             rec = {**rec, "repeat": True}
             p = self.enrol(None, client_ts, {**meta, "recruitment": rec}, token=token_hash(token), recruit=None)
         return self.consent(p.participant, agreed, client_ts), token

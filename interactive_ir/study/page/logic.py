@@ -19,7 +19,7 @@ from typing import Any
 from interactive_ir.errors import IIRError, SessionError
 from interactive_ir.study.config import Condition
 from interactive_ir.study.config_types import Recruitment
-from interactive_ir.study.log import TASK_END_TYPES, StudyLog
+from interactive_ir.study.log import TASK_END_TYPES, AlreadyEnrolled, StudyLog
 from interactive_ir.study.page.admin_actions import AdminActions
 from interactive_ir.study.page.guard import StudyGuard, study_guard
 from interactive_ir.study.page.render import (
@@ -263,6 +263,10 @@ class StudyPage(AdminActions):
                                "min, or message the researcher")
         try:
             p, token = self.runner.join(bool(agreed), tab.arrival, ts, expert=tab.expert)
+        except AlreadyEnrolled:  # a signed-in account (verified, not a URL's id) that took part already
+            self.joins.add(who, -1)
+            raise SessionError("this study was already started with your account, in another browser or device: "
+                               "please go on there. If you cannot, message the researcher") from None
         except BaseException:
             self.joins.add(who, -1)  # not enrolled: not counted
             raise
