@@ -90,7 +90,7 @@ MUTATIONS: tuple[Mutation, ...] = (
       "def yesno_question(", "def _unused(", ("tests/test_study_ui.py", "tests/test_grounded.py")),
     # the belief
     M("belief-no-normaliser", "belief update", "interactive_ir/retrieval/belief.py",
-      "self.actions = self.actions + (a[:, col] - _lse(a, 1))", "self.actions = self.actions + a[:, col]",
+      "self.actions = self.actions + (_lse(a[:, cols], 1) - _lse(a, 1))", "self.actions = self.actions + _lse(a[:, cols], 1)",
       ("tests/test_belief.py",)),
     M("belief-keeps-shown", "belief update", "interactive_ir/core/belief_rounds.py",
       "        b.rule_out(self._rows([*session.shown_ids(), *left_out(session)], strict=False))",

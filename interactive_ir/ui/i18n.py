@@ -29,7 +29,9 @@ CATALOGUE: dict[str, tuple[str, str, str]] = {
         "在您的图像上点击**找到了**即可结束。"),
     "Describe the image you are looking for": ("Beschreiben Sie das gesuchte Bild", "Describe la imagen que buscas",
                                                "描述您要找的图像"),
-    "Models and data": ("Modelle und Daten", "Modelos y datos", "模型与数据"),
+    "About this app": ("Über diese App", "Acerca de esta aplicación", "关于此应用"),
+    "Folder": ("Ordner", "Carpeta", "文件夹"),
+    "selected ids": ("ausgewählte IDs", "ids seleccionados", "已选 ID"),
     "Describe the image you are looking for, e.g. a cartoon cat on a red sofa": (
         "Beschreiben Sie das gesuchte Bild, z. B. eine Comic-Katze auf einem roten Sofa",
         "Describe la imagen que buscas, p. ej. un gato de dibujos animados en un sofá rojo",
