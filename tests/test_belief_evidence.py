@@ -202,3 +202,13 @@ def test_a_searchs_filters_bound_the_belief(tmp_path):
     allowed = {retriever.index.row_of[i] for i in ids if i.startswith("sub/")}
     live = set(np.flatnonzero(np.isfinite(later.ranking)).tolist())
     assert live and live <= allowed
+
+
+@pytest.mark.parametrize("scale", ["same", "varied"])
+def test_cosines_are_cosines_whatever_the_rows_lengths(scale):
+    rng = np.random.default_rng(5)
+    V = _unit(rng, 40, 6) * (np.float32(1.7) if scale == "same" else rng.uniform(0.2, 3.0, (40, 1)).astype(np.float32))
+    b = Belief(np.arange(40), V, BeliefConfig())
+    U = V / np.linalg.norm(V, axis=1, keepdims=True)
+    assert np.allclose(b.cosines(np.array([3, 9])), U @ U[[3, 9]].T, atol=1e-5)
+    assert np.allclose(b.cosines(np.array([1]), np.array([0, 5, 7])), U[[0, 5, 7]] @ U[[1]].T, atol=1e-5)

@@ -113,6 +113,8 @@ class Belief:
         if self.norms is None:
             norms = np.linalg.norm(self.vectors, axis=1)
             self.norms = np.where(norms > 0, norms, 1.0).astype(np.float32)
+        lo, hi = (float(self.norms.min()), float(self.norms.max())) if n else (1.0, 1.0)
+        self._one_norm = lo if hi - lo <= 1e-4 * hi else None  # not a field: derived from `norms`
         if self.text is None:
             self.text = np.zeros(n)
         if self.actions is None:
@@ -211,7 +213,12 @@ class Belief:
     def cosines(self, pos: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
         """Cosine similarities of the covered rows (or those at `among`) with the rows at positions `pos`."""
         among = slice(None) if among is None else among
-        return (self.vectors[among] @ self.vectors[pos].T) / (self.norms[among][:, None] * self.norms[pos][None, :])
+        out = self.vectors[among] @ (self.vectors[pos] / self.norms[pos][:, None]).T
+        if self._one_norm is not None:  # every row as long (unit rows; image + caption rows): one scalar, in place
+            out *= np.float32(1.0 / self._one_norm)
+        else:
+            out /= self.norms[among][:, None]
+        return out
 
     # --- reading --------------------------------------------------------------------------------------
     def log_posterior(self) -> np.ndarray:
