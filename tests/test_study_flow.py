@@ -177,3 +177,23 @@ def test_the_question_step_does_not_hold_the_participant(tiny, tmp_path):
     p = runner.progress("p")
     assert p.rounds_used == 1 and p.session.pending_question == "" and p.session.meta["question_due"]
     assert runner.ask("p").question and runner.progress("p").session.pending_question
+
+
+def test_a_belief_condition_runs_every_round_on_the_belief(tiny, tmp_path):
+    """`mode: belief`: answers, marks, a reference's caption and skips are belief evidence; each page is unseen
+    images; the belief's own question follows each round."""
+    runner, clock, ids = make(tiny, tmp_path, conditions={"A": {"mode": "belief"}}, practice=None, rounds=6)
+    runner.enrol("p1")
+    runner.consent("p1", True)
+    runner.start_task("p1")
+    first = runner.describe("p1", "a picture")
+    assert first.kind == "describe"
+    t1 = runner.answer("p1", "a red square on a table")
+    t2 = runner.feedback("p1", [t1.shown[0]], [t1.shown[1]])
+    t3 = runner.relative("p1", "but blue instead of red", t2.shown[1])
+    t4 = runner.skip("p1")
+    assert [t.kind for t in (t1, t2, t3, t4)] == ["tell", "marks", "closest", "skip"]
+    assert t3.extra["clicked"] == t2.shown[1] and t3.extra["said"] == "but blue instead of red"
+    shown = [i for t in (first, t1, t2, t3, t4) for i in t.shown]
+    assert len(shown) == len(set(shown))
+    assert t4.question  # the belief's question about the last page

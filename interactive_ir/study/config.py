@@ -53,6 +53,9 @@ PRESETS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "composed": (("composed",), None),  # a reference image + a relative caption
     "mixed": (("conversation", "feedback", "composed"), "plugir"),  # all of the above, the user chooses
     "text": (("text",), None),  # plain text search: rewrite the query each round
+    # the belief over the collection (issue 23): every action (answers, marks, a reference's caption) is
+    # evidence for one posterior and each page comes from it, with the belief's own questions (no LLM)
+    "belief": (("conversation", "feedback", "composed"), None),
 }
 COUNTERBALANCE = ("latin", "random", "none")
 SETTINGS_SECTIONS = registry.sections()  # engine mode configs a condition may override
@@ -78,6 +81,11 @@ class Condition:
     composed_method: str | None = None  # composed-search method (None: the engine default)
     settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # engine mode config overrides,
     #                                                     by section ("plugir", "feedback", "composed")
+
+    @property
+    def belief(self) -> bool:
+        """The search runs on the belief over the collection (`mode: belief`)."""
+        return self.preset == "belief"
 
 
 @dataclass(frozen=True)

@@ -84,18 +84,41 @@ def _describe(engine, session, text):
     return engine.start(session, text) if session.meta.get("ask_questions") else engine.search_text(session, text)
 
 
-# the engine action behind each kind of search round: action -> call(engine, session, *args) -> Turn
+def _on_belief(session) -> bool:
+    return bool(session.meta.get("belief"))
+
+
+def _choose(engine, session, index, question):
+    """A click on an option: on the belief, a yes or no to its yes/no question is what is said."""
+    q = session.question
+    if _on_belief(session) and q is not None and q.kind == "yesno" and 0 <= int(index) < len(q.options):
+        return engine.tell(session, q.options[int(index)].label)
+    return engine.answer_choice(session, index, question or None)
+
+
+def _relative(engine, session, caption, reference, method):
+    """A relative caption; on the belief, about a shown image: "like this, but ..." (a click with what differs)."""
+    last = session.last
+    if _on_belief(session) and last is not None and last.shown:
+        return engine.closest(session, reference if reference in last.shown else last.shown[0], caption)
+    return engine.relative(session, caption, reference=reference, method=method)
+
+
+# the engine action behind each kind of search round: action -> call(engine, session, *args) -> Turn; a session
+# on the belief (`mode: belief`) sends answers, marks, skips and references to the belief's actions
 ROUND_CALLS: dict[str, Callable[..., Any]] = {
-    "describe": _describe,
-    "answer": lambda engine, session, text: engine.answer(session, text),
+    "describe": lambda engine, session, text: (engine.search_text(session, text) if _on_belief(session)
+                                               else _describe(engine, session, text)),
+    "answer": lambda engine, session, text: (engine.tell(session, text) if _on_belief(session)
+                                             else engine.answer(session, text)),
     # a click on option `index` (0-based) of `question` (the typed Question, or its text, the page showed);
     # the engine refuses a question that is no longer the pending one
-    "choose": lambda engine, session, index, question: engine.answer_choice(session, index, question or None),
-    "skip": lambda engine, session: engine.skip(session),
-    "feedback": lambda engine, session, relevant, irrelevant, method: engine.feedback(
-        session, relevant, irrelevant, method=method),
-    "relative": lambda engine, session, caption, reference, method: engine.relative(
-        session, caption, reference=reference, method=method),
+    "choose": _choose,
+    "skip": lambda engine, session: engine.skip_belief(session) if _on_belief(session) else engine.skip(session),
+    "feedback": lambda engine, session, relevant, irrelevant, method: (
+        engine.marks(session, relevant, irrelevant) if _on_belief(session)
+        else engine.feedback(session, relevant, irrelevant, method=method)),
+    "relative": _relative,
     "search": lambda engine, session, text: engine.search_text(session, text, kind="search"),
 }
 

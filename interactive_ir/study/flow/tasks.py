@@ -47,6 +47,8 @@ class TaskFlow:
                 "ask_questions": "conversation" in c.modes}
         if c.conversation_method:
             meta["plugir_method"] = c.conversation_method
+        if c.belief:
+            meta["belief"] = True  # every round is belief evidence (`engines.ROUND_CALLS`), its questions too
         return self.engines.of(c).new_session(**meta)
 
     def start_task(self, participant: str, client_ts: float | None = None) -> Progress:
