@@ -76,3 +76,17 @@ def test_a_yes_or_no_click_answers_the_belief_question(started):
     assert s.last.kind == "tell" and s.last.extra["said"] == f"no {word}" and s.last.answered_question == text
     with pytest.raises(SessionError, match="not among the results"):
         h.card_action(engine, st, "closest", "nope.png")
+
+
+def test_the_images_shown_to_learn_from_say_so(tiny_index):
+    from interactive_ir.retrieval.belief import BeliefConfig
+
+    engine = build_engine(tiny_index[0], config=EngineConfig(k=4), belief=BeliefConfig(explore=2, explore_depth=12))
+    st = h.start(engine, UIState(), "a red square")
+    h.card_action(engine, st, "like", st.session.last.shown[0])
+    learn = st.session.last.extra["learn"]
+    assert len(learn) == 2
+    html = render.results_html(engine, st)
+    cards = html.split('<article class="')[1:]
+    marked = [c for c in cards if "To learn</span>" in c]
+    assert len(marked) == 2 and all(f'data-id="{i}"' in "".join(marked) for i in learn)

@@ -106,6 +106,7 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
     found_id = s.found.get("id") if s.found else ""
     ended = s.ended
     seen = _seen_ids(turn, hits)
+    learn = set(turn.extra.get("learn") or ())  # shown by the belief to learn from, not for their probability
     folded = fold_of(engine, turn)
     cards = []
     ranks = {h.id: n for n, h in enumerate(hits, 1)}  # the rank by score, kept when the order is by date
@@ -135,6 +136,9 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
         badges = f'<span class="iir-rank">#{rank}</span>' + _select_button(h.id, cap)
         if h.id in seen:
             badges += '<span class="iir-seen" title="Shown in an earlier round of this search">Seen</span>'
+        if h.id in learn:  # the belief showed it to learn which kind of image you mean (`BeliefConfig.explore`)
+            badges += ('<span class="iir-seen iir-learn" title="Not among the likeliest: shown so that your answer '
+                       'tells which kind of image you mean">To learn</span>')
         if ended:
             actions = '<div class="iir-found-badge">✓ Found: your image</div>' if found_id == h.id else ""
         else:
