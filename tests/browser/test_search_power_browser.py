@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from pageobj import TIMEOUT_MS, AppPage, expect
+from iir_testutils import query_modes
 
 pytestmark = pytest.mark.browser
 
@@ -16,7 +17,7 @@ def served(demo_retriever, app_env):
 
     from interactive_ir.engine import EngineConfig, build_engine
 
-    engine = build_engine(demo_retriever.retriever, llm=None, config=EngineConfig(k=K))
+    engine = build_engine(demo_retriever.retriever, llm=None, config=EngineConfig(k=K), belief=query_modes())  # more_like
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IIR_CACHE_DIR", app_env["IIR_CACHE_DIR"])
         with serve_in_process(engine, demo_retriever.notes) as u:
