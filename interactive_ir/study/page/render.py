@@ -195,7 +195,7 @@ def results_html(engine, p: Progress, condition: Condition, tab: TabState) -> st
                 buttons.append(f'<button type="button" class="iir-btn iir-{action}" data-action="{action}" '
                                f'data-id="{esc(h.id)}" title="{esc(tip)}"{aria}>{label}</button>')
         actions = f'<div class="iir-actions">{"".join(buttons)}</div>' if buttons else ""
-        cards.append(f'<article class="{" ".join(cls)}" data-id="{esc(h.id)}" data-rank="{rank}">'
+        cards.append(f'<article class="{" ".join(cls)}" data-id="{esc(h.id)}" data-rank="{rank}" role="listitem">'
                      f'<div class="iir-pic"><span class="iir-rank">#{rank}</span>{pic}</div>{actions}</article>')
     head = f'<div class="iir-page-head">Round {s.last.round + 1}: {len(s.last.shown)} results</div>'  # as the main app
     grid = f'{head}<div class="iir-grid" role="list" aria-label="results">{"".join(cards)}</div>'
