@@ -10,12 +10,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 FLICKR = SHARED / "data" / "flickr8k"
 PHOTO_SAMPLE = ROOT / "tests" / "data" / "photo_sample"  # 48 generated captioned scenes (tests/data/make_photo_sample.py)
-SAMPLE_ENV = "IIR_TEST_PHOTOS"  # "sample": use the generated sample even where Flickr8k is present
+SAMPLE_ENV = "TEST_PHOTOS"  # "sample": use the generated sample even where Flickr8k is present
 
 
 def photo_data() -> Path:
     """The captioned photos the end-to-end tests use: Flickr8k where ../shared/data holds it, else (or with
-    IIR_TEST_PHOTOS=sample) the generated sample that ships with the tests. Both hold captions.jsonl
+    TEST_PHOTOS=sample) the generated sample that ships with the tests. Both hold captions.jsonl
     ({image, captions: 5}) and images/."""
     import os
 
