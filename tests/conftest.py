@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
@@ -12,7 +11,7 @@ import pytest
 # 8-13 s with PASSIVE and 7.6 s on one thread; test_two_turns_with_smollm2 took 449 s in a full run there
 # (36 s alone). Set before anything imports torch; an operator's own value wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-from iir_testutils import FLICKR, build_tiny
+from iir_testutils import build_tiny, photo_data, photo_rows
 from skip_policy import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401 (hooks: CI fails on a skip)
 
 
@@ -23,12 +22,11 @@ def tiny_index(tmp_path):
 
 
 @pytest.fixture
-def flickr_sample():
-    """A fixed sample of Flickr8k records {image, captions} (skips when ../shared/data is absent)."""
-    if not (FLICKR / "captions.jsonl").exists():
-        pytest.skip(f"Flickr8k data not found at {FLICKR} (it lives in ../shared/data beside the repo)")
-    rows = [json.loads(line) for line in open(FLICKR / "captions.jsonl")]
-    return rows
+def photo_sample():
+    """(folder, rows): captioned photos {image, captions}, Flickr8k where ../shared/data holds it, else the
+    generated sample under tests/data (never a skip)."""
+    root = photo_data()
+    return root, photo_rows(root)
 
 
 @pytest.fixture(scope="session")

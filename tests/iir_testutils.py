@@ -9,6 +9,27 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 FLICKR = SHARED / "data" / "flickr8k"
+PHOTO_SAMPLE = ROOT / "tests" / "data" / "photo_sample"  # 48 generated captioned scenes (tests/data/make_photo_sample.py)
+SAMPLE_ENV = "TEST_PHOTOS"  # "sample": use the generated sample even where Flickr8k is present
+
+
+def photo_data() -> Path:
+    """The captioned photos the end-to-end tests use: Flickr8k where ../shared/data holds it, else (or with
+    TEST_PHOTOS=sample) the generated sample that ships with the tests. Both hold captions.jsonl
+    ({image, captions: 5}) and images/."""
+    import os
+
+    if os.environ.get(SAMPLE_ENV) != "sample" and (FLICKR / "captions.jsonl").is_file() and (FLICKR / "images").is_dir():
+        return FLICKR
+    return PHOTO_SAMPLE
+
+
+def photo_rows(root: Path | None = None) -> list[dict]:
+    """The rows of `root`'s (default `photo_data()`) captions.jsonl whose image file exists."""
+    root = photo_data() if root is None else root
+    with open(root / "captions.jsonl", encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f]
+    return [r for r in rows if (root / "images" / r["image"]).is_file()]
 
 COLOURS = ["red", "green", "blue", "yellow", "white", "black", "orange", "purple"]
 THINGS = ["dog", "cat", "car", "boat", "house", "tree", "bird", "horse"]

@@ -15,8 +15,6 @@ ENV = "CI_FAIL_ON_SKIP"
 ALLOWED: tuple[tuple[str, str], ...] = (
     (r"^glibc only$", "malloc arenas exist only in glibc: a musl or macOS runner has nothing to test"),
     (r"^needs bash$", "the shell script's test needs bash, absent on a Windows runner"),
-    (r"^Flickr8k (data )?not found at ", "Flickr8k's licence forbids shipping it: its tests run where "
-                                         "../shared/data holds a copy (the lab's machines)"),
     (r"^milvus-lite cannot start here", "milvus-lite's embedded server has no build for some platforms (see "
                                         "requirements.txt's marker); the export itself fails, never skips"),
 )

@@ -35,6 +35,16 @@ def _loop_posterior(V, q, clicks, cfg, ruled_out=()):
     return np.array([x - z if x != -math.inf else -math.inf for x in out])
 
 
+def test_ruling_out_rows_outside_a_pool_leaves_their_neighbours_alone():
+    """A pool keeps some rows of the index; a shown row outside it (7: between 5 and 9; 0: before the first;
+    21: after the last) is already left out, and must not rule out the pool row beside it."""
+    rng = np.random.default_rng(3)
+    b = Belief(np.array([2, 5, 9, 14, 20]), _unit(rng, 5, 4), BeliefConfig())
+    b.rule_out([5, 7, 0, 21])
+    assert np.isneginf(b.actions).tolist() == [False, True, False, False, False]  # only row 5 (position 1)
+    assert np.isfinite(b.log_posterior()).sum() == 4
+
+
 def test_the_posterior_is_bayes_rule_over_every_image():
     rng = np.random.default_rng(0)
     V, q = _unit(rng, 40, 8), _unit(rng, 1, 8)[0]

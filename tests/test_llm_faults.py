@@ -92,12 +92,14 @@ def test_a_hung_server_costs_one_deadline_across_retries_then_the_breaker_stops_
         t = time.monotonic()
         with pytest.raises(BackendError, match="no reply from"):
             llm.generate(["a question please"])
-        assert time.monotonic() - t < 3.0  # the 60 s timeout and 3 retries fit in the 0.8 s deadline
+        assert time.monotonic() - t < 20  # the 60 s timeout and 3 retries fit in the 0.8 s deadline (generous)
     seen = srv.connections
     t = time.monotonic()
     with pytest.raises(BackendPaused, match="paused after 2 failed calls"):
         llm.generate(["another"])
-    assert time.monotonic() - t < 0.2 and srv.connections == seen  # refused at once, the server is not called
+    # refused without calling the server (a call would be a BackendError after the deadline), and without first
+    # sitting out the 30 s pause (generous: a loaded machine never takes 10 s to refuse)
+    assert srv.connections == seen and time.monotonic() - t < 10
     engine = type("E", (), {"llm": llm})()
     assert "Questions are paused" in status_note(engine) and "still work" in status_note(engine)
 
@@ -164,22 +166,24 @@ def test_a_hung_llm_server_never_delays_another_tabs_plain_search(servers, tiny_
 
     srv = servers(None)
     r, _, _ = tiny_index
-    llm = make_llm(f"openai:m@{srv.url}", timeout_s=60, deadline_s=3, max_retries=3, breaker_failures=5)
+    llm = make_llm(f"openai:m@{srv.url}", timeout_s=60, deadline_s=8, max_retries=3, breaker_failures=5)
     eng = build_engine(r, llm=llm, config=EngineConfig(k=4), belief=query_modes())
     asking = [h.start(eng, UIState(), f"a {c} dog", defer_question=True) for c in ("red", "blue")]
     threads = [threading.Thread(target=h.ask_question, args=(eng, st)) for st in asking]
     t0 = time.monotonic()
     for t in threads:
         t.start()
-    while srv.connections < 2 and time.monotonic() - t0 < 2:  # both questions are now waiting on the server
+    while srv.connections < 2 and time.monotonic() - t0 < 6:  # both questions are now waiting on the server
         time.sleep(0.01)
+    assert srv.connections >= 2
     t = time.monotonic()
     other = h.start(eng, UIState(), "a green car", defer_question=True)
     searched = time.monotonic() - t
     still_waiting = any(th.is_alive() for th in threads)
     for th in threads:
-        th.join(10)
-    assert other.current_ids and still_waiting and searched < 2.0  # loose: the two stuck questions take 3 s
+        th.join(30)
+    # the search ended while both questions still waited (they wait out their 8 s deadline): generous on a loaded machine
+    assert other.current_ids and still_waiting and searched < 6
     assert all("no reply from" in st.session.last.error for st in asking)  # and each gets a plain note
 
 

@@ -1,4 +1,5 @@
-"""Two conversation turns with the real offline SmolLM2-135M-Instruct on a small Flickr8k caption index.
+"""Two conversation turns with the real offline SmolLM2-135M-Instruct on a small Flickr8k caption index (else
+the generated photo sample's).
 
 A 135M model mostly answers the prompts with junk; this checks that the parsers and fallbacks turn
 whatever it says into a usable turn: a query, a question, no error, at most 3 LLM round trips.
@@ -8,21 +9,19 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.integration
 
-FLICKR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "flickr8k"
 N_IMAGES = 200
 
 
 @pytest.fixture(scope="module")
 def flickr_caption_index(tmp_path_factory):
-    """A caption index (text:all-MiniLM-L6-v2) of the first 200 Flickr8k images of captions.jsonl."""
-    if not (FLICKR / "captions.jsonl").is_file() or not (FLICKR / "images").is_dir():
-        pytest.skip(f"Flickr8k not found at {FLICKR} (it lives in ../shared/data beside the repo)")
+    """A caption index (text:all-MiniLM-L6-v2) of the first 200 images of captions.jsonl (`photo_data()`)."""
+    from iir_testutils import photo_data, photo_rows
+
     pytest.importorskip("sentence_transformers")
     from interactive_ir.backends import make_embedder
     from interactive_ir.index import load_index
@@ -36,16 +35,10 @@ def flickr_caption_index(tmp_path_factory):
     root = tmp_path_factory.mktemp("flickr200")
     images = root / "images"
     images.mkdir()
-    rows = []
-    with open(FLICKR / "captions.jsonl", encoding="utf-8") as f:
-        for line in f:
-            row = json.loads(line)
-            if (FLICKR / "images" / row["image"]).is_file():
-                rows.append(row)
-            if len(rows) == N_IMAGES:
-                break
+    root_data = photo_data()
+    rows = photo_rows(root_data)[:N_IMAGES]
     for row in rows:  # links, never copies, of the shared data
-        os.symlink(FLICKR / "images" / row["image"], images / row["image"])
+        os.symlink(root_data / "images" / row["image"], images / row["image"])
     caps = root / "captions.jsonl"
     caps.write_text("".join(json.dumps({"image": r["image"], "captions": r["captions"]}) + "\n" for r in rows))
     build_index(BuildConfig(images=images, out=root / "index", captions=caps), embedder)

@@ -14,7 +14,7 @@ import pytest
 from iir_testutils import query_modes
 
 ROOT = Path(__file__).resolve().parent.parent
-SLOW_S = 3.0  # how long a slowed handler of another tab takes
+HOLD_S = 60.0  # how long a held handler waits for the state it needs before giving up (only a failing run waits)
 
 
 def _serve(tmp_path, monkeypatch, **build):
@@ -111,7 +111,17 @@ def _started(tab, words="a red dog"):
     return sys.modules["soak"]._ids(_results_html(tab.send("start", [None, f"{words} {tab.tag}"])))
 
 
+def _wait_for(cond, timeout: float = 60.0) -> bool:
+    """Poll `cond` until true (a state, not a time: the timeout only ends a run whose state never comes)."""
+    end = time.monotonic() + timeout
+    while not cond() and time.monotonic() < end:
+        time.sleep(0.02)  # wait-ok: polling a state set by the server's threads
+    return cond()
+
+
 def test_a_mark_is_handled_while_other_tabs_fill_the_search_and_click_groups(served, monkeypatch):
+    """The slow handlers of four other tabs hold until the mark has been answered: a mark queued behind them
+    could never be answered while they hold, so each would give up waiting (a timeout, reported)."""
     from interactive_ir.ui import handlers
 
     demo = served(search_concurrency=1, click_concurrency=1)
@@ -120,67 +130,80 @@ def test_a_mark_is_handled_while_other_tabs_fill_the_search_and_click_groups(ser
     for t in others:
         t.ids = _started(t)
     start, new_search = handlers.start, handlers.new_search
+    entered, mark_answered, held_until_mark = [], threading.Event(), []
+
+    def hold():
+        entered.append(1)
+        held_until_mark.append(mark_answered.wait(HOLD_S))
 
     def slow_start(engine, st, description, **kw):
-        time.sleep(SLOW_S)
+        hold()
         return start(engine, st, description, **kw)
 
     def slow_new(engine, st):
-        time.sleep(SLOW_S)
+        hold()
         return new_search(engine, st)
 
     monkeypatch.setattr(handlers, "start", slow_start)
     monkeypatch.setattr(handlers, "new_search", slow_new)
-    finished = {}
-
-    def busy(tab, name, data):
-        tab.send(name, data)
-        finished[tab.tag] = time.monotonic()
-
-    busy_threads = [threading.Thread(target=busy, args=(t, "start", [None, "a slow search"])) for t in others[:2]]
-    busy_threads += [threading.Thread(target=busy, args=(t, "on_new", [None])) for t in others[2:]]
+    busy_threads = [threading.Thread(target=t.send, args=("start", [None, "a slow search"])) for t in others[:2]]
+    busy_threads += [threading.Thread(target=t.send, args=("on_new", [None])) for t in others[2:]]
     for th in busy_threads:
         th.start()
-    time.sleep(0.5)  # the slow events are running or waiting in their groups ("act", "ui": one slot each)
+    # each group ("act", "ui": one slot each) has a slow event in its handler, the others wait behind them
+    assert _wait_for(lambda: len(entered) >= 2), entered
     out = me.send("card", [None, "relevant", ids[0]])
-    marked = time.monotonic()
+    mark_answered.set()
     for th in busy_threads:
-        th.join(30)
-    assert len(finished) == 4
-    # the mark did not wait for any of them (each takes SLOW_S, two per group one after another)
-    assert all(marked < t for t in finished.values()), (marked, finished)
+        th.join(HOLD_S + 60)
+    assert held_until_mark == [True] * 4  # none gave up: the mark was answered while they held their slots
     assert _tab_state(demo, me).marks == {ids[0]: True} and re.search(rf'is-rel[^"]*" data-id="{re.escape(ids[0])}"', _results_html(out))
     client.close()
 
 
 def test_two_quick_marks_of_one_tab_both_land_and_the_last_page_shows_both(served, monkeypatch):
+    """One tab's two marks run one after the other (the tab's lock) while another tab's mark runs beside
+    them: the other tab's handler holds until one of this tab's is inside its own, which it could not be if
+    the click group ran one event at a time (then one would give up waiting for the other: reported)."""
     from interactive_ir.ui import handlers
 
     demo = served(click_concurrency=8)
     client, (me, other) = _tabs(demo, 2)
     ids = _started(me)
     other_ids = _started(other, "a blue car")
-    toggle = handlers.toggle_mark
+    mine_state, toggle = _tab_state(demo, me), handlers.toggle_mark
+    inside, most_inside, other_in, met = [0], [0], threading.Event(), []
+    lock = threading.Lock()
 
     def slow_toggle(engine, st, image_id, relevant):
-        time.sleep(0.5)  # both events are in their handlers at once: without the tab's ordering one mark is lost
-        return toggle(engine, st, image_id, relevant)
+        if st is not mine_state:  # the other tab's mark holds until one of mine is in its handler too
+            other_in.set()
+            met.append(_wait_for(lambda: inside[0] > 0, HOLD_S))
+            return toggle(engine, st, image_id, relevant)
+        with lock:
+            inside[0] += 1
+            most_inside[0] = max(most_inside[0], inside[0])
+        try:
+            if not met:  # ... and mine holds until the other tab's is in its handler
+                met.append(other_in.wait(HOLD_S))
+            time.sleep(0.3)  # wait-ok: a window in which, without the tab's ordering, the second mark would run too
+            return toggle(engine, st, image_id, relevant)
+        finally:
+            with lock:
+                inside[0] -= 1
 
     monkeypatch.setattr(handlers, "toggle_mark", slow_toggle)
-    t0 = time.monotonic()
     theirs = threading.Thread(target=lambda: other.send("card", [None, "relevant", other_ids[0]]))
     theirs.start()
     # a browser sends both clicks at once and reads their answers from one stream
     done = _send_together(me, [[None, "relevant", ids[0]], [None, "irrelevant", ids[1]]])
-    theirs.join(30)
-    other_done = other.timings["card"][-1]
+    theirs.join(HOLD_S + 60)
     assert _tab_state(demo, me).marks == {ids[0]: True, ids[1]: False}  # both landed
     assert _tab_state(demo, other).marks == {other_ids[0]: True}
     # the answer that arrived last renders both marks (each event renders the state it left, in order)
     last = _results_html(max(done, key=lambda d: d[0])[1])
     assert re.search(rf'<article class="[^"]*is-rel[^"]*" data-id="{re.escape(ids[0])}"', last)
     assert re.search(rf'<article class="[^"]*is-irr[^"]*" data-id="{re.escape(ids[1])}"', last)
-    mine = [t - t0 for t, _ in done]
-    assert max(mine) >= 0.95  # one tab's two marks ran one after the other (0.5 s each) ...
-    assert other_done < max(mine)  # ... while another tab's mark ran beside them
+    assert most_inside[0] == 1  # one tab's two marks ran one after the other ...
+    assert met and all(met)  # ... while another tab's mark ran beside them (neither gave up waiting for the other)
     client.close()
