@@ -27,7 +27,7 @@ def axe_study(browser, app_env, tmp_path_factory):
 def settle(page) -> None:
     """Nothing drawn as pending (Gradio fades a component to 30% while its event runs) and no colour half-way
     through a transition: axe judges the page a person reads."""
-    expect(page.locator(".pending")).to_have_count(0)
+    expect(page.locator(".pending")).to_have_count(0, timeout=TIMEOUT_MS)  # a loaded machine: events take longer
     page.wait_for_function("() => document.getAnimations().every((a) => a.playState !== 'running')",
                            timeout=TIMEOUT_MS)
 
