@@ -111,6 +111,14 @@ def _moved(st: UIState, redo: Redo | None = None) -> None:
     st.todo = (["refine"] if redo is not None else []) + (["ask"] if ask else [])
 
 
+def _new_round(st: UIState, redo: Redo | None = None, notice: str = "") -> UIState:
+    """A new round's page: older work superseded (`_moved`), the first page of its results, `notice` shown."""
+    _moved(st, redo)
+    st.new_page()
+    st.notice = notice
+    return st
+
+
 def ask_on(engine, session) -> None:
     """Ask the question of the session's last round (its results are already shown)."""
     engine.ask(session)
@@ -239,10 +247,7 @@ def answer(engine, st: UIState, text: str, *, defer_question: bool = False, late
     if _belief(st):  # what is said is evidence (a yes or no to the belief's question: its word)
         with _question_later(engine, st, s, defer_question or later):
             engine.tell(s, text)
-        _moved(st)
-        st.new_page()
-        st.notice = ""
-        return st
+        return _new_round(st)
     _require_questions(engine)
     with _question_later(engine, st, s, defer_question or later):
         turn = engine.answer(s, text, refine=not later)  # later: the dialogue as typed, rewritten by "refine"
@@ -258,10 +263,7 @@ def skip(engine, st: UIState, *, defer_question: bool = False, later: bool = Fal
         _require_questions(engine)
     with _question_later(engine, st, s, defer_question or later):
         engine.skip_belief(s) if _belief(st) else engine.skip(s)
-    _moved(st)
-    st.new_page()
-    st.notice = "Question skipped."
-    return st
+    return _new_round(st, notice="Question skipped.")
 
 
 def choose(engine, st: UIState, index, question: str = "", *, defer_question: bool = False,
@@ -283,16 +285,10 @@ def choose(engine, st: UIState, index, question: str = "", *, defer_question: bo
             raise BadInputError(f"not an option: {index}")
         with _question_later(engine, st, s, defer_question or later):
             engine.tell(s, pending.options[index].label)
-        _moved(st)
-        st.new_page()
-        st.notice = ""
-        return st
+        return _new_round(st)
     with _question_later(engine, st, s, defer_question or later):
         engine.answer_choice(s, index, question or None)
-    _moved(st)
-    st.new_page()
-    st.notice = ""
-    return st
+    return _new_round(st)
 
 
 # --- relevance feedback -------------------------------------------------------------------------
@@ -321,20 +317,14 @@ def feedback(engine, st: UIState, method: str | None = None, *, defer_question: 
     if _belief(st):  # marks are evidence: the closest image is among those marked relevant
         with _question_later(engine, st, s, defer_question or later):
             engine.marks(s, rel, irr)
-        _moved(st)
-        st.new_page()
-        st.notice = ""
-        return st
+        return _new_round(st)
     if method:
         FEEDBACK.method(method)  # UnknownMethodError naming the methods
     plain = later and FEEDBACK.method(engine.resolve_feedback_method(method or None)).needs_llm
     redo = Redo("feedback", st.snapshot(), (method,)) if plain else None
     with _question_later(engine, st, s, defer_question or later):
         engine.feedback(s, rel, irr, method=FEEDBACK.plain if plain else method or None)
-    _moved(st, redo)
-    st.new_page()
-    st.notice = ""
-    return st
+    return _new_round(st, redo)
 
 
 # --- composed search ----------------------------------------------------------------------------
@@ -506,10 +496,7 @@ def more_like(engine, st: UIState, image_id: str, *, defer_question: bool = Fals
     image_id = _on_page(st, image_id)
     with _question_later(engine, st, s, defer_question or later):
         engine.more_like(s, image_id)
-    _moved(st)
-    st.new_page()
-    st.notice = ""
-    return st
+    return _new_round(st)
 
 
 CARD_ACTIONS = ("closest", "relevant", "irrelevant", "reference", "found", "like")

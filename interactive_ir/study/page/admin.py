@@ -253,20 +253,10 @@ def _wire_admin(gr, gate: AdminGate, page, parts) -> None:
                 "(one download, within 10 minutes, while you are signed in)")
 
     def export_fn(key, f):
-        if not gate.signed_in(key):
-            raise gr.Error("sign in first")
-        try:
-            return offered(key, Path(page.export(f)))
-        except IIRError as e:
-            raise gr.Error(str(e)) from e
+        return _gated(gr, gate, key, lambda: offered(key, Path(page.export(f))))
 
     def replay_fn(key, participant):
-        if not gate.signed_in(key):
-            raise gr.Error("sign in first")
-        try:
-            return offered(key, Path(page.replay(participant)))
-        except IIRError as e:
-            raise gr.Error(str(e)) from e
+        return _gated(gr, gate, key, lambda: offered(key, Path(page.replay(participant))))
 
     if comp is not None:
         _wire_competition(gr, gate, page, authed, *comp)
@@ -292,13 +282,15 @@ def _competition_controls(gr, page):
 
 
 def _wire_competition(gr, gate: AdminGate, page, authed, state, n, open_btn, close_btn) -> None:
-    def run(key, fn, *args):
-        if not gate.signed_in(key):
-            raise gr.Error("sign in first")
-        try:
-            return fn(*args)
-        except IIRError as e:
-            raise gr.Error(str(e)) from e
+    open_btn.click(lambda key, k: _gated(gr, gate, key, lambda: page.open_task(k)), [authed, n], [state])
+    close_btn.click(lambda key: _gated(gr, gate, key, page.close_task), [authed], [state])
 
-    open_btn.click(lambda key, k: run(key, page.open_task, k), [authed, n], [state])
-    close_btn.click(lambda key: run(key, page.close_task), [authed], [state])
+
+def _gated(gr, gate: AdminGate, key, action):
+    """`action()` for a signed-in admin (the session `key`); an engine error becomes the page's message."""
+    if not gate.signed_in(key):
+        raise gr.Error("sign in first")
+    try:
+        return action()
+    except IIRError as e:
+        raise gr.Error(str(e)) from e
