@@ -46,11 +46,12 @@ class ImageServer:
         self._server: ThreadingHTTPServer | None = None
         self.big = big_jpeg()
 
-    def url(self, path: str) -> str:
+    def url(self, path: str, host: str = "127.0.0.1", scheme: str = "http") -> str:
         assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}{path}"
+        return f"{scheme}://{host}:{self._server.server_address[1]}{path}"
 
-    def start(self) -> ImageServer:
+    def start(self, tls=None) -> ImageServer:
+        """Serve on a free port of 127.0.0.1 (`tls`: an `ssl.SSLContext` with a certificate: HTTPS)."""
         host = self
 
         class Handler(_Handler):
@@ -58,6 +59,8 @@ class ImageServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 

@@ -76,6 +76,55 @@ def test_loopback_and_private_addresses_are_refused_unless_allowed(images):
     assert is_public("8.8.8.8") and is_public("2606:4700:4700::1111")
 
 
+def _certificate(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """A self-signed certificate for the DNS name `name` only (no IP address in it), and its key."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    crt, pem = tmp_path / f"{name}.crt", tmp_path / f"{name}.key"
+    crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    pem.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
+    return crt, pem
+
+
+@pytest.mark.parametrize("cert_name, ok", [("localhost", True), ("other.example", False)])
+def test_https_from_the_pinned_address_checks_the_certificate_against_the_urls_host(tmp_path, cert_name, ok):
+    """The connection goes to the checked address, yet TLS names the URL's host (SNI) and its certificate must
+    match that host: a certificate for localhost serves https://localhost/..., one for another name does not."""
+    import ssl
+
+    crt, key = _certificate(tmp_path, cert_name)
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(crt, key)
+    srv = ImageServer().start(tls=server_tls)
+    try:
+        cfg = FetchConfig(**FAST, allow_private=True)
+        with new_client(cfg, verify=ssl.create_default_context(cafile=str(crt))) as client:
+            url = srv.url("/img/blue.png", host="localhost", scheme="https")
+            if ok:
+                assert fetch(url, cfg, client).data == png(COLOURS["blue"])
+            else:
+                with pytest.raises(FetchError, match="connection failed") as e:
+                    fetch(url, cfg, client)
+                assert "certificate" in str(e.value).lower() or "hostname" in str(e.value).lower()
+    finally:
+        srv.stop()
+
+
 # --- a Hub dataset of URLs (Spawning/PD12M's columns) ----------------------------------------------------------
 PD_PATHS = ["/img/red.png", "/img/green.png", "/img/blue.png", "/img/big.jpg", "/redirect.png", "/flaky.png",
             "/missing.png", "/slow.png", "/page.html", "/to-ftp.png", "/huge.bin"]

@@ -7,10 +7,10 @@ than `cfg.timeout_s` in all or a body larger than `cfg.max_bytes`. Every failure
 `kind` names it; the staging report counts skipped rows by kind.
 
 SSRF: a dataset's URLs are user input, and a Space that indexes one must not be made to read its own
-network (a cloud's metadata address, a database on localhost). Each host is resolved once, its address
-checked, and the connection made to that checked address (the URL's host goes in the Host header and in
-TLS's SNI, so certificates are still verified against it): a second DNS answer cannot swap in another
-address, and every redirect is checked the same way. Loopback, private, link-local and other non-global
+network (a cloud's metadata address, a database on localhost). Each host is resolved once, its addresses
+checked, and the connection made to a checked address itself (the URL's host goes in the Host header and
+in TLS's SNI, so certificates are still verified against the host): a second DNS answer cannot swap in
+another address, and every redirect is checked the same way. Loopback, private, link-local and other non-global
 addresses are refused unless `cfg.allow_private` is set (tests, a lab's own image server). Connections
 are not kept alive: a pooled connection is keyed by address, and two hosts on one address must not share
 one TLS session. Proxy variables are ignored (the check is about where the connection goes).
@@ -30,6 +30,7 @@ from interactive_ir.errors import BadInputError
 ENV_PREFIX = "IIR_FETCH_"
 USER_AGENT = "interactive_ir/0.1 (image search index builder; fetches each image once and caches it)"
 MAX_REDIRECTS = 5
+MAX_ADDRESSES = 3  # addresses of a host tried in turn when a connection is refused (IPv6 first, then IPv4 ...)
 MAX_WAIT_S = 60.0  # longest wait before a retry, whatever Retry-After says
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
@@ -85,14 +86,15 @@ class Fetched:
     url: str  # the URL that answered (after redirects)
 
 
-def new_client(cfg: FetchConfig):
-    """An httpx client for `fetch` (shared by the fetching threads; close it when done)."""
+def new_client(cfg: FetchConfig, verify=True):
+    """An httpx client for `fetch` (shared by the fetching threads; close it when done). `verify`: httpx's
+    (True: the system's certificate authorities; an `ssl.SSLContext` for a test's own)."""
     try:
         import httpx
     except ImportError as e:
         raise BadInputError("fetching image URLs needs httpx: pip install httpx (huggingface_hub and gradio "
                             "bring it)") from e
-    return httpx.Client(follow_redirects=False, trust_env=False, timeout=httpx.Timeout(cfg.timeout_s),
+    return httpx.Client(follow_redirects=False, trust_env=False, timeout=httpx.Timeout(cfg.timeout_s), verify=verify,
                         limits=httpx.Limits(max_connections=cfg.workers, max_keepalive_connections=0),
                         headers={"User-Agent": cfg.user_agent, "Accept": "image/*,*/*;q=0.5"})
 
@@ -148,8 +150,21 @@ def _with_retries(url: str, cfg: FetchConfig, client, sleep) -> tuple[int, dict,
 
 
 def _get(url: str, cfg: FetchConfig, client) -> tuple[int, dict, bytes]:
-    """One GET to the checked address of `url`'s host; the body only for a 200, read up to `cfg.max_bytes`."""
-    target, host_header, extensions = pinned(url, cfg.allow_private)
+    """One GET of `url` from a checked address of its host (the next one when a connection is refused)."""
+    import httpx
+
+    u, host_header, extensions, addresses = pinned(url, cfg.allow_private)
+    for i, address in enumerate(addresses):
+        try:
+            return _get_from(str(u.copy_with(host=address)), host_header, extensions, cfg, client)
+        except httpx.ConnectError:
+            if i == len(addresses) - 1:
+                raise
+    raise AssertionError("unreachable")  # `pinned` gives at least one address
+
+
+def _get_from(target: str, host_header: str, extensions: dict, cfg: FetchConfig, client) -> tuple[int, dict, bytes]:
+    """One GET of `target` (a URL naming an address); the body only for a 200, read up to `cfg.max_bytes`."""
     start = time.monotonic()
     with client.stream("GET", target, headers={"Host": host_header}, extensions=extensions) as r:
         headers = {k.lower(): v for k, v in r.headers.items()}
@@ -169,8 +184,8 @@ def _get(url: str, cfg: FetchConfig, client) -> tuple[int, dict, bytes]:
         return 200, headers, b"".join(chunks)
 
 
-def pinned(url: str, allow_private: bool) -> tuple[str, str, dict]:
-    """(`url` with its host replaced by the checked address, the Host header, the request's extensions)."""
+def pinned(url: str, allow_private: bool):
+    """(`url` parsed, its Host header, the request's extensions (TLS's SNI), the checked addresses of its host)."""
     import httpx
 
     try:
@@ -182,23 +197,23 @@ def pinned(url: str, allow_private: bool) -> tuple[str, str, dict]:
     if not u.host:
         raise FetchError("bad url", f"a URL without a host ({url[:80]})")
     port = u.port or (443 if u.scheme == "https" else 80)
-    address = checked_address(u.host, port, allow_private)
-    return str(u.copy_with(host=address)), u.netloc.decode("ascii"), (
-        {"sni_hostname": u.host} if u.scheme == "https" else {})
+    addresses = checked_addresses(u.host, port, allow_private)
+    return u, u.netloc.decode("ascii"), ({"sni_hostname": u.host} if u.scheme == "https" else {}), addresses
 
 
-def checked_address(host: str, port: int, allow_private: bool) -> str:
-    """The first address of `host` that may be fetched from; FetchError when none may (or none resolves)."""
+def checked_addresses(host: str, port: int, allow_private: bool) -> list[str]:
+    """The addresses of `host` that may be fetched from (at most MAX_ADDRESSES, the resolver's order);
+    FetchError when none may (or none resolves)."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError, OSError) as e:
         raise FetchError("unreachable", f"{host} does not resolve") from e
-    addresses = [str(info[4][0]) for info in infos]
-    for a in addresses:
-        if allow_private or is_public(a):
-            return a
-    raise FetchError("private address", f"{host} is a private, loopback or link-local address ({addresses[0]}): "
-                     f"not fetched unless {ENV_PREFIX}ALLOW_PRIVATE=1 (--fetch-allow-private)")
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+    allowed = [a for a in addresses if allow_private or is_public(a)]
+    if not allowed:
+        raise FetchError("private address", f"{host} is a private, loopback or link-local address ({addresses[0]}): "
+                         f"not fetched unless {ENV_PREFIX}ALLOW_PRIVATE=1 (--fetch-allow-private)")
+    return allowed[:MAX_ADDRESSES]
 
 
 def is_public(address: str) -> bool:
