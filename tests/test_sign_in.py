@@ -4,6 +4,7 @@ OpenAI-compatible stand-in for the router on 127.0.0.1 that records the Authoriz
 from __future__ import annotations
 
 import pytest
+from iir_testutils import query_modes
 from llm_standin import StandInLLM
 
 from interactive_ir.backends import make_llm
@@ -20,7 +21,6 @@ from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui import signin, work
 from interactive_ir.ui.state import UIState
-from iir_testutils import query_modes
 
 OWNER = "hf_owner_token"
 VISITOR = "hf_visitor_token"

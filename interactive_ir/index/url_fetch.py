@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
-from interactive_ir.config import apply_env
+from interactive_ir.config import apply_env, apply_overrides
 from interactive_ir.errors import BadInputError
 
 ENV_PREFIX = "IIR_FETCH_"
@@ -57,8 +57,6 @@ class FetchConfig:
 
 def fetch_config(environ=None, **overrides) -> FetchConfig:
     """`FetchConfig` with the environment's `IIR_FETCH_*` applied, then non-None `overrides` (flags); checked."""
-    from interactive_ir.config import apply_overrides
-
     try:
         cfg = apply_overrides(apply_env(FetchConfig(), ENV_PREFIX, environ), **overrides)
     except ValueError as e:

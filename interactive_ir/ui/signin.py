@@ -29,7 +29,6 @@ from interactive_ir.backends.visitor_llm import (
     visitor_key,
 )
 
-
 EXPIRED = "Your Hugging Face sign-in has expired: sign in again to use your own model quota."
 
 
