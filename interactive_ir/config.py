@@ -126,6 +126,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("interactive_ir.retrieval.belief:BeliefConfig", "IIR_BELIEF_", "interactive_ir.retrieval.belief:belief_config"),
     Section("interactive_ir.evaluation.simulators:SimConfig", "IIR_SIM_"),
     Section("interactive_ir.index.build_sizes:BuildSizes", "IIR_BUILD_", "interactive_ir.index.build_sizes:build_sizes"),
+    Section("interactive_ir.index.url_fetch:FetchConfig", "IIR_FETCH_", "interactive_ir.index.url_fetch:fetch_config"),
 )
 
 _LLMS = "interactive_ir.backends.llms"

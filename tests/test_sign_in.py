@@ -4,6 +4,7 @@ OpenAI-compatible stand-in for the router on 127.0.0.1 that records the Authoriz
 from __future__ import annotations
 
 import pytest
+from iir_testutils import query_modes
 from llm_standin import StandInLLM
 
 from interactive_ir.backends import make_llm
@@ -20,7 +21,6 @@ from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui import signin, work
 from interactive_ir.ui.state import UIState
-from iir_testutils import query_modes
 
 OWNER = "hf_owner_token"
 VISITOR = "hf_visitor_token"
@@ -253,6 +253,86 @@ def test_the_app_signs_a_visitor_in_with_gradios_mock_and_routes_their_token(tmp
         assert "System asks" in str(signed.predict(api_name="/start_model"))
         assert llm.auths and set(llm.auths) == {"Bearer mock-oauth-token-for-local-dev"}  # theirs, never OWNER's
         assert "mock-oauth-token-for-local-dev" not in log.read_text()  # never logged
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        hub.stop()
+        llm.stop()
+
+
+def session_cookie(value: str, change) -> str:
+    """A Gradio sign-in session cookie ("session=...") with `change(session)` applied, signed again the way
+    Starlette's SessionMiddleware signs it, with the key Gradio gives it off a Space (gradio/oauth.py
+    `attach_oauth`: sha256 of OAUTH_CLIENT_SECRET, here unset, + "-v4")."""
+    import base64
+    import hashlib
+    import json
+
+    import itsdangerous
+
+    signer = itsdangerous.TimestampSigner(hashlib.sha256(b"-v4").hexdigest())
+    name, _, data = value.partition("=")
+    try:
+        session = json.loads(base64.b64decode(signer.unsign(data.encode())))
+    except itsdangerous.BadSignature as e:  # Gradio changed its session key: see gradio/oauth.py attach_oauth
+        raise AssertionError(f"Gradio's session cookie is not signed as this test expects ({e})") from e
+    change(session)
+    return f"{name}={signer.sign(base64.b64encode(json.dumps(session).encode())).decode()}"
+
+
+def test_a_session_past_its_expiry_is_an_expired_sign_in_not_an_anonymous_visitor():
+    """What Gradio keeps for a signed-in visitor (request.session["oauth_info"]), read from a gr.Request."""
+    import time
+
+    import gradio as gr
+    from starlette.requests import Request as HTTPRequest
+
+    def request(info):
+        return gr.Request(HTTPRequest({"type": "http", "headers": [], "session": {"oauth_info": info} if info else {}}))
+
+    user = {"preferred_username": "ada"}
+    v = signin.visitor_of(request({"access_token": VISITOR, "expires_at": int(time.time()) + 60, "userinfo": user}))
+    assert (v.user, v.token, v.expired) == ("ada", VISITOR, False) and VISITOR not in repr(v)
+    v = signin.visitor_of(request({"access_token": VISITOR, "expires_at": int(time.time()) - 60, "userinfo": user}))
+    assert (v.user, v.token, v.expired) == ("ada", "", True)
+    assert signin.access_for(on(), v).kind == "none"  # no model call with a token that expired
+    assert signin.visitor_of(request(None)) == signin.Visitor() and signin.visitor_of(None) == signin.Visitor()
+    assert signin.note(on(), "ada", expired=True).startswith(signin.EXPIRED) and "picture questions" in signin.note(
+        on(), expired=True)
+
+
+def test_an_expired_sign_in_is_said_in_plain_words_while_picture_questions_go_on(tmp_path):
+    """Gradio's local mock signs the visitor in; the same session with its expiry an hour ago (as a visitor
+    who signed in yesterday comes back) makes the page say the sign-in has expired, and the search goes on with
+    picture questions: no model call, with their token or the owner's."""
+    import time
+
+    import httpx
+    from gradio_client import Client
+    from hub_standin import StandInHub
+
+    hub, llm = StandInHub(OWNER), StandInLLM()
+    hub_url, llm_url = hub.start(), llm.start()
+    proc, url, log = serve_app(tmp_path, {"HF_ENDPOINT": hub_url, "HF_TOKEN": OWNER,
+                                          "IIR_LLM": f"hf-router:org/model@{llm_url}"}, "--sign-in", "on")
+    try:
+        login = httpx.get(f"{url}/login/huggingface", follow_redirects=False)
+        back = httpx.get(url + login.headers["location"], follow_redirects=False)
+        cookie = back.headers["set-cookie"].split(";")[0]
+        expired = session_cookie(cookie, lambda s: s["oauth_info"].update(expires_at=int(time.time()) - 3600))
+
+        visitor = Client(url, headers={"Cookie": expired}, verbose=False)
+        note = visitor.predict(api_name="/sign_in_note")
+        assert "Your Hugging Face sign-in has expired: sign in again to use your own model quota" in note
+        assert "Not signed in" not in note and "Signed in as" not in note
+        visitor.predict("a red dog on the beach", api_name="/start")
+        shown = str(visitor.predict(api_name="/start_model"))
+        assert "System asks" in shown and "sign-in has expired" in shown  # a picture question, and why
+        assert llm.auths == []  # no model call: not with the expired token, not with the owner's
+        assert "mock-oauth-token-for-local-dev" not in log.read_text()  # never logged
+
+        fresh = Client(url, headers={"Cookie": cookie}, verbose=False)  # signing in again: their own quota
+        assert "Signed in as **standin-user**" in fresh.predict(api_name="/sign_in_note")
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -6,7 +6,8 @@ Also `index --vectors FILE.npy|DIR --ids FILE --out DIR --embedder SPEC` (precom
 nprobe again, e.g. on real encoded queries).
 
 Also `index --hf-dataset NAME|./folder --out DIR` (a Hub dataset, local Parquet files or an ImageFolder,
-streamed) and `index push DIR --repo USER/NAME` (upload an index with a card; load it with hf://USER/NAME).
+streamed; image URLs, `--url-column`, are fetched with the `--fetch-*` settings) and `index push DIR --repo
+USER/NAME` (upload an index with a card; load it with hf://USER/NAME).
 """
 
 from __future__ import annotations
@@ -61,17 +62,37 @@ def _add_hub_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", default="", help="with --hf-dataset: the dataset's config (subset)")
     p.add_argument("--split", default="train", help="with --hf-dataset: the split (default train)")
     p.add_argument("--revision", default="", help="with --hf-dataset: a branch, tag or commit (default main)")
-    p.add_argument("--image-column", default="image", help="with --hf-dataset: the image column (default image)")
+    p.add_argument("--image-column", default="image", help="with --hf-dataset: the image column (default image; a "
+                   "column of URLs is fetched)")
+    p.add_argument("--url-column", default="", help="with --hf-dataset: a column of image URLs to fetch (default: the "
+                   "image column, else a column of http(s) URLs found in the first rows)")
     p.add_argument("--caption-column", default="", help="with --hf-dataset: the caption column, a string or a list "
                    "of strings (default: the first of caption, captions, text, sentences)")
     p.add_argument("--id-column", default="", help="with --hf-dataset: a stable id per image (default: the file "
                    "name in an ImageFolder, else the image's content hash)")
     p.add_argument("--limit", type=int, default=0, help="with --hf-dataset: index at most this many images")
+    _add_fetch_arguments(p)
     p.add_argument("--repo", help="with push: the Hub repo to create or update, USER/NAME")
     p.add_argument("--repo-type", default="dataset", choices=["dataset", "model"],
                    help="with push: the repo's type (default dataset)")
     p.add_argument("--private", action="store_true", help="with push: create the repo private")
     p.add_argument("--license", default="", help="with push: the licence named in the card (e.g. cc-by-4.0)")
+
+
+def _add_fetch_arguments(p: argparse.ArgumentParser) -> None:
+    """Flags of `url_fetch.FetchConfig` (each overrides its IIR_FETCH_* variable)."""
+    p.add_argument("--fetch-workers", type=int, help="with image URLs: URLs fetched at once (default 4)")
+    p.add_argument("--fetch-timeout", type=float, help="with image URLs: seconds one request may take (default 20)")
+    p.add_argument("--fetch-max-bytes", type=int, help="with image URLs: larger responses are skipped (default 20 MB)")
+    p.add_argument("--fetch-retries", type=int, help="with image URLs: tries more after a 429 or 5xx (default 3)")
+    p.add_argument("--fetch-backoff", type=float, help="with image URLs: seconds before the first retry, doubled "
+                   "after (default 1)")
+    p.add_argument("--fetch-max-side", type=int, help="with image URLs: longest side of the stored copy in pixels "
+                   "(default 1024; 0 = as fetched)")
+    p.add_argument("--fetch-cache", help="with image URLs: the cache of fetched images (default "
+                   "IIR_CACHE_DIR/url-images)")
+    p.add_argument("--fetch-allow-private", action="store_true", default=None, help="with image URLs: also fetch "
+                   "from loopback and private addresses (off by default: a dataset cannot reach this machine's network)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -230,22 +251,71 @@ def _from_dataset(args: argparse.Namespace, kind: str) -> int:
     from interactive_ir.errors import BadInputError
     from interactive_ir.index.hub_dataset import DatasetSource
     from interactive_ir.index.hub_index import build_from_dataset
+    from interactive_ir.index.url_fetch import fetch_config
 
     if args.limit < 0:
         raise BadInputError(f"--limit must be 0 (all) or more, got {args.limit}")
     src = DatasetSource(args.hf_dataset, config=args.config, split=args.split, image_column=args.image_column,
                         caption_column=args.caption_column, id_column=args.id_column, limit=args.limit,
-                        revision=args.revision)
+                        revision=args.revision, url_column=args.url_column)
+    fetch = fetch_config(workers=args.fetch_workers, timeout_s=args.fetch_timeout, max_bytes=args.fetch_max_bytes,
+                         retries=args.fetch_retries, backoff_s=args.fetch_backoff, max_side=args.fetch_max_side,
+                         cache_dir=args.fetch_cache, allow_private=args.fetch_allow_private)
     embedder = make_embedder(args.embedder or os.environ.get("IIR_EMBEDDER") or DEFAULT_EMBEDDER,
                              batch_size=args.batch_size, show_progress=False)
     captioner = make_captioner(args.captioner) if args.captioner else None
-    report, stage = build_from_dataset(src, args.out, embedder, captioner, batch_size=args.batch_size,
-                                       workers=args.workers, kind=kind)
+    with _FetchBar() as bar:
+        report, stage = build_from_dataset(src, args.out, embedder, captioner, batch_size=args.batch_size,
+                                           workers=args.workers, kind=kind, fetch=fetch, progress=bar.update)
     print(f"indexed {report.count} images from {stage.rows} rows of {args.hf_dataset} into {report.out} "
           f"({len(stage.skipped) + len(report.skipped)} skipped)")
+    for line in _url_lines(stage, fetch):
+        print(line)
     for where, why in (stage.skipped + report.skipped)[:20]:
         print(f"  skipped {where}: {why}")
     return 0
+
+
+class _FetchBar:
+    """A progress bar of the URLs fetched (on a terminal; tqdm stays quiet elsewhere), drawn from FetchStats."""
+
+    def __enter__(self):
+        import threading
+
+        self.bar = None
+        self.lock = threading.Lock()  # the fetching threads call update
+        return self
+
+    def update(self, stats) -> None:
+        from tqdm.auto import tqdm
+
+        with self.lock:
+            if self.bar is None:
+                self.bar = tqdm(unit="url", desc="fetching image URLs", disable=None, leave=False, mininterval=0.5)
+            self.bar.set_postfix_str(f"{stats.cached} cached, {sum(stats.failed.values())} failed", refresh=False)
+            self.bar.update(max(0, stats.done - self.bar.n))
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _url_lines(stage, fetch) -> list[str]:
+    """What the URLs gave: the column taken (and how), fetched, cached, failed by kind."""
+    if not stage.url_column:
+        return []
+    lines = [f"images fetched from the URLs of column {stage.url_column!r}"]
+    if stage.url_found:
+        others = f"; other URL columns: {', '.join(stage.url_found[1:])}" if stage.url_found[1:] else ""
+        lines[0] += f" (found: the dataset has no image column{others}; choose one with --url-column)"
+    f = stage.fetch
+    if f is not None:
+        from interactive_ir.index.url_cache import UrlCache
+
+        failed = f"; {sum(f.failed.values())} gave no image ({f.failures()})" if f.failed else ""
+        lines.append(f"  URLs: {f.fetched} fetched ({f.bytes / 1e6:.1f} MB in {f.seconds:.1f} s), {f.cached} from "
+                     f"the cache ({UrlCache(fetch.cache_dir or None, fetch.max_side).root}){failed}")
+    return lines
 
 
 def _push(args: argparse.Namespace) -> int:

@@ -1,18 +1,16 @@
 """Rows of a captioned image dataset, streamed: a Hugging Face Hub dataset's Parquet files, a local folder
 of Parquet files, or a local ImageFolder (images with an optional metadata.jsonl / metadata.csv).
 
-`stage_rows` reads Parquet files one at a time in batches of `BATCH_ROWS` rows (pyarrow `iter_batches`),
-so memory holds one batch whatever the dataset's size. Each distinct image is written once to an image
-folder (named by the id column or by its content hash, so rows repeating an image share it), its captions
-to a JSONL captions file and the row's other columns to `columns.jsonl`. `hub_index.build_from_dataset`
-then builds an index from those with the usual folder builder.
+`iter_rows` reads Parquet files one at a time in batches of `BATCH_ROWS` rows (pyarrow `iter_batches`),
+so memory holds one batch whatever the dataset's size; the helpers below read one row's image, id and
+captions. `dataset_stage.stage_rows` writes the rows out (each distinct image once, URLs fetched) and
+`hub_index.build_from_dataset` builds an index from them with the usual folder builder.
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import json
 import logging
 import re
@@ -21,14 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from interactive_ir.errors import BadInputError, HubError, HubUnreachableError
+from interactive_ir.index.imageio import FORMATS, checked_suffix  # noqa: F401 (the staging's names for them)
 
 log = logging.getLogger(__name__)
 
 BATCH_ROWS = 64  # rows per Parquet batch held in memory
 CAPTION_COLUMNS = ("caption", "captions", "text", "sentences")  # tried in order when --caption-column is not given
 SPLIT_WORDS = {"train", "test", "validation", "valid", "val", "dev"}
-FORMATS = {"JPEG": ".jpg", "PNG": ".png", "WEBP": ".webp", "GIF": ".gif", "BMP": ".bmp"}
-COLUMNS_FILE = "columns.jsonl"  # the rows' other columns, one JSON object per row: {"id": ..., column: value}
+COLUMNS_FILE = "columns.jsonl"  # the rows' other columns, one JSON object per row: {"id": image id, column: value}
+#                                  (a column named "id" is kept as "dataset_id")
 
 
 @dataclass
@@ -38,7 +37,9 @@ class DatasetSource:
     name: str  # Hub dataset id (USER/NAME) or a local folder (Parquet files, or an ImageFolder)
     config: str = ""  # Hub dataset config (subset): the folder its Parquet files are under; "" = any
     split: str = "train"  # the Parquet files whose path names this split (all of them when none names a split)
-    image_column: str = "image"  # column holding the image ({"bytes", "path"} struct, bytes, or a local path)
+    image_column: str = "image"  # column holding the image ({"bytes", "path"} struct, bytes, a local path or a URL)
+    url_column: str = ""  # column holding image URLs, fetched at build time; "" = the image column, else a column of
+    #                       http(s) URLs found in the first rows when there is no image column
     caption_column: str = ""  # column holding a caption or a list of captions; "" = the first of CAPTION_COLUMNS present
     id_column: str = ""  # column holding a stable id per image; "" = the file name (ImageFolder) or content hash
     limit: int = 0  # stop after this many distinct images (0 = all)
@@ -54,6 +55,9 @@ class StageReport:
     images: int = 0  # distinct images written
     rows: int = 0  # rows read
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (row or file, reason)
+    url_column: str = ""  # the column whose URLs were fetched ("" when every image came as bytes or a file)
+    url_found: list[str] = field(default_factory=list)  # the URL columns found when none was named (the first taken)
+    fetch: object = None  # `url_images.FetchStats` of the URLs fetched (None: no URL)
 
 
 def is_local(name: str) -> bool:
@@ -153,10 +157,9 @@ def _parquet_rows(path: Path, src: DatasetSource) -> Iterator[dict]:
 
 
 def _check_columns(names: list[str], src: DatasetSource, where: str) -> None:
-    if src.image_column not in names:
-        raise BadInputError(f"{where} has no image column {src.image_column!r}: its columns are "
-                            f"{', '.join(names)}; pass --image-column NAME")
-    for flag, col in (("--caption-column", src.caption_column), ("--id-column", src.id_column)):
+    """The columns named by flags exist (the image column is chosen from the first rows: `choose_columns`)."""
+    for flag, col in (("--caption-column", src.caption_column), ("--id-column", src.id_column),
+                      ("--url-column", src.url_column)):
         if col and col not in names:
             raise BadInputError(f"{where} has no column {col!r} ({flag}): its columns are {', '.join(names)}")
 
@@ -217,8 +220,6 @@ def image_bytes(cell, root: Path | None) -> tuple[bytes, str]:
         path = cell
     if not path:
         raise BadInputError("the image cell is empty")
-    if path.startswith(("http://", "https://")):
-        raise BadInputError(f"the image is a URL ({path[:80]}): URL images are not fetched; give image bytes")
     if root is None:
         raise BadInputError(f"the image cell names a file ({path[:80]}) but holds no bytes")
     p = (root / path).resolve()
@@ -227,23 +228,8 @@ def image_bytes(cell, root: Path | None) -> tuple[bytes, str]:
     return p.read_bytes(), path
 
 
-def checked_suffix(data: bytes) -> str:
-    """The file suffix of a decodable image; BadInputError for broken or unsupported images."""
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(io.BytesIO(data)) as im:
-            fmt = im.format
-            im.verify()
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
-        raise BadInputError(f"a broken image ({str(e)[:100]})") from e
-    if fmt not in FORMATS:
-        raise BadInputError(f"an image in {fmt} format (served formats: {', '.join(FORMATS)})")
-    return FORMATS[fmt]
-
-
-def image_id(row: dict, src: DatasetSource, data: bytes, name: str, suffix: str, local: bool) -> str:
-    """The image's id (its file name under the index's image folder)."""
+def image_id(row: dict, src: DatasetSource, digest: str, name: str, suffix: str, local: bool) -> str:
+    """The image's id (its file name under the index's image folder); `digest`: the sha256 of its bytes."""
     if src.id_column:
         raw = str(row.get(src.id_column, "")).strip()
         if not raw:
@@ -252,7 +238,7 @@ def image_id(row: dict, src: DatasetSource, data: bytes, name: str, suffix: str,
         return stem if stem.lower().endswith(suffix) else stem + suffix
     if local and name:
         return re.sub(r"[^A-Za-z0-9._/-]+", "_", name).lstrip("./")
-    return hashlib.sha256(data).hexdigest()[:20] + suffix
+    return digest[:20] + suffix
 
 
 def row_captions(row: dict, column: str) -> list[str]:
@@ -264,54 +250,13 @@ def row_captions(row: dict, column: str) -> list[str]:
     return [c.strip() for c in value if isinstance(c, str) and c.strip()]
 
 
-def _jsonable(value):
+def jsonable(value):
     if isinstance(value, (bytes, bytearray)):
         return None
     if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items() if not isinstance(v, (bytes, bytearray))}
+        return {k: jsonable(v) for k, v in value.items() if not isinstance(v, (bytes, bytearray))}
     if isinstance(value, list):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return str(value)
-
-
-# --- staging ---------------------------------------------------------------------------------------------
-
-
-def stage_rows(src: DatasetSource, images: Path, captions: Path, columns: Path) -> StageReport:
-    """Stream `src`'s rows into an image folder, a captions JSONL and a columns JSONL. Broken rows are skipped
-    (each reported); a missing image column stops at once."""
-    images.mkdir(parents=True, exist_ok=True)
-    rep = StageReport()
-    seen: set[str] = set()
-    column = src.caption_column
-    with open(captions, "w", encoding="utf-8") as cap_fh, open(columns, "w", encoding="utf-8") as col_fh:
-        for row, root in iter_rows(src):
-            rep.rows += 1
-            if not column and rep.rows == 1:
-                column = next((c for c in CAPTION_COLUMNS if c in row), "")
-            where = f"row {rep.rows}"
-            try:
-                data, name = image_bytes(row.get(src.image_column), root)
-                suffix = checked_suffix(data)
-                iid = image_id(row, src, data, name, suffix, root is not None)
-            except BadInputError as e:
-                rep.skipped.append((where, str(e)))
-                continue
-            if iid not in seen:
-                if src.limit and len(seen) >= src.limit:
-                    break
-                seen.add(iid)
-                target = images / iid
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-            caps = row_captions(row, column)
-            if caps:
-                cap_fh.write(json.dumps({"image": iid, "captions": caps}) + "\n")
-            other = {k: _jsonable(v) for k, v in row.items() if k not in (src.image_column, column)}
-            col_fh.write(json.dumps({"id": iid, **other}) + "\n")
-    rep.images = len(seen)
-    for where, why in rep.skipped[:20]:
-        log.warning("skipped %s: %s", where, why)
-    return rep

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from interactive_ir.errors import BadInputError, HubError, HubUnreachableError, IndexBuildError, IndexLoadError
-from interactive_ir.index.hub_dataset import COLUMNS_FILE, DatasetSource, StageReport, _raise_hub, stage_rows
+from interactive_ir.index.dataset_stage import stage_rows
+from interactive_ir.index.hub_dataset import COLUMNS_FILE, DatasetSource, StageReport, _raise_hub
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +35,11 @@ DOWNLOAD_THREADS = 8
 
 
 def build_from_dataset(src: DatasetSource, out: Path, embedder, captioner=None, *, batch_size: int = 32,
-                       workers: int = 2, kind: str = "auto"):
+                       workers: int = 2, kind: str = "auto", fetch=None, progress=None):
     """Stream `src` into a staging folder beside `out`, build the index there, move the images into it and
-    rename it into place. Returns (BuildReport, StageReport). Nothing is left behind on failure."""
+    rename it into place. Image URLs are fetched with `fetch` (a `url_fetch.FetchConfig`; None: from the
+    environment), `progress(FetchStats)` after each. Returns (BuildReport, StageReport). Nothing is left
+    behind on failure (fetched images stay in the URL cache, for the next try)."""
     from interactive_ir.index.builder import BuildConfig, build_index, check_out
 
     out = Path(out).resolve()
@@ -46,7 +49,7 @@ def build_from_dataset(src: DatasetSource, out: Path, embedder, captioner=None, 
     staging.mkdir(parents=True)
     try:
         caps, cols = staging / "captions.jsonl", staging / COLUMNS_FILE
-        stage = stage_rows(src, staging / "images", caps, cols)
+        stage = stage_rows(src, staging / "images", caps, cols, fetch, progress)
         if stage.images == 0:
             first = stage.skipped[0][1] if stage.skipped else "no rows"
             raise IndexBuildError(f"none of the {stage.rows} rows of {src.name} gave an image (first problem: {first})")
@@ -67,10 +70,15 @@ def build_from_dataset(src: DatasetSource, out: Path, embedder, captioner=None, 
 
 
 def _source(src: DatasetSource, stage: StageReport) -> dict:
-    return {"hf_dataset": src.name if not src.local else str(Path(src.name).expanduser().resolve()),
-            "config": src.config, "split": src.split, "revision": src.revision, "image_column": src.image_column,
-            "caption_column": src.caption_column, "id_column": src.id_column, "limit": src.limit,
-            "rows": stage.rows, "skipped_rows": len(stage.skipped)}
+    out = {"hf_dataset": src.name if not src.local else str(Path(src.name).expanduser().resolve()),
+           "config": src.config, "split": src.split, "revision": src.revision, "image_column": src.image_column,
+           "caption_column": src.caption_column, "id_column": src.id_column, "limit": src.limit,
+           "rows": stage.rows, "skipped_rows": len(stage.skipped)}
+    if stage.fetch is not None:  # the images are stored copies of URLs (kept in columns.jsonl, by image id)
+        out.update(url_column=stage.url_column, stored_max_side=stage.fetch.max_side,
+                   urls={"fetched": stage.fetch.fetched, "cached": stage.fetch.cached,
+                         "failed": dict(stage.fetch.failed)})
+    return out
 
 
 def _replace(new: Path, out: Path) -> None:
@@ -142,6 +150,11 @@ def index_card(manifest: dict, repo: str, repo_type: str, license: str, images: 
     src = manifest.get("source") or {}
     made_from = f"the Hub dataset `{src['hf_dataset']}` ({src.get('split') or 'train'})" \
         if src.get("hf_dataset") and "/" in src["hf_dataset"] and not src["hf_dataset"].startswith("/") else "a local collection"
+    if src.get("url_column"):
+        side = src.get("stored_max_side") or 0
+        made_from += (f". Its images were fetched from the URLs of column `{src['url_column']}` and are stored here "
+                      f"under `images/`{f' (copies of at most {side} px on the longer side)' if side else ''}, so "
+                      "loading it never depends on the original URLs; `columns.jsonl` keeps each image's URL")
     return f"""---
 license: {license or 'other'}
 tags:

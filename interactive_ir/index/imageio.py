@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import warnings
 from pathlib import Path
 
@@ -14,6 +15,7 @@ log = logging.getLogger(__name__)
 IMAGE_EXTENSIONS = {".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp"}
 MAX_PIXELS = 40_000_000  # larger images are refused (decompression-bomb guard); IIR_MAX_PIXELS overrides
 MAX_UPLOAD_BYTES = 30 * 1024 * 1024  # largest uploaded/query file accepted
+FORMATS = {"JPEG": ".jpg", "PNG": ".png", "WEBP": ".webp", "GIF": ".gif", "BMP": ".bmp"}  # stored formats: suffix
 
 
 def max_pixels() -> int:
@@ -83,6 +85,22 @@ def open_image(source, *, limit: int | None = None):
         raise BadInputError(f"{name} is not a readable image: use a JPEG, PNG, WebP, GIF or BMP") from e
     except (OSError, ValueError, SyntaxError) as e:
         raise BadInputError(f"{name} is not a readable image ({e}): it may be truncated or corrupt") from e
+
+
+def checked_suffix(data: bytes) -> str:
+    """The file suffix of a decodable image; BadInputError for broken or unsupported images."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            fmt = im.format
+            im.verify()
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+        why = re.sub(r" <_io\.BytesIO object at 0x[0-9a-fA-F]+>", "", str(e))  # PIL names its buffer
+        raise BadInputError(f"a broken image ({why[:100]})") from e
+    if fmt not in FORMATS:
+        raise BadInputError(f"an image in {fmt} format (served formats: {', '.join(FORMATS)})")
+    return FORMATS[fmt]
 
 
 def image_size(path: Path) -> tuple[int, int]:

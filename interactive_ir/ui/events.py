@@ -244,14 +244,17 @@ def _wait(tab: UIState, job_work: work.Work, job: futures.Future):
     return True, ticked
 
 
-def follow_up(ctx: PageContext, tab: UIState, token: gr.OAuthToken | None = None, request: gr.Request = None):
+def follow_up(ctx: PageContext, tab: UIState, request: gr.Request = None):
     """The model steps due for the tab's round ("refine", then "ask"), each shown when it lands.
     A newer action of the tab supersedes them: this event then ends at once (its queue slot is
     free), the step is cancelled (a local model stops generating and frees its lock), and whatever
     it still returns is dropped. The same when the page stops listening (the tab closed).
-    With sign-in on, the steps use the LLM this visitor may use (`token`: theirs, from Gradio's sign-in)."""
+    With sign-in on, the steps use the LLM this visitor may use (their token, from Gradio's sign-in session: read
+    from `request`, `signin.visitor_of`, which also tells an expired sign-in, said on the status line)."""
     shown = False
-    access = signin.access_for(ctx.sign_in, token, request)
+    visitor = signin.visitor_of(request)
+    access = signin.access_for(ctx.sign_in, visitor, request)
+    signin.tell_expired(ctx.sign_in, visitor, tab)
     while (job_work := work.claim(tab)) is not None:
         job = in_background(ctx.model_step, job_work, access)
         try:
@@ -338,8 +341,12 @@ def on_hide_seen(ctx: PageContext, st: UIState, value):
 
 
 # What the page says about whose model this visitor uses (on load, and after signing in or out).
-def on_sign_in_note(ctx: PageContext, profile: gr.OAuthProfile | None):
-    return signin.note(ctx.sign_in, getattr(profile, "username", "") or "") if ctx.sign_in is not None else ""
+# (A gr.Request, not a gr.OAuthProfile: Gradio injects no profile for an expired sign-in; `signin.visitor_of`.)
+def on_sign_in_note(ctx: PageContext, request: gr.Request = None):
+    if ctx.sign_in is None:
+        return ""
+    visitor = signin.visitor_of(request)
+    return signin.note(ctx.sign_in, "" if visitor.expired else visitor.user, visitor.expired)
 
 
 def on_close(request: gr.Request):

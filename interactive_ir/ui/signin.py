@@ -1,14 +1,23 @@
 """Sign in with Hugging Face on the page (issue 27): whether it is offered, what the page says about whose
 model a visitor uses, and the `LLMAccess` of each model step (`backends.visitor_llm` builds the LLM).
 
-Gradio hands a listener the visitor's `gr.OAuthToken` (None when not signed in or expired) when the page
-has a `gr.LoginButton`; off a Space, Gradio mocks the sign-in with the machine's own Hugging Face login.
+Who the visitor is comes from Gradio's sign-in session (`visitor_of`). With a `gr.LoginButton` on the page,
+Gradio keeps a signed-in visitor's OAuth answer in the session cookie, `request.session["oauth_info"]`
+(`access_token`, `scope`, `expires_at` in seconds since 1970, `userinfo.preferred_username`); off a Space it
+mocks the sign-in with the machine's own Hugging Face login, the same way. When `expires_at` has passed,
+Gradio (6.x, `gradio.oauth._get_valid_oauth_info_from_session`) drops `oauth_info` from the request's
+session *before* the listener runs and injects no `gr.OAuthToken` / `gr.OAuthProfile`, so a listener taking
+those cannot tell an expired sign-in from none. The page's listeners therefore take only `gr.Request` and
+read the session here: a valid sign-in gives the token (handed to one model step, never logged or kept),
+an expired one the page's `EXPIRED` message, with picture questions (or the owner's budgeted model)
+meanwhile.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from interactive_ir.backends.visitor_llm import (
     HourlyBudget,
@@ -19,6 +28,40 @@ from interactive_ir.backends.visitor_llm import (
     token_keyed,
     visitor_key,
 )
+
+EXPIRED = "Your Hugging Face sign-in has expired: sign in again to use your own model quota."
+
+
+@dataclass(frozen=True)
+class Visitor:
+    """Who is asking, from Gradio's sign-in session."""
+
+    user: str = ""  # their Hugging Face user name ("" when not signed in)
+    token: str = field(default="", repr=False)  # their OAuth token ("" when not signed in or expired); never shown
+    expires_at: int = 0  # when the token expires, seconds since 1970 (0: not said)
+    expired: bool = False  # they signed in, and that sign-in has expired
+
+
+def _session(request) -> Mapping:
+    """The request's session ({} without one): a `gr.Request` wraps the HTTP request, whose scope holds it."""
+    raw = getattr(request, "request", None) or request
+    scope = getattr(raw, "scope", None)
+    session = scope.get("session") if isinstance(scope, dict) else None
+    return session if isinstance(session, Mapping) else {}
+
+
+def visitor_of(request, now: float | None = None) -> Visitor:
+    """The visitor of `request` (a `gr.Request`, or None): signed in, signed in but expired, or anonymous."""
+    info = _session(request).get("oauth_info")
+    if not isinstance(info, Mapping):
+        return Visitor()
+    userinfo = info.get("userinfo")
+    user = str(userinfo.get("preferred_username") or "") if isinstance(userinfo, Mapping) else ""
+    expires = info.get("expires_at")
+    expires = int(expires) if isinstance(expires, (int, float)) and not isinstance(expires, bool) else 0
+    if expires and expires < (time.time() if now is None else now):  # as Gradio judges it: then it injects nothing
+        return Visitor(user, "", expires, True)
+    return Visitor(user, str(info.get("access_token") or ""), expires)
 
 
 @dataclass(frozen=True)
@@ -53,7 +96,7 @@ def address(request) -> str:
 
 def access_for(sign_in: SignIn | None, token, request=None) -> LLMAccess | None:
     """Whose LLM this visitor's model step uses (None: sign-in is off, the Space's LLM as always).
-    `token`: the visitor's `gr.OAuthToken` or None."""
+    `token`: the visitor (`visitor_of`), or anything with `token` and `expires_at` (a `gr.OAuthToken`), or None."""
     if sign_in is None:
         return None
     value = getattr(token, "token", "") or ""
@@ -65,8 +108,11 @@ def access_for(sign_in: SignIn | None, token, request=None) -> LLMAccess | None:
     return LLMAccess("none")
 
 
-def note(sign_in: SignIn, user: str = "") -> str:
-    """What the page says applies to this visitor (`user`: their Hugging Face name, "" when not signed in)."""
+def note(sign_in: SignIn, user: str = "", expired: bool = False) -> str:
+    """What the page says applies to this visitor (`user`: their Hugging Face name, "" when not signed in;
+    `expired`: their sign-in has expired, and what applies meanwhile)."""
+    if expired:
+        return f"{EXPIRED} {meanwhile(sign_in)}"
     if not sign_in.has_llm:
         return ("This Space has no language model: picture questions, marks and references work for everyone."
                 + (f" Signed in as **{user}**." if user else ""))
@@ -79,3 +125,19 @@ def note(sign_in: SignIn, user: str = "") -> str:
                 f"calls an hour ({cfg.anon_calls_per_hour} for all visitors), then picture questions. Sign in to use "
                 "your own account.")
     return "Not signed in: picture questions, no language model. Sign in to have one write questions."
+
+
+def meanwhile(sign_in: SignIn) -> str:
+    """What a visitor who is not (or no longer) signed in gets."""
+    if sign_in.has_llm and sign_in.config.anon_llm:
+        return (f"Meanwhile this Space's model writes questions, up to {sign_in.config.anon_calls_per_visitor} "
+                "model calls an hour.")
+    return "Meanwhile the search goes on with picture questions."
+
+
+def tell_expired(sign_in: SignIn | None, visitor: Visitor, tab) -> None:
+    """Add `EXPIRED` to the tab's status line (a `UIState`) when this visitor's sign-in has expired."""
+    if sign_in is None or not visitor.expired or EXPIRED in (tab.notice or ""):
+        return
+    with tab.lock:
+        tab.notice = " ".join(x for x in (tab.notice, f"⚠ {EXPIRED} {meanwhile(sign_in)}") if x)
