@@ -5,7 +5,8 @@ given `allow` or `nots`.
 Filtered search: a filter allowing at most POOL_MAX rows is scored exactly over those rows (exact top-k of
 the subset, whatever the index kind); a wider one searches the faiss index with an ID selector (masked
 before the top-k), an approximate kind visiting more lists / graph nodes as the filter narrows (up to
-WIDEN_MAX times), its candidates re-ranked exactly as usual.
+WIDEN_MAX times), its candidates re-ranked exactly as usual. A Milvus store gets the filters themselves,
+as a boolean expression (`index/milvus_filters.py`), and Milvus filters before its top-k.
 
 NOT terms (SearchConfig.not_method; chosen by bench/bench_not_terms.py on the Flickr8k dev split):
 "penalty" re-ranks a candidate pool by score - not_weight * (the best NOT term's score), "subtract" searches
@@ -17,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from interactive_ir.errors import BadInputError, QueryError
+from interactive_ir.index.filters import FilteredRows
 
 POOL_MAX = 50_000  # a filter allowing at most this many rows is searched exactly over them (no faiss index)
 NOT_DROP = 0.25  # not_method "filter": this share of the candidate pool (the most NOT-like) leaves
@@ -56,9 +58,6 @@ def search_allowed(r, qrow: np.ndarray, k: int, allow: np.ndarray) -> tuple[np.n
         top = np.argpartition(-scores, k_eff - 1)[:k_eff] if k_eff < len(scores) else np.arange(len(scores))
         order = top[np.lexsort((allow[top], -scores[top]))]
         return scores[order].astype(np.float32), allow[order]
-    if r.index.store is not None:
-        raise QueryError(f"the filters allow {len(allow):,} images; a Milvus store searches filtered sets of "
-                         f"at most {POOL_MAX:,}: narrow the filters, or search the index folder (no IIR_STORE)")
     import faiss
 
     from interactive_ir.index import kinds
@@ -81,6 +80,24 @@ def search_allowed(r, qrow: np.ndarray, k: int, allow: np.ndarray) -> tuple[np.n
         order = np.argsort(-exact, kind="stable")[:k_eff]
         return exact[order].astype(np.float32), rows[order]
     return d[0][: len(rows)][:k_eff].astype(np.float32), rows[:k_eff]
+
+
+def search_store_allowed(r, qrow: np.ndarray, k: int, ex: np.ndarray, allow: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k of a Milvus store among the `allow`ed rows, `ex` excluded: a query's filters (`FilteredRows`) go
+    to Milvus as one boolean expression over the collection's scalar fields, whatever their count; rows
+    without filters (a caller's own list) go as `row in [...]`, at most POOL_MAX of them."""
+    allow = allow if isinstance(allow, FilteredRows) else np.asarray(allow, np.int64)
+    k_eff = min(k, len(allow) - int(np.isin(ex, allow).sum()))
+    if k_eff <= 0:
+        return np.zeros(0, np.float32), np.zeros(0, np.int64)
+    if getattr(allow, "filters", ()):
+        where = r.index.store.where_of(allow.filters, r.index.path)
+    elif len(allow) <= POOL_MAX:
+        where = f"row in [{','.join(str(int(x)) for x in allow)}]"
+    else:
+        raise QueryError(f"{len(allow):,} rows given without their filters: a Milvus store takes at most "
+                         f"{POOL_MAX:,} listed rows; search with the query's filters instead")
+    return r.index.store.search(np.asarray(qrow, np.float32), k_eff, ex, where)
 
 
 def pool_scores(r, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
