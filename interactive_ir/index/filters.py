@@ -43,6 +43,7 @@ class FilteredRows(np.ndarray):
     from it (a slice, a difference) is plain rows: it no longer stands for the filters."""
 
     filters: tuple[Filter, ...] = ()
+    bits: np.ndarray | None = None  # the rows as a bitmap, built by the first ID-selector search (`scoped_search`)
 
     def __new__(cls, rows, filters) -> FilteredRows:
         obj = np.asarray(rows, dtype=np.int64).view(cls)
@@ -50,7 +51,7 @@ class FilteredRows(np.ndarray):
         return obj
 
     def __array_finalize__(self, obj) -> None:
-        self.filters = ()
+        self.filters, self.bits = (), None
 
 
 def _like(v: str) -> str:

@@ -168,7 +168,7 @@ class Retriever:
 
             if self.index.store is not None:  # the filters go to Milvus as an expression
                 return ss.search_store_allowed(self, qrow, k, ex, allow)
-            return ss.search_allowed(self, qrow, k, np.setdiff1d(np.asarray(allow, np.int64), ex))
+            return ss.search_allowed(self, qrow, k, allow, ex)
         k_eff = min(k, len(self.index) - len(ex))
         if k_eff <= 0:
             return np.zeros(0, np.float32), np.zeros(0, np.int64)
