@@ -11,6 +11,8 @@ on all alike:
 
 - `faiss, same selector`: plain faiss, the same trained IndexIVFPQ read into RAM, in IndexRefine with fp16
   refine codes in RAM, the index's nprobe, and the ID selector the project uses, built once per filter;
+  `faiss, same selector and widened nprobe`: the same with the nprobe the project's ID-selector path uses
+  (WIDEN_SHARE / share times the index's): the library's speed with the project's parameters;
 - `project`: `Retriever.search_rows(q, k, allow=rows)` as the app runs it: it chooses the exact pool (the
   allowed rows' fp16 vectors gathered and scored) or the ID-selector search (WIDEN_SHARE / share times the
   lists) by the filter's count and the measured costs (`scoped_search.filtered_path`), the choice in brackets;
@@ -79,8 +81,10 @@ def ways_for(r, fx, sp_of, allow, k: int) -> dict:
                 "project, no filter": lambda q: r.search_rows(q, k)[1]}
     sp = sp_of(allow)
     path, widen = ss.filtered_path(r.index.params, r.index.faiss_index.d, len(r.index), len(allow))
+    wide = sp_of(allow, max(1.0, ss.WIDEN_SHARE * len(r.index) / len(allow)))
     path = "exact pool" if path == "pool" else f"ID selector, {widen:.1f}x nprobe"
     return {"faiss, same selector": lambda q: fx.search(q[None], k, params=sp)[1][0],
+            "faiss, same selector and widened nprobe": lambda q: fx.search(q[None], k, params=wide)[1][0],
             f"project [{path}]": lambda q: r.search_rows(q, k, allow=allow)[1],
             "project, exact pool": forced(True),
             f"project, ID selector ({max(1.0, ss.WIDEN_SHARE * len(r.index) / len(allow)):.1f}x nprobe)": forced(False)}
@@ -96,8 +100,8 @@ def selector_params(index_params, n: int, k: int):
 
     keep = []  # the selectors must outlive the searches
 
-    def sp_of(allow):
-        ivf = faiss.SearchParametersIVF(nprobe=index_params.nprobe)
+    def sp_of(allow, widen: float = 1.0):
+        ivf = faiss.SearchParametersIVF(nprobe=max(1, min(index_params.nlist, round(index_params.nprobe * widen))))
         if allow is not None:
             sel = id_selector(allow, n)
             keep.append(sel)

@@ -32,7 +32,7 @@ WIDEN_SHARE = 0.4  # a filter allowing a share s of the rows visits WIDEN_SHARE 
 #                    (at least 1x): recall@100 at 1M ivf-pq was 0.949 at (times visited) x s = 0.2, 0.99-1.0 at 0.4
 WIDEN_MAX = 32  # hnsw: at most this many times the nodes; a narrower filter is scored exactly
 # ivf-pq chooses the cheaper path by these costs, measured at 1M 512-d rows, PQ64, nlist 2048, one thread
-# (bench/bench_filtered.py): the exact pool 0.27-0.31 us a row; the ID selector about 1 ms (coarse quantizer,
+# (bench/bench_filtered.py): the exact pool 0.28-0.32 us a row; the ID selector about 1 ms (coarse quantizer,
 # candidates re-ranked), plus 2-4 ns a code scanned
 POOL_ROW_NS = 300  # gathering and scoring one allowed row exactly, per 512 values of the row
 SCAN_CODE_NS = 3  # scanning one ivf-pq code, per 64 sub-quantizers
