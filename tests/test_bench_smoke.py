@@ -101,3 +101,17 @@ def test_bench_rerank_tiny(tmp_path):
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[start + 2 : start + 7]]
     assert len(rows) == 5 and rows[0][0].startswith("faiss IndexRefine") and rows[0][4].startswith("1.00 /")
     assert all(0.0 <= float(r[5]) <= 1.0 for r in rows)
+
+
+def test_bench_filtered_tiny(tmp_path):
+    """bench_filtered.py at 3,000 rows: the unfiltered baselines and five ways per selectivity, faiss's ratio 1,
+    recall in [0, 1], and the exact pool's recall 1 (it scores every allowed row)."""
+    stdout = run("bench_filtered.py", "--n", "3000", "--queries", "4", "--recall-queries", "4", "--selectivities",
+                 "0.5,0.1,0.01", "--work", str(tmp_path / "w"), timeout=300)
+    rows = table_rows(stdout, "## Filtered ivf-pq top-100")
+    assert [r[0] for r in rows] == ["none"] * 2 + ["50%"] * 5 + ["10%"] * 5 + ["1%"] * 5
+    assert all(r[5] == "1.00 / 1.00" for r in rows if r[2] in ("faiss, no filter", "faiss, same selector"))
+    assert all(0.0 <= float(r[6]) <= 1.0 for r in rows)
+    assert all(r[6] == "1.000" for r in rows if r[2] == "project, exact pool")
+    assert sum(r[2].startswith("project, ID selector (") for r in rows) == 3
+    assert "load average at end" in stdout

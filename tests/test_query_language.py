@@ -169,7 +169,8 @@ def test_filtered_exact_top_k_is_brute_force_over_the_subset(tmp_path, monkeypat
 def test_filtered_approximate_search_recalls_the_subsets_top_k(tmp_path, monkeypatch, kind):
     from test_index_kinds import N, exact_top, write_index
 
-    monkeypatch.setattr(scoped_search, "POOL_MAX", 0)  # the ID-selector path, not the exact pool
+    monkeypatch.setattr(scoped_search, "POOL_MAX", 0)  # the ID-selector path, not the exact pool (hnsw)
+    monkeypatch.setattr(scoped_search, "POOL_ROW_NS", 1e9)  # and ivf-pq: pooling made to cost more
     r, img, cap = write_index(tmp_path / "idx", kind)
     rng = np.random.default_rng(5)
     recalls = []
@@ -185,6 +186,50 @@ def test_filtered_approximate_search_recalls_the_subsets_top_k(tmp_path, monkeyp
             assert set(rows.tolist()) <= set(allow.tolist())
             recalls.append(len(set(rows.tolist()) & want) / 20)
     assert np.mean(recalls) >= 0.9, recalls
+
+
+def test_the_filters_count_chooses_the_exact_pool_or_the_id_selector(tmp_path, monkeypatch):
+    """ivf-pq scores every allowed row exactly when that costs less than an ID-selector search visiting
+    WIDEN_SHARE / share times the lists (by the costs measured in bench/bench_filtered.py), else searches with
+    a bitmap ID selector; hnsw and exact pool up to POOL_MAX rows. Either way only allowed rows return."""
+    from test_index_kinds import N, exact_top, write_index
+
+    from interactive_ir.index.kinds import IndexParams, choose_params
+
+    ss = scoped_search
+    p1m = IndexParams("ivf-pq", nlist=2048, pq_m=64, nprobe=4)  # the 1M index of bench_filtered.py
+    assert ss.filtered_path(p1m, 512, 1_000_000, 500_000) == ("selector", 1.0)  # 50%: the index's own nprobe
+    assert ss.filtered_path(p1m, 512, 1_000_000, 100_000) == ("selector", 4.0)  # 10%: 4x the lists
+    assert ss.filtered_path(p1m, 512, 1_000_000, 10_000) == ("selector", 40.0)  # 1%: 1.3 ms, the pool 3 ms
+    assert ss.filtered_path(p1m, 512, 1_000_000, 1_000)[0] == "pool"  # 0.1%: 0.2 ms, the selector 3 ms
+    p10m = IndexParams("ivf-pq", nlist=8192, pq_m=64, nprobe=16)
+    assert ss.filtered_path(p10m, 512, 10_000_000, 20_000)[0] == "pool"
+    assert ss.filtered_path(p10m, 512, 10_000_000, 60_000)[0] == "selector"
+    hnsw = choose_params("hnsw", 1_000_000, 512)
+    assert ss.filtered_path(hnsw, 512, 1_000_000, 50_000)[0] == "pool"
+    assert ss.filtered_path(hnsw, 512, 1_000_000, 60_000) == ("selector", 0.4 * 1_000_000 / 60_000)
+    assert ss.filtered_path(hnsw, 512, 10_000_000, 100_000)[0] == "pool"  # 40x the nodes: above WIDEN_MAX
+    r, img, cap = write_index(tmp_path / "idx", "ivf-pq")
+    pooled, searched = [], []
+    real_pool, real_sel = ss.pool_top, ss.id_selector
+    monkeypatch.setattr(ss, "pool_top", lambda r_, q, rows, k: pooled.append(len(rows)) or real_pool(r_, q, rows, k))
+    monkeypatch.setattr(ss, "id_selector", lambda rows, n, ex: searched.append(len(rows) - len(ex)) or real_sel(rows, n, ex))
+    monkeypatch.setattr(ss, "SCAN_CODE_NS", 0)  # costs set so that 150 rows pooled cost as much as a search
+    monkeypatch.setattr(ss, "POOL_ROW_NS", ss.SELECTOR_BASE_NS / 150 * 512 / r.index.faiss_index.d)
+    rng = np.random.default_rng(11)
+    qrow = r.text_query_row(img[3].astype(np.float32), 0.15)
+    _, s = exact_top(img, cap, qrow, 1, [])
+    for size, path in ((152, pooled), (153, searched), (1200, searched)):  # counted once 2 shown rows are out
+        pooled.clear(), searched.clear()
+        allow = np.sort(rng.choice(N, size, replace=False))
+        scores, rows = r.search_rows(qrow, 20, exclude_rows=allow[:2], allow=allow)
+        assert path == [size - 2] and len(pooled) + len(searched) == 1, size
+        assert set(rows.tolist()) <= set(allow[2:].tolist())
+        np.testing.assert_allclose(scores, s[rows], atol=1e-3)
+        if path is pooled:
+            masked = np.full_like(s, -np.inf)
+            masked[allow[2:]] = s[allow[2:]]
+            assert rows.tolist() == np.argsort(-masked, kind="stable")[:20].tolist()
 
 
 # --- NOT terms and sessions -------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 Also `index --vectors FILE.npy|DIR --ids FILE --out DIR --embedder SPEC` (precomputed embeddings) and
 `index verify DIR` (checksums and links of an index, on demand), `index export DIR --store SPEC`
-(vectors into a Milvus collection) and `index tune DIR [--queries FILE.npy]` (choose an ivf-pq index's
-nprobe again, e.g. on real encoded queries).
+(vectors and photo metadata into a Milvus collection) and `index tune DIR [--queries FILE.npy]` (choose an
+ivf-pq index's nprobe again, e.g. on real encoded queries).
 
 Also `index --hf-dataset NAME|./folder --out DIR` (a Hub dataset, local Parquet files or an ImageFolder,
 streamed; image URLs, `--url-column`, are fetched with the `--fetch-*` settings) and `index push DIR --repo
@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", nargs="?", choices=["build", "verify", "export", "tune", "push"], default="build",
                    help="build (default); verify: check an index's checksums and links (index verify DIR); "
-                   "export: copy an index's vectors into a Milvus collection (index export DIR --store SPEC); "
+                   "export: copy an index's vectors and photo metadata into a Milvus collection (index export DIR --store SPEC); "
                    "tune: choose an ivf-pq index's nprobe again from calibration queries (index tune DIR); "
                    "push: upload an index to the Hugging Face Hub (index push DIR --repo USER/NAME)")
     p.add_argument("target", nargs="?", type=Path, help="with verify, export or tune: the index folder")
@@ -214,9 +214,19 @@ def _export(target: Path | None, store: str | None) -> int:
                             "indices/NAME --store milvus-lite:indices/NAME.db")
     parse_store(store)  # a malformed spec fails before the index is opened
     index = load_index(target, store="")
-    spec = export_index(index, store)
+    rep = export_index(index, store)
     open_store(store, index.dim * (2 if index.has_captions else 1), len(index))  # read back: dimension and count
-    print(f"exported {len(index):,} rows of {target} into {spec}; search it with IIR_STORE='{store}'")
+    print(f"exported {len(index):,} rows of {target} into {rep.spec}; search it with IIR_STORE='{store}'")
+    if not rep.metadata:
+        print("  the index holds no photo metadata (built before it was read), so the collection cannot filter: "
+              "rebuild the index, then export it again")
+    else:
+        users = ", ".join(rep.user_fields) or "none"
+        print(f"  with the photo metadata as scalar fields (date, camera, GPS, size, folder, ...); user fields: {users}")
+    if rep.left_out:
+        print(f"  user fields left out (a collection holds at most {len(rep.user_fields)}): {', '.join(rep.left_out)}")
+    if rep.unindexed:
+        print(f"  Milvus built no scalar index on {', '.join(rep.unindexed)}: filters on them scan")
     return 0
 
 

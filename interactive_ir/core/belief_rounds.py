@@ -61,8 +61,9 @@ class BeliefRounds(OnCore):
         """The session's belief, brought up to date with its latest query and every image it has shown."""
         qrow = self._query_row(session)
         b = session.belief
+        allow = self.retriever.filter_rows(parse_query(session.filters).filters) if session.filters else None
         if b is None:
-            b = Belief.over(self.retriever, qrow, self.belief_config)
+            b = Belief.over(self.retriever, qrow, self.belief_config, allow=allow)
             b.said.update(content_words(session.description or session.current_query or ""))
             for t in session.turns:  # replay the evidence of a session that was loaded without its belief
                 if t.kind in KINDS:
@@ -72,10 +73,8 @@ class BeliefRounds(OnCore):
             b.set_query(qrow)
         # shown and not found: not the one; and what the session never shows (a benchmark's reference image)
         b.rule_out(self._rows([*session.shown_ids(), *left_out(session)], strict=False))
-        if session.filters:  # the search's filters (date:, folder:, tag: ...): nothing outside them can be it
-            allow = self.retriever.filter_rows(parse_query(session.filters).filters)
-            if allow is not None:
-                b.keep_only(allow)
+        if allow is not None:  # the search's filters (date:, folder:, tag: ...): nothing outside them can be it
+            b.keep_only(allow)
         return b
 
     def _rows(self, ids, strict: bool = True) -> list[int]:

@@ -189,7 +189,7 @@ class TextSearch:
         q = parse_query(text or "")
         if q.plain and session.turns:
             return q.text
-        self.retriever.filter_rows(q.filters)  # checked now: a bad filter fails before the session changes
+        self.retriever.scope_rows(q.filters)  # checked now: a bad filter (or one keeping nothing) fails first
         filters = " ".join(f.token for f in q.filters)
         session.filters, session.not_terms = filters, list(q.nots)
         return q.text

@@ -2,10 +2,11 @@
 quoted phrases allow, as one SQL query over the metadata store (`metadata.py`'s `records`, `info` and
 `fields` tables, each filtered column indexed).
 
-`allowed_rows(meta, filters)` returns the sorted rows that pass every filter; the retriever masks its
-top-k with them (`retrieval/retriever.py`). An index built before the `info` table existed has no
-metadata: a filter on it raises QueryError saying so and how to rebuild; so does a field the index holds
-no value of (`camera:` on photos without EXIF).
+`allowed_rows(meta, filters)` returns the sorted rows that pass every filter (`FilteredRows`: they keep the
+filters too); the retriever masks its top-k with them (`retrieval/retriever.py`), and a Milvus store searches
+with the same filters written as a Milvus expression (`milvus_filters.py`). An index built before the `info`
+table existed has no metadata: a filter on it raises QueryError saying so and how to rebuild; so does a field
+the index holds no value of (`camera:` on photos without EXIF).
 """
 
 from __future__ import annotations
@@ -36,6 +37,23 @@ class Filter:
         return self.token or (f'"{self.value}"' if self.field == "phrase" else f"{self.field}:{self.value}")
 
 
+class FilteredRows(np.ndarray):
+    """Sorted int64 rows that a query's filters allow, with the filters themselves (`.filters`): a Milvus
+    store searches by the filters (a boolean expression), every other path by the rows. An array derived
+    from it (a slice, a difference) is plain rows: it no longer stands for the filters."""
+
+    filters: tuple[Filter, ...] = ()
+    bits: np.ndarray | None = None  # the rows as a bitmap, built by the first ID-selector search (`scoped_search`)
+
+    def __new__(cls, rows, filters) -> FilteredRows:
+        obj = np.asarray(rows, dtype=np.int64).view(cls)
+        obj.filters = tuple(filters)
+        return obj
+
+    def __array_finalize__(self, obj) -> None:
+        self.filters, self.bits = (), None
+
+
 def _like(v: str) -> str:
     return v.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
@@ -51,7 +69,12 @@ def user_field_names(db: sqlite3.Connection) -> list[str]:
 
 def _user_field(db: sqlite3.Connection, f: Filter) -> str:
     """The stored name of a user field (`tag:` finds `tags`, `person:` finds `people`); QueryError if absent."""
-    names = user_field_names(db)
+    return resolve_user_field(user_field_names(db), f)
+
+
+def resolve_user_field(names, f: Filter) -> str:
+    """The one of `names` (the user fields a store holds) that filter `f` means; QueryError naming them if none."""
+    names = list(names)
     for cand in (f.field, f.field + "s", {"person": "people", "people": "person"}.get(f.field, ""),
                  f.field[:-1] if f.field.endswith("s") else ""):
         if cand and cand in names:
@@ -105,8 +128,8 @@ _NO_DATA = {"date": "no dates (no EXIF date and no file time)", "camera": "no ca
             "orientation": "no image sizes (a caption-only collection)"}
 
 
-def allowed_rows(db: sqlite3.Connection | None, filters, hint: str = "") -> np.ndarray | None:
-    """Sorted int64 rows passing every filter (None: no filter). QueryError when the index cannot answer one:
+def allowed_rows(db: sqlite3.Connection | None, filters, hint: str = "") -> FilteredRows | None:
+    """Sorted int64 rows passing every filter (None: no filter), carrying the filters. QueryError when the index cannot answer one:
     no metadata tables (built before them; `hint` is the rebuild command), or no value of that field."""
     filters = list(filters or ())
     if not filters:
@@ -123,7 +146,7 @@ def allowed_rows(db: sqlite3.Connection | None, filters, hint: str = "") -> np.n
         args += a
     sql = f"SELECT r.row FROM records r LEFT JOIN info i ON i.row = r.row WHERE {' AND '.join(where)} ORDER BY r.row"
     rows = np.fromiter((r[0] for r in db.execute(sql, args)), dtype=np.int64)
-    return rows
+    return FilteredRows(rows, filters)
 
 
 def facets(db: sqlite3.Connection | None, rows: np.ndarray | None = None, top: int = 8) -> dict[str, list[tuple[str, int]]]:

@@ -8,19 +8,24 @@ through `index.store` when one is attached and `index.vectors()` fetches from it
 Store specs:
 - `milvus://HOST:PORT/COLLECTION`: a Milvus server or cluster (standalone or distributed);
 - `milvus-lite:PATH.db` (or `milvus-lite:PATH.db#COLLECTION`): Milvus Lite, embedded, one file.
-The collection holds one entity per index row: `row` (INT64 primary key) and `vector` ([image | caption],
-float32, inner product). `index export DIR --store SPEC` fills it from an index.
+The collection holds one entity per index row: `row` (INT64 primary key), `vector` ([image | caption],
+float32, inner product) and the photo metadata as scalar fields (`milvus_schema.py`). `index export DIR
+--store SPEC` fills it from an index: into a new collection, which replaces the old one only once complete.
+A search with filters sends them as a Milvus boolean expression (`milvus_filters.py`); a collection exported
+before the scalar fields existed answers plain searches, and its filters say to export it again.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
-from interactive_ir.errors import BackendUnavailable, BadInputError, IndexLoadError
+from interactive_ir.errors import BackendUnavailable, BadInputError, IndexLoadError, QueryError
+from interactive_ir.index import milvus_schema as ms
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +38,12 @@ class VectorStore(Protocol):
 
     width: int  # row width: dim, or 2*dim with caption vectors
 
-    def search(self, q: np.ndarray, k: int, exclude_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, rows) of the k best rows by inner product with q, best first, excluded rows skipped."""
+    def search(self, q: np.ndarray, k: int, exclude_rows: np.ndarray, where: str = "") -> tuple[np.ndarray, np.ndarray]:
+        """(scores, rows) of the k best rows by inner product with q, best first, excluded rows skipped; with
+        `where` (a store expression, `where_of`), only rows it holds for."""
+
+    def where_of(self, filters, index_dir: Path | str = "INDEX_DIR") -> str:
+        """The store's expression of a query's filters; QueryError when the store cannot filter on them."""
 
     def fetch(self, rows: np.ndarray) -> np.ndarray:
         """float32 [image | caption] rows, in the order asked."""
@@ -111,6 +120,7 @@ class MilvusStore:
             self.client.load_collection(spec.collection)  # a reopened collection starts released
         except Exception as e:  # noqa: BLE001
             raise IndexLoadError(f"cannot load collection {spec.collection!r} at {spec.uri} ({_first_line(e)})") from e
+        self.fields = ms.StoreFields.of(desc)
         if count is not None:
             n = self._count()
             if n != count:
@@ -121,8 +131,20 @@ class MilvusStore:
         res = self.client.query(self.spec.collection, filter="", output_fields=["count(*)"])
         return int(res[0]["count(*)"])
 
-    def search(self, q: np.ndarray, k: int, exclude_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        flt = f"row not in [{','.join(str(int(r)) for r in exclude_rows)}]" if len(exclude_rows) else ""
+    def where_of(self, filters, index_dir: Path | str = "INDEX_DIR") -> str:
+        from interactive_ir.index.milvus_filters import expression
+
+        filters = list(filters)
+        if filters and not self.fields.has_metadata:
+            raise QueryError(f"the Milvus collection {self.spec} holds no photo metadata (exported before it went "
+                             f"with the vectors), so it cannot filter {filters[0].label()!r}: export it again with "
+                             f"python -m interactive_ir index export {index_dir} --store {self.spec} "
+                             "(plain searches work meanwhile)")
+        return expression(filters, self.fields)
+
+    def search(self, q: np.ndarray, k: int, exclude_rows: np.ndarray, where: str = "") -> tuple[np.ndarray, np.ndarray]:
+        ex = f"row not in [{','.join(str(int(r)) for r in exclude_rows)}]" if len(exclude_rows) else ""
+        flt = " and ".join(f"({p})" for p in (where, ex) if p) if where and ex else where or ex
         res = self.client.search(self.spec.collection, data=[np.asarray(q, np.float32).tolist()], limit=int(k),
                                  filter=flt, output_fields=["row"], search_params={"metric_type": "IP"})
         hits = res[0]
@@ -144,32 +166,82 @@ def open_store(spec: str, width: int, count: int | None = None) -> MilvusStore:
     return MilvusStore(parse_store(spec), width, count)
 
 
-def export_index(index, spec: str, chunk: int = 10_000, progress=None) -> StoreSpec:
-    """Copy an index's rows into a (new or replaced) collection; returns the parsed spec."""
+@dataclass(frozen=True)
+class ExportReport:
+    spec: StoreSpec  # where the rows went
+    rows: int  # entities written
+    metadata: bool  # True: the photo metadata went too (scalar fields); False: the index has none (built before it)
+    user_fields: tuple[str, ...] = ()  # user fields exported as u_<name> arrays
+    left_out: tuple[str, ...] = ()  # user fields beyond milvus_schema.USER_FIELDS_MAX, not exported
+    unindexed: tuple[str, ...] = field(default=())  # scalar fields whose index the server refused (searched unindexed)
+
+
+def export_index(index, spec: str, chunk: int = 10_000, progress=None) -> ExportReport:
+    """Copy an index's rows and metadata into a new collection that replaces any of that name once complete
+    (a failed export leaves the old collection as it was)."""
     s = parse_store(spec)
     client = _client(s)
-    width = index.dim * (2 if index.has_captions else 1)
+    db = index.meta.sql()
+    from interactive_ir.index.filters import has_info
+
+    meta = db is not None and has_info(db)
+    users, left_out = ms.user_fields(db) if meta else ([], [])
+    tmp = f"{s.collection}__export"
     try:
+        if client.has_collection(tmp):
+            client.drop_collection(tmp)
+        unindexed = _create(client, s, tmp, index.dim * (2 if index.has_captions else 1), meta, users)
+        _fill(client, tmp, index, db if meta else None, users, chunk, progress)
         if client.has_collection(s.collection):
             client.drop_collection(s.collection)
-        from pymilvus import DataType
-
-        schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
-        schema.add_field("row", DataType.INT64, is_primary=True)
-        schema.add_field("vector", DataType.FLOAT_VECTOR, dim=width)
-        params = client.prepare_index_params()
-        params.add_index(field_name="vector", index_type="FLAT" if s.lite else "AUTOINDEX", metric_type="IP")
-        client.create_collection(s.collection, schema=schema, index_params=params, consistency_level="Strong")
-        n = len(index)
-        for a in range(0, n, chunk):
-            rows = np.arange(a, min(n, a + chunk))
-            vecs = index.row_vectors(rows)
-            client.insert(s.collection, [{"row": int(r), "vector": v.tolist()} for r, v in zip(rows, vecs)])
-            if progress:
-                progress(min(n, a + chunk), n)
-        client.flush(s.collection)
-    except IndexLoadError:
-        raise
-    except Exception as e:  # noqa: BLE001
+        client.rename_collection(tmp, s.collection)
+    except Exception as e:  # noqa: BLE001 - pymilvus raises MilvusException and grpc errors alike
+        try:
+            if client.has_collection(tmp):
+                client.drop_collection(tmp)
+        except Exception:  # noqa: BLE001 - the first error is the one to report
+            log.warning("could not drop the half-written collection %s", tmp)
         raise IndexLoadError(f"exporting into {s} failed ({_first_line(e)})") from e
-    return s
+    return ExportReport(s, len(index), meta, tuple(u.name for u in users), tuple(left_out), tuple(unindexed))
+
+
+def _create(client, s: StoreSpec, name: str, width: int, meta: bool, users) -> list[str]:
+    """Create the collection (vector index, and scalar indices where Milvus builds them); the fields whose
+    scalar index a server refused."""
+    from pymilvus import DataType
+
+    schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
+    schema.add_field("row", DataType.INT64, is_primary=True)
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=width)
+    if meta:
+        ms.add_fields(schema, DataType, users)
+    params = client.prepare_index_params()
+    params.add_index(field_name="vector", index_type="FLAT" if s.lite else "AUTOINDEX", metric_type="IP")
+    for f in ms.INDEXED if meta else ():
+        params.add_index(field_name=f, index_type="INVERTED")
+    client.create_collection(name, schema=schema, index_params=params, consistency_level="Strong")
+    refused = []
+    for u in users if not s.lite else ():  # Milvus Lite builds no scalar index on ARRAY fields; a server does
+        p = client.prepare_index_params()
+        p.add_index(field_name=u.column, index_type="INVERTED")
+        try:
+            client.create_index(name, p)
+        except Exception as e:  # noqa: BLE001 - an older server: the field is searched without an index
+            log.warning("Milvus refused an index on %s (%s): it is searched without one", u.column, _first_line(e))
+            refused.append(u.column)
+    return refused
+
+
+def _fill(client, name: str, index, db, users, chunk: int, progress) -> None:
+    n = len(index)
+    scalars = ms.entities(db, n, users, chunk) if db is not None else None
+    for a in range(0, n, chunk):
+        rows = np.arange(a, min(n, a + chunk))
+        vecs = index.row_vectors(rows)
+        extra = next(scalars) if scalars is not None else [{"row": int(r)} for r in rows]
+        if len(extra) != len(rows) or extra[0]["row"] != a:
+            raise IndexLoadError(f"the metadata of rows {a}..{rows[-1]} is incomplete: run index verify on the index")
+        client.insert(name, [{**e, "vector": v.tolist()} for e, v in zip(extra, vecs)])
+        if progress:
+            progress(min(n, a + chunk), n)
+    client.flush(name)

@@ -128,15 +128,16 @@ class Belief:
 
     # --- building ----------------------------------------------------------------------------------
     @classmethod
-    def over(cls, retriever, qrow: np.ndarray, config: BeliefConfig) -> Belief:
+    def over(cls, retriever, qrow: np.ndarray, config: BeliefConfig, allow: np.ndarray | None = None) -> Belief:
         """A belief with `qrow` as its text evidence, over the whole collection when the retriever keeps a
-        matrix of it, else over the `config.pool` best rows for `qrow`."""
+        matrix of it, else over the `config.pool` best rows for `qrow` (among the `allow`ed rows: a search's
+        filters, so that a narrow filter on a large collection still leaves a pool to choose from)."""
         matrix, norms = retriever._matrix, retriever.matrix_norms  # noqa: SLF001 - its float32 copy (None above its limit)
         if matrix is not None:
             rows, vectors = np.arange(len(matrix)), matrix
             norms = np.where(norms > 0, norms, 1.0).astype(np.float32)
         else:
-            _, rows = retriever.search_rows(qrow, min(config.pool, len(retriever.index)))
+            _, rows = retriever.search_rows(qrow, min(config.pool, len(retriever.index)), allow=allow)
             rows = np.sort(rows)
             vectors, norms = retriever.index.row_vectors(rows), None
         b = cls(rows, vectors, config, norms=norms)

@@ -18,7 +18,7 @@ from functools import cached_property
 import numpy as np
 
 from interactive_ir.config import DEFAULT_K, TEXT_LIMIT_ENV, text_limit
-from interactive_ir.errors import BadInputError, IndexLoadError
+from interactive_ir.errors import BadInputError, IndexLoadError, QueryError
 from interactive_ir.index.store import ImageIndex, rebuild_hint
 from interactive_ir.retrieval.search_device import canonical_order
 from interactive_ir.types import Hit, Vectors
@@ -164,9 +164,11 @@ class Retriever:
 
             return search_with_nots(self, qrow, k, ex, allow, np.asarray(nots, np.float32))
         if allow is not None:
-            from interactive_ir.retrieval.scoped_search import search_allowed
+            from interactive_ir.retrieval import scoped_search as ss
 
-            return search_allowed(self, qrow, k, np.setdiff1d(np.asarray(allow, np.int64), ex))
+            if self.index.store is not None:  # the filters go to Milvus as an expression
+                return ss.search_store_allowed(self, qrow, k, ex, allow)
+            return ss.search_allowed(self, qrow, k, allow, ex)
         k_eff = min(k, len(self.index) - len(ex))
         if k_eff <= 0:
             return np.zeros(0, np.float32), np.zeros(0, np.int64)
@@ -191,8 +193,9 @@ class Retriever:
         return np.stack([self.text_query_row(v) for v in self.encode_texts(terms)]).astype(np.float32)
 
     def filter_rows(self, filters) -> np.ndarray | None:
-        """Sorted rows passing every filter of a query (None: no filter), remembered for the next rounds.
-        QueryError when the index holds no metadata of a filter's field."""
+        """Sorted rows passing every filter of a query (None: no filter; `index.filters.FilteredRows`, which
+        keep the filters), remembered for the next rounds. QueryError when the index holds no metadata of a
+        filter's field, or its Milvus store cannot filter on it (`MilvusStore.where_of`)."""
         filters = tuple(filters or ())
         if not filters:
             return None
@@ -202,12 +205,20 @@ class Retriever:
             from interactive_ir.index.filters import allowed_rows
 
             got = allowed_rows(self.index.meta.sql(), filters, rebuild_hint(self.index.path, self.index.manifest))
+            if self.index.store is not None:  # a collection exported without the metadata says so before a search
+                self.index.store.where_of(filters, self.index.path)
             got.setflags(write=False)
             with self._filter_lock:
                 if len(self._filter_cache) >= 16:  # a few searches' filters; each up to 8 bytes per allowed row
                     self._filter_cache.pop(next(iter(self._filter_cache)))
                 self._filter_cache[filters] = got
         return got
+
+    def scope_rows(self, filters) -> np.ndarray | None:
+        """`filter_rows`, and QueryError when the filters keep no image of the index (a search would show none)."""
+        if (rows := self.filter_rows(filters)) is not None and not len(rows):
+            raise QueryError(f"no image matches {' '.join(f.label() for f in filters)}: change or remove a filter")
+        return rows
 
     def hits(self, scores: np.ndarray, rows: np.ndarray) -> list[Hit]:
         """Typed results for rows about to be shown (their metadata read in one query)."""
@@ -236,7 +247,7 @@ class Retriever:
         from interactive_ir.retrieval.query_language import parse_query, parse_where
 
         q = parse_query(text)
-        allow = self.filter_rows(q.filters + parse_where(where or ""))
+        allow = self.scope_rows(q.filters + parse_where(where or ""))
         qrow = self.text_query_row(self.encode_text(q.text), tau)
         return self.search_row(qrow, k, exclude, allow=allow, nots=self.not_rows(q.nots))
 
@@ -246,7 +257,7 @@ class Retriever:
 
         row = self.index.row_of.get(image) if isinstance(image, str) else None
         vec = self.row_vector(row) if row is not None else self.encode_image(image)
-        return self.search_row(self.query_row(vec, None), k, exclude, allow=self.filter_rows(parse_where(where or "")))
+        return self.search_row(self.query_row(vec, None), k, exclude, allow=self.scope_rows(parse_where(where or "")))
 
     def search_caption(self, text: str, k: int | None = None, exclude: Iterable[str] = ()) -> list[Hit]:
         """Text->caption search only."""
