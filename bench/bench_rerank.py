@@ -171,7 +171,7 @@ def setup(a):
     none = np.zeros(0, np.int64)
 
     def old_code(q, r=old):  # search_rows's re-rank before issue 26: numpy float16 -> float32, then a matmul
-        _, rows = r._faiss_search(q[None], a.k, none)
+        _, rows = r.backends.faiss_search(q[None], a.k, none)
         exact = r.index.row_vectors(rows) @ q
         return rows[np.argsort(-exact, kind="stable")[: a.k]]
 

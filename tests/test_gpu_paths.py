@@ -154,7 +154,7 @@ def test_torch_ranks_and_ties_equal_the_cpu_search(exact_with_ties):
     assert top == [5, 42, 77, 300, 599]  # the five copies, ties by row, on both devices
     ranks = [r.rank_of(q, r.index.ids[t]) for q in queries(r, 10, 7) for t in (42, 5, 123)]
     assert ranks == [base.rank_of(q, base.index.ids[t]) for q in queries(r, 10, 7) for t in (42, 5, 123)]
-    assert r.all_scores(tie).dtype == np.float32 and r._torch.matrix.dtype.is_floating_point
+    assert r.all_scores(tie).dtype == np.float32 and r.backends.torch.matrix.dtype.is_floating_point
 
 
 def test_the_matrix_is_filled_in_place_once_at_start_up(exact_with_ties):
@@ -162,7 +162,7 @@ def test_the_matrix_is_filled_in_place_once_at_start_up(exact_with_ties):
     size = len(index) * index.faiss_index.d * 2
     cuda = FakeCudaDevice(limit_bytes=int(size * 1.3))  # room for the matrix, not for two copies of it
     r = torch_retriever(exact_with_ties, cuda).warm()
-    assert cuda.allocations == [size] and r._torch.failed == ""
+    assert cuda.allocations == [size] and r.backends.torch.failed == ""
     threads = [threading.Thread(target=r.search_rows, args=(q, 10)) for q in queries(r, 8)]
     [t.start() for t in threads]
     [t.join() for t in threads]
@@ -203,7 +203,7 @@ def full_after_upload(exact_with_ties, **kw) -> FakeCudaDevice:
 def test_out_of_memory_in_a_search_answers_it_on_the_cpu_and_logs_once(exact_with_ties, caplog, first):
     cuda = full_after_upload(exact_with_ties)
     r = torch_retriever(exact_with_ties, cuda).warm()
-    assert r._torch.failed == "" and len(cuda.allocations) == 1  # uploaded at start-up
+    assert r.backends.torch.failed == "" and len(cuda.allocations) == 1  # uploaded at start-up
     base = cpu(r)
     caplog.set_level(logging.WARNING, "interactive_ir.retrieval.search_device")
     q = queries(r, 1, 5)[0]
@@ -219,7 +219,7 @@ def test_out_of_memory_in_a_search_answers_it_on_the_cpu_and_logs_once(exact_wit
     lines = [rec.getMessage() for rec in caplog.records]
     assert len(lines) == 1 and "GPU search off: out of GPU memory" in lines[0], lines
     assert ("in a search" if first == "search_rows" else "scoring every row") in lines[0]
-    assert r._torch.matrix is None and cuda.allocations == [cuda.allocations[0]]  # never uploaded again
+    assert r.backends.torch.matrix is None and cuda.allocations == [cuda.allocations[0]]  # never uploaded again
 
 
 def test_searches_running_out_of_memory_together_log_one_line_and_are_all_answered(exact_with_ties, caplog):
@@ -257,7 +257,7 @@ def test_searches_running_out_of_memory_together_log_one_line_and_are_all_answer
 
 def test_a_search_that_finds_the_matrix_dropped_after_its_check_goes_to_the_cpu(exact_with_ties, monkeypatch):
     r = torch_retriever(exact_with_ties, FakeCudaDevice(limit_bytes=1 << 30)).warm()
-    tm, ready = r._torch, r._torch.ready
+    tm, ready = r.backends.torch, r.backends.torch.ready
 
     def ready_then_dropped():
         ok = ready()

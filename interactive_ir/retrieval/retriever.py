@@ -8,7 +8,6 @@ stores [image | caption] rows, so any tau is one exact inner-product search with
 from __future__ import annotations
 
 import logging
-import os
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -20,6 +19,7 @@ import numpy as np
 from interactive_ir.config import DEFAULT_K, TEXT_LIMIT_ENV, text_limit
 from interactive_ir.errors import BadInputError, IndexLoadError, QueryError
 from interactive_ir.index.store import ImageIndex, rebuild_hint
+from interactive_ir.retrieval.search_backends import SearchBackends
 from interactive_ir.retrieval.search_device import canonical_order
 from interactive_ir.types import Hit, Vectors
 
@@ -80,8 +80,7 @@ class Retriever:
         self.embedder = embedder
         self.config = config
         self.max_text_chars = config.max_text_chars if config.max_text_chars is not None else text_limit()
-        self._local = threading.local()
-        self._hardware = hardware  # search_device.Hardware (tests hand in fakes); None: detected when needed
+        self.backends = SearchBackends(index, config, hardware)  # faiss (CPU or GPU) or torch; hardware: fakes in tests
         self._filter_cache: dict[tuple, np.ndarray] = {}  # filters -> allowed rows (oldest first)
         self._filter_lock = threading.Lock()
 
@@ -175,10 +174,10 @@ class Retriever:
         q = np.ascontiguousarray(np.asarray(qrow, np.float32)[None, :])
         if self.index.store is not None:
             return self.index.store.search(q[0], k_eff, ex)  # exact scores from the store (FLAT / its own index)
-        found = self._torch_search(q[0], k_eff, ex) if self.device == "torch" else None
+        found = self.backends.torch_search(q[0], k_eff, ex) if self.device == "torch" else None
         if found is not None:
             return found  # exact fp32 scores already, in `canonical_order`
-        scores, rows = self._faiss_search(q, k_eff, ex)
+        scores, rows = self.backends.faiss_search(q, k_eff, ex)
         keep = rows >= 0
         scores, rows = np.asarray(scores[keep], np.float32), np.asarray(rows[keep], np.int64)
         if self.index.params.approximate and len(rows):
@@ -284,8 +283,8 @@ class Retriever:
     def all_scores(self, qrow: np.ndarray) -> np.ndarray:
         """Scores of every row for a composed query row (float32, length N), from the search's own matrix."""
         q = np.asarray(qrow, np.float32)
-        if self._use_torch and self._torch.ready():
-            scores = self._torch.all_scores(q)
+        if self.device == "torch" and self.backends.torch.ready():
+            scores = self.backends.torch.all_scores(q)
             if scores is not None:
                 return scores
         if self._matrix is not None:
@@ -306,105 +305,18 @@ class Retriever:
                 mask[r] = False
         return int(np.sum(scores[mask] > scores[row])) + 1
 
-    # --- backends of the search ---------------------------------------------------------------
-    @cached_property
+    # --- where searches run (`search_backends.SearchBackends`) --------------------------------
+    @property
     def hardware(self):
-        """What searches may run on (`search_device.Hardware`): the one handed in, else detected once."""
-        from interactive_ir.retrieval.search_device import Hardware, detect_hardware
+        """What searches may run on (`search_device.Hardware`)."""
+        return self.backends.hardware
 
-        if self._hardware is not None:
-            return self._hardware
-        wanted = os.environ.get("IIR_SEARCH_DEVICE", self.config.device)
-        return detect_hardware() if wanted in ("auto", "faiss-gpu", "torch") else Hardware()
-
-    @cached_property
+    @property
     def device(self) -> str:
         """Where searches run: "torch" (GPU fp16 matmul, exact only), "faiss-gpu", "faiss" (CPU) or "milvus"."""
-        if self.index.store is not None:
-            return "milvus"
-        from interactive_ir.retrieval.search_device import gpu_pq_ok, select_device
-
-        wanted = os.environ.get("IIR_SEARCH_DEVICE", self.config.device)
-        p, hw = self.index.params, self.hardware
-        gpu_ok = p.kind != "ivf-pq" or gpu_pq_ok(p.pq_m, self.index.faiss_index.d, p.pq_bits)
-        return select_device(wanted, self.index.kind, hw.torch_cuda, hw.faiss_gpus, gpu_ok)
+        return self.backends.device
 
     def warm(self) -> Retriever:
         """Put the index where it is searched now (the GPU's copy or matrix), not on a user's first query."""
-        if self.device == "torch":
-            self._torch.ready()
-        elif self.device == "faiss-gpu":
-            _ = self._faiss
+        self.backends.warm()
         return self
-
-    @property
-    def _use_torch(self) -> bool:
-        return self.device == "torch"
-
-    @cached_property
-    def _faiss(self):
-        """The faiss index searched: the memory-mapped one, or a `GpuFaiss` copy when device is faiss-gpu."""
-        if self.device == "faiss-gpu":
-            from interactive_ir.index import kinds
-            from interactive_ir.retrieval.search_device import GpuFaiss
-
-            return GpuFaiss(self.index.faiss_index, kinds.nprobe(self.index.params), self.hardware)
-        return self.index.faiss_index
-
-    @cached_property
-    def _torch(self):
-        """The torch matrix of an exact index: on the GPU (`search_device.TorchMatrix`), or a CPU stand-in
-        when "torch" is forced with no GPU (tests)."""
-        from interactive_ir.retrieval.search_device import CudaDevice, TorchMatrix
-
-        hw = self.hardware
-        cuda = hw.cuda if hw.cuda is not None else (CudaDevice(gpu=hw.gpu) if hw.torch_cuda else _CpuTorch())
-        return TorchMatrix(self.index, cuda)
-
-    def _torch_search(self, q: np.ndarray, k: int, ex: np.ndarray):
-        """(scores, rows) from the torch matrix, or None when it is off (the caller searches with faiss)."""
-        return self._torch.search(q, k, ex) if self._torch.ready() else None
-
-    def _faiss_search(self, q: np.ndarray, k: int, ex: np.ndarray):
-        import faiss
-
-        from interactive_ir.index import kinds
-
-        if getattr(self._local, "threads", None) != self.config.search_threads:
-            faiss.omp_set_num_threads(self.config.search_threads)  # per calling thread (OpenMP ICV)
-            self._local.threads = self.config.search_threads
-        p = self.index.params
-        k_fetch = min(kinds.candidates(p, k), len(self.index) - len(ex))
-        keep = sel = None
-        if len(ex):
-            keep = faiss.IDSelectorBatch(ex)  # must outlive the search: IDSelectorNot holds a raw pointer
-            sel = faiss.IDSelectorNot(keep)
-        params = kinds.search_parameters(p, k_fetch, sel)
-        if self.device == "faiss-gpu":
-            # GPU indices take no ID selector: fetch extra candidates and drop the excluded ones here; beyond
-            # GPU_K_MAX the CPU index answers, with the selector
-            d, i = self._faiss.search(q, min(len(self.index), k_fetch + len(ex)), cpu_params=params)
-            d, i = d[0], i[0]
-            ok = ~np.isin(i, ex)
-            return d[ok][:k_fetch], i[ok][:k_fetch]
-        d, i = self._faiss.search(q, k_fetch, params=params)
-        del keep, sel
-        return d[0], i[0]
-
-
-class _CpuTorch:
-    """torch on the CPU, for a forced "torch" search without a GPU (tests): fp32, no memory limit."""
-
-    name = "cpu"
-    oom_errors = (MemoryError,)
-
-    def __init__(self):
-        import torch
-
-        self.torch = torch
-
-    def free_bytes(self) -> int:
-        return 1 << 62
-
-    def empty(self, rows: int, cols: int):
-        return self.torch.empty((rows, cols), dtype=self.torch.float32)
