@@ -344,19 +344,7 @@ class StudyPage(AdminActions):
         shown = p.session.last.shown if p.session and p.session.last else []
         if image_id not in shown:
             raise SessionError("that image is not among the results on the page")
-        if action in ("relevant", "irrelevant"):
-            want = action == "relevant"
-            if tab.marks.get(image_id) is want:
-                del tab.marks[image_id]
-                self.runner.click(pid, image_id, "unmark", ts)
-            else:
-                tab.marks[image_id] = want
-                self.runner.click(pid, image_id, f"mark_{action}", ts)
-        elif action == "reference":
-            tab.reference = "" if tab.reference == image_id else image_id
-            self.runner.click(pid, image_id, "reference" if tab.reference else "unreference", ts)
-        else:
-            raise SessionError(f"unknown action {action!r}")
+        self.runner.click(pid, image_id, _toggle(tab, action, image_id), ts)
 
     def _paradata(self, pid, tab, items, ts):
         """The page's focus, visibility and idle changes (logged only; the page is not redrawn)."""
@@ -392,6 +380,22 @@ class StudyPage(AdminActions):
         for (pid, _), kind in ends.items():
             out.setdefault(pid, Outcomes()).add(kind)
         return out
+
+
+def _toggle(tab: TabState, action: str, image_id: str) -> str:
+    """A card's mark or reference button pressed on `image_id`: the tab's marks or reference toggled; the click
+    logged for it ("mark_relevant", "unmark", "reference", ...)."""
+    if action in ("relevant", "irrelevant"):
+        want = action == "relevant"
+        if tab.marks.get(image_id) is want:
+            del tab.marks[image_id]
+            return "unmark"
+        tab.marks[image_id] = want
+        return f"mark_{action}"
+    if action == "reference":
+        tab.reference = "" if tab.reference == image_id else image_id
+        return "reference" if tab.reference else "unreference"
+    raise SessionError(f"unknown action {action!r}")
 
 
 def _expert(value: Any) -> bool | None:
