@@ -34,9 +34,10 @@ DOWNLOAD_THREADS = 8
 
 
 def build_from_dataset(src: DatasetSource, out: Path, embedder, captioner=None, *, batch_size: int = 32,
-                       workers: int = 2, kind: str = "auto"):
+                       workers: int = 2, kind: str = "auto", progress=None):
     """Stream `src` into a staging folder beside `out`, build the index there, move the images into it and
-    rename it into place. Returns (BuildReport, StageReport). Nothing is left behind on failure."""
+    rename it into place. Returns (BuildReport, StageReport). Nothing is left behind on failure.
+    `progress(done, total, message)`: called as the images are embedded (`builder.build_index`)."""
     from interactive_ir.index.builder import BuildConfig, build_index, check_out
 
     out = Path(out).resolve()
@@ -52,7 +53,7 @@ def build_from_dataset(src: DatasetSource, out: Path, embedder, captioner=None, 
             raise IndexBuildError(f"none of the {stage.rows} rows of {src.name} gave an image (first problem: {first})")
         cfg = BuildConfig(images=staging / "images", out=staging / "index", batch_size=batch_size, workers=workers,
                           captions=caps if caps.stat().st_size else None, rebuild=True, kind=kind)
-        report = build_index(cfg, embedder, captioner)
+        report = build_index(cfg, embedder, captioner, progress=progress)
         index = staging / "index"
         (staging / "images").rename(index / "images")
         cols.rename(index / COLUMNS_FILE)
