@@ -4,8 +4,8 @@ Index captions are often metadata: the demo gallery's are "clipart of Bulldog Pu
 ...", other collections carry file names ("IMG_0042.jpg", "help-books-aj.svg"), web addresses, or the
 tokenised text of COCO and Flickr ("a dog runs across the grass ."). What a person reads on a result card or
 a picture question's option is the description alone, in sentence case, cut at a word boundary. A long
-description (DOCCI's paragraphs, 136 words on average) gives a card its first sentence, without the
-camera's framing ("A close-up, eye-level view of a red mug ..." -> "A red mug ...").
+description (DOCCI's paragraphs, 136 words on average) gives a card its first sentence, and every short
+line drops the camera's framing ("A close-up, eye-level view of a red mug ..." -> "A red mug ...").
 
 Display only: the index, the retrieval and the evaluation keep the captions as they are.
 """
@@ -115,6 +115,9 @@ def plain_caption(text: str | None, max_chars: int = 0) -> str:
     lead = _lead(text, max_chars)
     if lead:  # a sentence, as written (its proper nouns kept): only its first letter up
         return cut(lead[:1].upper() + lead[1:], max_chars)
+    if max_chars > 0 and _FRAMING.match(text):  # a short line: the camera's framing is not what tells photos apart
+        text = _FRAMING.sub("", text)
+        return cut(text[:1].upper() + text[1:], max_chars)
     text = _title_and_description(text)
     if not text:
         return ""
