@@ -328,3 +328,58 @@ def test_the_child_says_its_progress_in_lines(hub, tmp_path):
                          cwd=ROOT, timeout=120)
     assert bad.returncode == 1 and bad.stdout.splitlines()[-1].startswith("iir-photos error ")
     assert "Traceback" not in bad.stdout + bad.stderr and not (tmp_path / "no").exists()
+
+
+def test_a_second_process_waits_for_the_first_ones_build(hub, monkeypatch):
+    """Two app processes behind nginx share IIR_INDICES_DIR: one builds, the other waits for its index (the
+    lock is per open file, so two builds in one process stand in for two processes)."""
+    from interactive_ir.ui.photos import build as build_mod
+    from interactive_ir.ui.photos.build import PhotoBuild
+
+    monkeypatch.setattr(build_mod, "WAIT_POLL_S", 0.2)
+    cfg = on()
+    out = cfg.index_dir(demo.indices_dir(), "fake:16")
+    first, second = PhotoBuild(cfg, "fake:16", out), PhotoBuild(cfg, "fake:16", out)
+    hub.repos[("dataset", REPO)].slow_s = 1.0  # the first is still downloading when the second starts
+    first.start()
+    second.start()
+    assert second.status().phase == "elsewhere" and second._proc is None  # no second child
+    assert first.finished.wait(120) and second.finished.wait(30)
+    assert first.ready and second.ready
+
+
+def test_the_build_stops_when_the_app_is_killed(hub, tmp_path):
+    """No orphan keeps building after the app is gone (killed, so no atexit runs): the child asks Linux to
+    stop it with its parent."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    hub.repos[("dataset", REPO)].slow_s = 60.0  # the child is still downloading when its parent dies
+    parent = ("import subprocess, sys, time\n"
+              f"c = subprocess.Popen([sys.executable, '-m', 'interactive_ir.ui.photos.child', '--out', "
+              f"{str(tmp_path / 'out')!r}, '--embedder', 'fake:16', '--dataset', {REPO!r}])\n"
+              "print(c.pid, flush=True)\ntime.sleep(120)\n")
+    app = subprocess.Popen([sys.executable, "-c", parent], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    child = int(app.stdout.readline())
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(m == "GET" for m, _ in hub.requests):
+        time.sleep(0.2)  # wait-ok: polling the stand-in until the child is downloading
+    app.send_signal(signal.SIGKILL)
+    app.wait(10)
+
+    def alive() -> bool:
+        try:
+            state = Path(f"/proc/{child}/status").read_text()
+        except OSError:
+            return False
+        return "\nState:\tZ" not in state  # a zombie has stopped; only its exit status is left
+
+    deadline = time.time() + 30
+    while alive() and time.time() < deadline:
+        time.sleep(0.2)  # wait-ok: polling the process table
+    stopped = not alive()
+    if not stopped:
+        os.kill(child, signal.SIGKILL)
+    assert stopped, "the build went on after the app was killed"

@@ -102,11 +102,24 @@ def build(args: argparse.Namespace) -> int:
     return 0
 
 
+def die_with_parent() -> None:
+    """Linux: stop when the app stops, even when it is killed (its half-built folder is removed on its next
+    start, and no orphan keeps writing into the folder a new start builds in)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the app's atexit stops it on a normal exit
+        pass
+
+
 def main(argv=None) -> int:
     from interactive_ir.errors import IIRError
     from interactive_ir.ui.serving.logs import setup_logging
 
     args = parse_args(argv)
+    die_with_parent()
     if args.nice > 0:
         os.nice(args.nice)  # the app's searches go first; its own threads keep their priority
     setup_logging()
