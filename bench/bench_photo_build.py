@@ -6,9 +6,10 @@ were measured on) and upscaled to DOCCI's size (`--long-side`, default 2048 px, 
 megabyte each as the mirror's ~500 MB per ~960 photos says). Then runs the build's child process
 (`python -m interactive_ir.ui.photos.child`, what the app starts at nice 10; here at nice 0) on each, and on
 the small ones once more without descriptions (images only, as bench_build.py measured), interleaved in the
-same run. It reports photos per second end to end (staging, decoding, embedding, writing) and two ratios:
-what embedding each description adds, and what DOCCI's larger files add, to scale bench_build.py's figure
-into the photo demo's computed first-start time.
+same run. It reports the CPU time a photo costs (user + system of the child, all threads: a build of N photos
+less one of 8, so imports and the embedder's load drop out; CPU time is far steadier than wall time on a
+shared machine) and two ratios: what embedding each description adds, and what DOCCI's larger files add, to
+scale bench_build.py's figure into the photo demo's computed first-start time. Wall times are listed too.
 
 Usage: python bench/bench_photo_build.py [--n 96] [--embedder open_clip:ViT-B-32:none] [--images DIR]
 (open_clip `:none`: random weights, the same compute, nothing downloaded.)
@@ -56,23 +57,25 @@ def shards(folder: Path, sources: list[Path], long_side: int, per_shard: int = 3
     return total
 
 
-def run_child(folder: Path, out: Path, embedder: str, n: int, captions: bool = True) -> float:
-    """Seconds the child takes from its first line (the embedder loaded) to "done": staging, decoding,
-    embedding (the descriptions too, with `captions`) and writing the index of `folder` into `out`."""
+def run_child(folder: Path, out: Path, embedder: str, n: int, captions: bool = True) -> tuple[float, float]:
+    """(wall seconds from the child's first line, the embedder loaded, to "done"; CPU seconds of the whole
+    child, user + system, all threads) for building the index of `folder`'s first `n` photos into `out`."""
     caption = ["--caption-column", "description"] if captions else []  # without: no caption column is found
     proc = subprocess.Popen([sys.executable, "-m", "interactive_ir.ui.photos.child", "--out", str(out), "--embedder",
-                             embedder, "--dataset", str(folder), *caption, "--id-column",
-                             "example_id", "--limit", str(n)], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                             embedder, "--dataset", str(folder), *caption, "--id-column", "example_id", "--limit",
+                             str(n)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
     start = end = None
     for line in proc.stdout:
         if line.startswith("iir-photos phase"):
             start = time.perf_counter()
         elif line.startswith(f"iir-photos done {n}"):
             end = time.perf_counter()
-    if proc.wait() != 0 or start is None or end is None:
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0 or start is None or end is None:
         raise SystemExit(f"the build of {folder} failed (exit status {proc.returncode})")
-    return end - start
+    return end - start, usage.ru_utime + usage.ru_stime
 
 
 def main() -> int:
@@ -88,24 +91,34 @@ def main() -> int:
         raise SystemExit(f"{args.images} holds {len(sources)} JPEGs, fewer than --n {args.n}")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        print("| photos | size | descriptions | MB of JPEG | build seconds, runs | photos/s (median) | load avg |")
-        print("|---|---|---|---|---|---|---|")
         small, large = "as they are (~500x375)", f"longer side {args.long_side} px"
         cases = {"bare": (0, False, small), "small": (0, True, small), "large": (args.long_side, True, large)}
         mb = {side: shards(tmp / f"data-{side}", sources, side) / 1e6 for side in (0, args.long_side)}
-        runs: dict[str, list[float]] = {case: [] for case in cases}
+        few = 8  # a short build: the child's fixed CPU cost (imports, the embedder's load), subtracted
+        wall: dict[str, list[float]] = {case: [] for case in cases}
+        cpu: dict[str, list[float]] = {case: [] for case in cases}
         for r in range(args.repeat):  # interleaved: a load change hits every case alike
             for case, (side, caps, _) in cases.items():
-                runs[case].append(run_child(tmp / f"data-{side}", tmp / f"index-{case}-{r}", args.embedder, args.n,
-                                            caps))
-        rate = {case: args.n / sorted(v)[len(v) // 2] for case, v in runs.items()}
+                w, c = run_child(tmp / f"data-{side}", tmp / f"index-{case}-{r}", args.embedder, args.n, caps)
+                _, c0 = run_child(tmp / f"data-{side}", tmp / f"few-{case}-{r}", args.embedder, few, caps)
+                wall[case].append(w)
+                cpu[case].append(1000 * (c - c0) / (args.n - few))
+
+        def median(v: list[float]) -> float:
+            return sorted(v)[len(v) // 2]
+
+        print("| photos | size | descriptions | MB of JPEG | CPU ms a photo, runs | median | wall s, runs | load avg |")
+        print("|---|---|---|---|---|---|---|---|")
         for case, (side, caps, label) in cases.items():
-            secs = ", ".join(f"{x:.1f}" for x in runs[case])
-            print(f"| {args.n} | {label} | {'yes' if caps else 'no'} | {mb[side]:.1f} | {secs} | {rate[case]:.2f} | "
-                  f"{os.getloadavg()[0]:.1f} |")
-        print(f"\nphotos/s, descriptions embedded too / images only (small photos): {rate['small'] / rate['bare']:.2f}")
-        print(f"photos/s, large / small photos (both with descriptions): {rate['large'] / rate['small']:.2f}")
-        print(f"({args.embedder}, {args.repeat} interleaved runs each, the embedder's load time left out)")
+            runs = ", ".join(f"{x:.0f}" for x in cpu[case])
+            walls = ", ".join(f"{x:.1f}" for x in wall[case])
+            print(f"| {args.n} | {label} | {'yes' if caps else 'no'} | {mb[side]:.1f} | {runs} | {median(cpu[case]):.0f} "
+                  f"| {walls} | {os.getloadavg()[0]:.1f} |")
+        m = {case: median(v) for case, v in cpu.items()}
+        print(f"\nCPU a photo, descriptions embedded too / images only (small photos): {m['small'] / m['bare']:.2f}")
+        print(f"CPU a photo, large / small photos (both with descriptions): {m['large'] / m['small']:.2f}")
+        print(f"({args.embedder}; {args.repeat} interleaved runs of each case; CPU: a {args.n}-photo build less an "
+              f"{few}-photo one, over the {args.n - few} photos between)")
     return 0
 
 

@@ -140,7 +140,7 @@ def test_a_photo_index_built_before_is_served_at_once(hub):
     index = parts.engine.index
     assert len(index) == N and parts.photos is None  # the photos, and nothing to build
     assert Path(index.path).name.startswith("photos-not-lain-docci-")
-    assert parts.notes[0] == "photo gallery: 8 photos (Photos: DOCCI (Onoe et al., 2024), CC BY 4.0), embedder fake:16"
+    assert parts.notes[0] == "photo gallery: 8 photos from DOCCI (Onoe et al., 2024), CC BY 4.0, embedder fake:16"
     assert hub.requests == []  # nothing asked of the Hub: no download, no build
     ids = set(index.ids)
     assert ids == {f"train_{i:05d}.jpg" for i in range(N)}  # named by the mirror's example_id

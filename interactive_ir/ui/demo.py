@@ -65,17 +65,20 @@ def demo_index(embedder, progress: Callable[[int, int, str], None] | None = None
     """The demo gallery's index for this embedder, built (or updated) if needed."""
     from interactive_ir.index import load_index
     from interactive_ir.index.builder import BuildConfig, build_index
-
     from interactive_ir.index.credit import credit_of, write_credit
 
     out = indices_dir() / f"demo-{_slug(embedder.spec)}"
     try:
         index = load_index(out, expect_embedder=embedder.spec)
-        if credit_of(index.manifest) != DEMO_CREDIT:  # built before indices recorded their credit
-            write_credit(out, DEMO_CREDIT)
-        return out
     except IndexLoadError:
         pass
+    else:
+        if credit_of(index.manifest) != DEMO_CREDIT:  # built before indices recorded their credit
+            try:
+                write_credit(out, DEMO_CREDIT)
+            except OSError as e:  # a read-only copy: served as it is, without the credit line
+                log.warning("the demo index %s could not record its credit (%s)", out.name, e)
+        return out
     if not DEMO_CAPTIONS.exists():
         raise IndexLoadError(f"the demo gallery is missing ({DEMO_CAPTIONS}); pass --index DIR")
     log.info("building the demo index %s with %s (first start)", out, embedder.spec)

@@ -89,7 +89,8 @@ def lay_out(ctx, setup_notes, title: str) -> Page:
         with gr.Row(elem_id="iir-top", equal_height=False):
             gr.Markdown(f"# {title}\n{INTRO}", elem_id="iir-head")
             with gr.Accordion("About this app", open=False, elem_id="iir-notes-panel"):
-                gr.Markdown(notes_markdown(setup_notes, credit_of(ctx.engine.index.manifest)), elem_id="iir-notes")
+                gr.Markdown(notes_markdown(setup_notes, credit_of(getattr(ctx.engine.index, "manifest", None))),
+                            elem_id="iir-notes")
             parts |= _sign_in(ctx)  # in the header: who the visitor is and whose model they use
         parts |= _search_column(ctx, js)
         parts["filters"] = filter_row.lay_out(ctx)  # date range, folder, tags, camera, order (issue 26)

@@ -44,7 +44,7 @@ def photo_note(index, embedder_spec: str) -> str:
     from interactive_ir.index.credit import credit_of
 
     credit = credit_of(index.manifest)
-    where = f" ({credit.line()})" if credit else ""
+    where = f" from {credit.line().partition(': ')[2]}" if credit else ""  # "from DOCCI (Onoe et al., 2024), CC BY 4.0"
     return f"photo gallery: {len(index):,} photos{where}, embedder {embedder_spec}"
 
 
