@@ -368,6 +368,7 @@ def test_the_build_stops_when_the_app_is_killed(hub, tmp_path):
         time.sleep(0.2)  # wait-ok: polling the stand-in until the child is downloading
     app.send_signal(signal.SIGKILL)
     app.wait(10)
+    app.stdout.close()
 
     def alive() -> bool:
         try:

@@ -95,5 +95,15 @@ def test_the_page_serves_at_once_then_switches_to_the_credited_photos(browser, p
         shot(page, "about-credit")
     finally:
         ctx.close()
+    phone = browser.new_context(viewport={"width": 390, "height": 844})
+    try:  # a new visitor on a phone gets the photo page straight away, credited under the results
+        app = AppPage(phone.new_page(), url).open()
+        expect(app.page.locator("#iir-gallery .iir-credit")).to_contain_text("Photos: DOCCI")
+        app.search("a blue house on a sandy beach")
+        app.expect_round(1)
+        expect(app.cards.first.locator("img")).to_be_visible()
+        shot(app.page, "phone-photos")
+    finally:
+        phone.close()
     text = Path(log).read_text()
     assert "photo demo: the page now serves the photos" in text and "Traceback" not in text

@@ -125,6 +125,7 @@ class PhotoBuild:
                 done = True
             elif kind == "error":
                 error = rest
+        proc.stdout.close()  # type: ignore[union-attr]
         code = proc.wait()
         if code == 0 and done:
             self._finish()
