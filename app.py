@@ -2,7 +2,9 @@
 
 A thin layer: options -> the process's settings (interactive_ir.ui.serving.process) -> index, models and
 engine (interactive_ir.ui.startup) -> page (interactive_ir.ui, or interactive_ir.study.ui with --study) -> serving.
-With no --index it serves the bundled demo gallery, building its index on the first start.
+With no --index it serves the bundled demo gallery, building its index on the first start; on a Space it
+serves photos (interactive_ir.ui.photos): built before, or built in the background while the clipart serves,
+then switched to on the same port.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--study", type=Path, help="a user-study file: serve the study page (interactive_ir.study.ui)")
     p.add_argument("--trusted-proxies", help="reverse proxies whose X-Forwarded-For names the client, e.g. 127.0.0.1 "
                                              "(default: none, IIR_TRUSTED_PROXIES)")
+    p.add_argument("--photo-demo", choices=("auto", "on", "off"),
+                   help="with no --index, serve a few thousand captioned photos from a Hub dataset (default auto: on a "
+                        "Space; IIR_PHOTO_DEMO; the dataset, count and credit: IIR_PHOTO_*)")
     return p.parse_args(argv)
 
 
@@ -62,8 +67,8 @@ def main(argv=None) -> int:
 
 
 def start(argv=None):
-    """(page, engine, settings) ready to serve, or an exit code. On ZeroGPU `spaces` is imported first,
-    before anything can touch CUDA (`ui.serving.gpu.import_spaces_first`)."""
+    """(page, engine, settings, photo switch or None) ready to serve, or an exit code. On ZeroGPU `spaces` is
+    imported first, before anything can touch CUDA (`ui.serving.gpu.import_spaces_first`)."""
     from interactive_ir.ui.serving.gpu import import_spaces_first
     from interactive_ir.ui.serving.logs import setup_logging
 
@@ -75,6 +80,7 @@ def start(argv=None):
     args = parse_args(argv)
     from interactive_ir.backends.visitor_llm import sign_in_config
     from interactive_ir.errors import IIRError
+    from interactive_ir.ui.photos.config import photo_demo_config
     from interactive_ir.ui.serving.process import install
     from interactive_ir.ui.startup import app_config
 
@@ -82,6 +88,7 @@ def start(argv=None):
         cfg = app_config(**{k: v for k, v in vars(args).items()})
         sign_in = sign_in_config(sign_in=args.sign_in, anon_llm=None if args.anon_llm is None else
                                  args.anon_llm == "on")
+        photos = photo_demo_config(demo=args.photo_demo)
     except ValueError as e:
         return _error(e, 2)
     if cfg.study is not None and importlib.util.find_spec("interactive_ir.study.ui") is None:
@@ -91,10 +98,10 @@ def start(argv=None):
     except ValueError as e:
         return _error(e, 2)
     try:
-        demo, engine = build_page(cfg, sign_in)
+        demo, engine, switch = build_page(cfg, sign_in, photos)
     except IIRError as e:  # no index, a bad study file, a weak admin password
         return _error(e, 1)
-    return demo, engine, cfg
+    return demo, engine, cfg, switch
 
 
 def _error(e, code: int) -> int:
@@ -102,9 +109,11 @@ def _error(e, code: int) -> int:
     return code
 
 
-def build_page(cfg, sign_in=None):
-    """(page, engine): the index, models and engine for `cfg`, and the search page over them, or the study's
-    page with --study (on the index its study file names: `study.index_choice`)."""
+def build_page(cfg, sign_in=None, photos=None):
+    """(page, engine, photo switch or None): the index, models and engine for `cfg`, and the search page over
+    them, or the study's page with --study (on the index its study file names: `study.index_choice`).
+    `photos`: the photo demo's config (None: IIR_PHOTO_*); the switch is there while its index is built."""
+    from interactive_ir.ui.photos.config import PhotoDemoConfig
     from interactive_ir.ui.startup import load_app
 
     if cfg.study is not None:
@@ -113,18 +122,32 @@ def build_page(cfg, sign_in=None):
         from interactive_ir.study.ui import build_study_demo
 
         check_password_strength(os.environ.get(ADMIN_ENV, ""))  # before any model loads (a minute or more)
-        parts = load_app(with_study_index(cfg))
-        return build_study_demo(parts.engine, parts.notes, cfg.study), parts.engine
+        parts = load_app(with_study_index(cfg), photos=PhotoDemoConfig(demo="off"))  # a study keeps its index
+        return build_study_demo(parts.engine, parts.notes, cfg.study), parts.engine, None
     from interactive_ir.ui import build_demo
+    from interactive_ir.ui.photos.switch import PhotoSwitch, page_maker
 
-    parts = load_app(cfg)
-    return build_demo(parts.engine, parts.notes, questions_off_reason=parts.questions_off_reason,
-                      search_concurrency=cfg.search_concurrency, click_concurrency=cfg.click_concurrency,
-                      sign_in=sign_in), parts.engine
+    parts = load_app(cfg, photos=photos)
+
+    def page(engine, notes, photo_note=None):
+        return build_demo(engine, notes, questions_off_reason=parts.questions_off_reason,
+                          search_concurrency=cfg.search_concurrency, click_concurrency=cfg.click_concurrency,
+                          sign_in=sign_in, photo_note=photo_note)
+
+    switch = PhotoSwitch(parts.photos, page_maker(parts, page)) if parts.photos is not None else None
+    return page(parts.engine, parts.notes, switch.note() if switch else None), parts.engine, switch
 
 
-def serve(demo, engine, cfg) -> None:
-    """Serve `demo` until the process is stopped."""
+def serve(demo, engine, cfg, switch=None) -> None:
+    """Serve `demo` until the process is stopped; with a photo `switch`, the photo page once it is ready."""
+    launch(demo, engine, cfg)
+    if switch is not None:
+        demo = switch.run(demo, lambda page, eng: launch(page, eng, cfg))
+    demo.block_thread()
+
+
+def launch(demo, engine, cfg) -> None:
+    """Start serving `demo` on the configured port (returns at once)."""
     from interactive_ir.ui import launch_options
     from interactive_ir.ui.serving.logs import browser_url
 
@@ -134,7 +157,6 @@ def serve(demo, engine, cfg) -> None:
     url = browser_url(cfg.host, cfg.port)
     where = "" if f"//{cfg.host}:" in url else f" (listening on {cfg.host}:{cfg.port})"
     log.info("ready: open %s in a browser%s", url, where)
-    demo.block_thread()
 
 
 if __name__ == "__main__":

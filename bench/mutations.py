@@ -158,7 +158,7 @@ MUTATIONS: tuple[Mutation, ...] = (
       "def text_limit(", "def _text_limit_unused(", ("tests/test_config_cmd.py", "tests/test_bad_text.py")),
     # the page and the tests' own checks (issue 25 leftovers, issue 31 items 2 and 8)
     M("answer-raw-label", "page", "interactive_ir/ui/render.py",
-      "    return t.user_text.replace(label, plain_caption(label) or label)", "    return t.user_text",
+      "    return t.user_text.replace(label, plain_caption(label, CARD_CHARS) or label)", "    return t.user_text",
       ("tests/test_ui_render.py",)),
     M("selection-unchecked", "page", "interactive_ir/ui/export.py",
       "ids[:MAX_SELECTED] if isinstance(i, str) and 0 < len(i) <= 1000", "ids if isinstance(i, (str, int))",

@@ -111,6 +111,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("interactive_ir.ui.startup:AppConfig", "IIR_", "interactive_ir.ui.startup:app_config",
             flag_only=("embedder",)),
     Section("interactive_ir.ui.serving.tabs:TabLimits", "IIR_", "interactive_ir.ui.serving.tabs:tab_limits"),
+    Section("interactive_ir.ui.photos.config:PhotoDemoConfig", "IIR_PHOTO_",
+            "interactive_ir.ui.photos.config:photo_demo_config"),
     Section("interactive_ir.ui.serving.uploads:UploadPolicy", "IIR_UPLOAD_",
             "interactive_ir.ui.serving.uploads:upload_policy"),
     Section("interactive_ir.modes.conversation.plugir.config:PlugIRConfig", "IIR_PLUGIR_",
@@ -149,6 +151,8 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "backends/llms.py", default_of=f"{_LLMS}:DEFAULT_GPU_MODEL"),
     EnvVar("IIR_DEVICE", "torch device of the models and of GPU searches (cuda, mps, cpu, cuda:1 ...)",
            "backends/_torch.py", "cuda, else mps, else cpu"),
+    EnvVar("SPACE_ID", "set by Hugging Face Spaces: the photo demo's \"auto\" is on there (IIR_PHOTO_DEMO)",
+           "ui/photos/start.py"),
     EnvVar("SPACES_ZERO_GPU", "set by Hugging Face ZeroGPU: spaces imported first, local model calls (LLM, "
            "captioner, VLM) in GPU slots, searches on the CPU", "ui/serving/gpu.py"),
     EnvVar("IIR_SEARCH_DEVICE", "where searches run: auto, faiss, faiss-gpu or torch (SearchConfig.device)",

@@ -10,6 +10,7 @@ import base64
 import hashlib
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlparse
@@ -21,6 +22,7 @@ class Repo:
     files: dict[str, bytes] = field(default_factory=dict)
     sha: str = "0" * 40
     served: dict[str, bytes] = field(default_factory=dict)  # bytes served in place of the stored ones (corruption)
+    slow_s: float = 0.0  # each file's download waits this long first (a slow network: a download seen in progress)
 
 
 class StandInHub:
@@ -201,6 +203,8 @@ class _Handler(BaseHTTPRequestHandler):
         if path not in repo.files:
             return self._error(404, "EntryNotFound", f"Entry not found: {path}", head)
         data = repo.served.get(path, repo.files[path])
+        if repo.slow_s and not head:
+            time.sleep(repo.slow_s)
         etag = hashlib.sha256(repo.files[path]).hexdigest()
         self._send(200, data, {"X-Repo-Commit": repo.sha, "ETag": f'"{etag}"',
                                "Content-Type": "application/octet-stream"}, head)

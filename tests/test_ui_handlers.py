@@ -545,7 +545,8 @@ def test_build_demo_wires_the_page(engine_no_llm):
     assert "index x" in comps["iir-notes"]["props"]["value"]
     opts = launch_options(engine_no_llm)
     assert "allowed_paths" not in opts and opts["css_paths"][0].exists()  # images go out by token only
-    assert [r.path for r in opts["app_kwargs"]["routes"]] == ["/iir/img/{tok}"]
+    # the image route, and the served index's folder name (the photo switch's reload check: no path, no file)
+    assert [r.path for r in opts["app_kwargs"]["routes"]] == ["/iir/img/{tok}", "/iir/served"]
     assert message(SessionError("this search has ended")) == "This search has ended"
     assert notes_markdown([]) == "" and notes_markdown(["a"]) == "**Running on:**\n- a"
 

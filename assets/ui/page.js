@@ -51,8 +51,29 @@
     if (u && u.getAttribute("aria-label") !== UPLOAD_NAME) u.setAttribute("aria-label", UPLOAD_NAME);
   };
   nameUpload();
+  // The photo demo (ui/photos/note.py): the line under the results names the index this page was built over
+  // (data-index). Once its note says the photos are ready, ask the server which index it serves (iir/served);
+  // when that, or the line itself, names another index, the server has switched to the photos: reload, so
+  // this tab never sends its events to the new page (a search in the address, ?q=..., runs again on them).
+  let servedAtLoad = null;
+  let switching = false;
+  const watchSwitch = () => {
+    const line = document.querySelector("#iir-gallery .iir-gallery[data-index]");
+    if (!line) return;
+    const now = line.getAttribute("data-index");
+    if (servedAtLoad === null) servedAtLoad = now;
+    if (now !== servedAtLoad) { window.location.reload(); return; }
+    if (switching || !line.querySelector('[data-photos="ready"]')) return;
+    switching = true;
+    const ask = () => fetch("iir/served", { cache: "no-store" })
+      .then((r) => (r.ok ? r.text() : servedAtLoad), () => servedAtLoad)
+      .then((served) => { if (served && served !== servedAtLoad) window.location.reload(); else setTimeout(ask, 1000); });
+    ask();
+  };
+  watchSwitch();
   new MutationObserver(() => {
     nameUpload();
+    watchSwitch();
     toQuestion();
     syncShare();
     if (!wanted) return;

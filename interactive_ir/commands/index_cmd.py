@@ -276,7 +276,7 @@ def _from_dataset(args: argparse.Namespace, kind: str) -> int:
     captioner = make_captioner(args.captioner) if args.captioner else None
     with _FetchBar() as bar:
         report, stage = build_from_dataset(src, args.out, embedder, captioner, batch_size=args.batch_size,
-                                           workers=args.workers, kind=kind, fetch=fetch, progress=bar.update)
+                                           workers=args.workers, kind=kind, fetch=fetch, fetch_progress=bar.update)
     print(f"indexed {report.count} images from {stage.rows} rows of {args.hf_dataset} into {report.out} "
           f"({len(stage.skipped) + len(report.skipped)} skipped)")
     for line in _url_lines(stage, fetch):

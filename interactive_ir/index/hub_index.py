@@ -35,11 +35,12 @@ DOWNLOAD_THREADS = 8
 
 
 def build_from_dataset(src: DatasetSource, out: Path, embedder, captioner=None, *, batch_size: int = 32,
-                       workers: int = 2, kind: str = "auto", fetch=None, progress=None):
+                       workers: int = 2, kind: str = "auto", fetch=None, fetch_progress=None, progress=None):
     """Stream `src` into a staging folder beside `out`, build the index there, move the images into it and
     rename it into place. Image URLs are fetched with `fetch` (a `url_fetch.FetchConfig`; None: from the
-    environment), `progress(FetchStats)` after each. Returns (BuildReport, StageReport). Nothing is left
-    behind on failure (fetched images stay in the URL cache, for the next try)."""
+    environment), `fetch_progress(FetchStats)` after each. `progress(done, total, message)`: called as the
+    images are embedded (`builder.build_index`). Returns (BuildReport, StageReport). Nothing is left behind
+    on failure (fetched images stay in the URL cache, for the next try)."""
     from interactive_ir.index.builder import BuildConfig, build_index, check_out
 
     out = Path(out).resolve()
@@ -49,13 +50,13 @@ def build_from_dataset(src: DatasetSource, out: Path, embedder, captioner=None, 
     staging.mkdir(parents=True)
     try:
         caps, cols = staging / "captions.jsonl", staging / COLUMNS_FILE
-        stage = stage_rows(src, staging / "images", caps, cols, fetch, progress)
+        stage = stage_rows(src, staging / "images", caps, cols, fetch, fetch_progress)
         if stage.images == 0:
             first = stage.skipped[0][1] if stage.skipped else "no rows"
             raise IndexBuildError(f"none of the {stage.rows} rows of {src.name} gave an image (first problem: {first})")
         cfg = BuildConfig(images=staging / "images", out=staging / "index", batch_size=batch_size, workers=workers,
                           captions=caps if caps.stat().st_size else None, rebuild=True, kind=kind)
-        report = build_index(cfg, embedder, captioner)
+        report = build_index(cfg, embedder, captioner, progress=progress)
         index = staging / "index"
         (staging / "images").rename(index / "images")
         cols.rename(index / COLUMNS_FILE)

@@ -3,7 +3,9 @@
 Index captions are often metadata: the demo gallery's are "clipart of Bulldog Puppy; keywords: mammal, dog,
 ...", other collections carry file names ("IMG_0042.jpg", "help-books-aj.svg"), web addresses, or the
 tokenised text of COCO and Flickr ("a dog runs across the grass ."). What a person reads on a result card or
-a picture question's option is the description alone, in sentence case, cut at a word boundary.
+a picture question's option is the description alone, in sentence case, cut at a word boundary. A long
+description (DOCCI's paragraphs, 136 words on average) gives a card its first sentence, and every short
+line drops the camera's framing ("A close-up, eye-level view of a red mug ..." -> "A red mug ...").
 
 Display only: the index, the retrieval and the evaluation keep the captions as they are.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import re
 
 ELLIPSIS = "…"
+LONG_CHARS = 160  # a text longer than this with several sentences is a paragraph (DOCCI): a card shows its lead
 _KEYWORDS = re.compile(r"[;,.\s]*\b(?:key\s?words?|tags)\s*:.*$", re.IGNORECASE | re.DOTALL)
 _PREFIX = re.compile(r"^\s*(?:an?\s+)?(?:clip\s?-?art|clip-art|illustration|drawing|picture|image|photo)\s+of\s+",
                      re.IGNORECASE)
@@ -22,6 +25,11 @@ _CAMERA = re.compile(r"\b(?:IMG|DSC[NF]?|DCIM|PXL|P|SAM|GOPR|MVIMG)[_-]?\d{3,}\w
 _SPACE_BEFORE = re.compile(r"\s+([.,;:!?'’)\]]|n't\b|'s\b)")
 _EMPTY_BRACKETS = re.compile(r"\(\s*\)|\[\s*\]")
 _SPACES = re.compile(r"\s+")
+# the end of a sentence: . ! or ? after a word, a number or a closing quote, before the next sentence's capital
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9)\"'’])[.!?](?=\s+[\"'“‘(]?[A-Z])")
+# a photo description's framing: "A close-up view of", "An outdoor, eye-level, medium shot of", "A photo of"
+_FRAMING = re.compile(r"^(?:an?|the)\s+(?:[\w-]+,?\s+){0,5}?(?:view|shot|photo(?:graph)?|picture|image|close[- ]?up)"
+                      r"\s+of\s+(?=\S+\s+\S)", re.IGNORECASE)
 
 
 def _file_name_words(text: str) -> str:
@@ -104,10 +112,29 @@ def plain_caption(text: str | None, max_chars: int = 0) -> str:
     text = text.strip(" ;,:-–—")
     if text.endswith(".") and not text.endswith(".."):
         text = text[:-1].rstrip()  # a caption is a label, not a sentence: no full stop ("... the grass .")
+    lead = _lead(text, max_chars)
+    if lead:  # a sentence, as written (its proper nouns kept): only its first letter up
+        return cut(lead[:1].upper() + lead[1:], max_chars)
+    if max_chars > 0 and _FRAMING.match(text):  # a short line: the camera's framing is not what tells photos apart
+        text = _FRAMING.sub("", text)
+        return cut(text[:1].upper() + text[1:], max_chars)
     text = _title_and_description(text)
     if not text:
         return ""
     return cut(sentence_case(_shorter(text, max_chars)), max_chars)
+
+
+def _lead(text: str, max_chars: int) -> str:
+    """A paragraph too long to show (several sentences, over `LONG_CHARS`): its first sentence without the
+    camera's framing, which is what tells one photo from the next on a card (the whole text stays the
+    tooltip and is what search reads). "" for anything shorter: a caption or a title is cleaned as it is."""
+    if max_chars <= 0 or len(text) <= max(max_chars, LONG_CHARS):
+        return ""
+    end = _SENTENCE_END.search(text)
+    if end is None:
+        return ""
+    first = text[:end.start()].strip()
+    return _FRAMING.sub("", first) or first
 
 
 def _shorter(text: str, max_chars: int) -> str:

@@ -2,7 +2,9 @@
 
 `python app.py` with no `--index` serves the demo gallery in `assets/demo/`. Its index is built on
 first start. When the chosen embedder cannot be loaded (no network, no weights), the app falls back
-to a caption index of the gallery with a text embedder that runs offline, and says why.
+to a caption index of the gallery with a text embedder that runs offline, and says why. Where the photo
+demo is on (`ui.photos`), a photo index built before is served instead; a missing one is named in
+`Setup.photos_to_build` (built in the background while the clipart serves).
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ from pathlib import Path
 
 from interactive_ir.config import DEFAULT_EMBEDDER, OFFLINE_TEXT_EMBEDDER
 from interactive_ir.errors import BackendError, HubError, IIRError, IndexLoadError
+from interactive_ir.index.credit import Credit
 
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO_IMAGES = ROOT / "assets" / "demo"
 DEMO_CAPTIONS = DEMO_IMAGES / "manifest.jsonl"
+DEMO_CREDIT = Credit("Drawings", "Open Clip Art Library", "public domain", url="https://openclipart.org",
+                     license_url="https://creativecommons.org/publicdomain/zero/1.0/")  # assets/demo/SOURCES.md
 
 
 def indices_dir() -> Path:
@@ -34,6 +39,7 @@ class Setup:
     retriever: object  # the Retriever serving searches
     notes: list[str] = field(default_factory=list)  # what runs and why, shown on the page and logged
     warned: list[str] = field(default_factory=list)  # the notes already logged as warnings (not logged again)
+    photos_to_build: Path | None = None  # the photo index to build in the background (the clipart serves meanwhile)
 
 
 def _slug(spec: str) -> str:
@@ -59,18 +65,26 @@ def demo_index(embedder, progress: Callable[[int, int, str], None] | None = None
     """The demo gallery's index for this embedder, built (or updated) if needed."""
     from interactive_ir.index import load_index
     from interactive_ir.index.builder import BuildConfig, build_index
+    from interactive_ir.index.credit import credit_of, write_credit
 
     out = indices_dir() / f"demo-{_slug(embedder.spec)}"
     try:
-        load_index(out, expect_embedder=embedder.spec)
-        return out
+        index = load_index(out, expect_embedder=embedder.spec)
     except IndexLoadError:
         pass
+    else:
+        if credit_of(index.manifest) != DEMO_CREDIT:  # built before indices recorded their credit
+            try:
+                write_credit(out, DEMO_CREDIT)
+            except OSError as e:  # a read-only copy: served as it is, without the credit line
+                log.warning("the demo index %s could not record its credit (%s)", out.name, e)
+        return out
     if not DEMO_CAPTIONS.exists():
         raise IndexLoadError(f"the demo gallery is missing ({DEMO_CAPTIONS}); pass --index DIR")
     log.info("building the demo index %s with %s (first start)", out, embedder.spec)
     build_index(BuildConfig(images=DEMO_IMAGES, out=out, captions=DEMO_CAPTIONS, skip_missing_captions=True),
                 embedder, progress=progress)
+    write_credit(out, DEMO_CREDIT)  # the page's credit line comes from the index
     from interactive_ir.retrieval.retriever import Retriever
     from interactive_ir.retrieval.score_profile import store_profile
 
@@ -121,8 +135,10 @@ def _index_embedder(index, spec: str):
 
 
 def prepare(index: Path | None = None, embedder_spec: str | None = None,
-            progress: Callable[[int, int, str], None] | None = None) -> Setup:
-    """Load `index` (with its own embedder unless one is given), or the demo gallery's index."""
+            progress: Callable[[int, int, str], None] | None = None, photos=None) -> Setup:
+    """Load `index` (with its own embedder unless one is given), or the demo gallery's index. `photos`: the
+    photo demo's `(PhotoDemoConfig, Decision)` when it is on: its index is served when built, else the
+    clipart, with the photo index to build named in the Setup when the decision allows a build."""
     from interactive_ir.backends import make_embedder
     from interactive_ir.index import load_index
     from interactive_ir.retrieval.retriever import Retriever
@@ -147,9 +163,16 @@ def prepare(index: Path | None = None, embedder_spec: str | None = None,
                      f"with {OFFLINE_TEXT_EMBEDDER}, which runs offline: search matches the images' captions")
         log.warning(notes[-1])
         emb = make_embedder(OFFLINE_TEXT_EMBEDDER)
+    pending = None
+    if photos is not None:
+        from interactive_ir.ui.photos.gallery import photo_setup
+
+        served, pending = photo_setup(*photos, emb, indices_dir())
+        if served is not None:
+            return Setup(served.retriever, served.notes + notes, list(notes))
     path = demo_index(emb, progress)
     idx = load_index(path, expect_embedder=emb.spec)
     warned = list(notes)
     notes.insert(0, f"demo gallery: {len(idx)} public-domain images, embedder {emb.spec}"
                     + (" (caption index)" if idx.caption_only else ""))
-    return Setup(Retriever(idx, emb), notes, warned)
+    return Setup(Retriever(idx, emb), notes, warned, photos_to_build=pending)

@@ -51,6 +51,7 @@ class PageContext:
     act_step: Callable  # an action's retrieval: (handler name, UIState, args) -> UIState
     model_step: Callable  # a model step: (work.Work, its visitor's LLMAccess or None) -> its result
     sign_in: object = None  # `signin.SignIn` when visitors may sign in with Hugging Face (None: off)
+    photo_note: object = None  # `photos.note.PhotoNote` where the photo demo is on (None: off)
 
 
 @dataclass(frozen=True)
@@ -87,13 +88,14 @@ def plain_reason(reason: str) -> str:
 
 
 def page_context(engine, questions_off_reason: str = "", examples: Sequence[str] = render.EXAMPLES,
-                 sign_in_config=None) -> PageContext:
+                 sign_in_config=None, photo_note=None) -> PageContext:
     """The context of a page over `engine` (`questions_off_reason`: what the dialogue says with questions off,
-    in plain words: `plain_reason`; `sign_in_config`: sign in with Hugging Face, None: from the environment)."""
+    in plain words: `plain_reason`; `sign_in_config`: sign in with Hugging Face, None: from the environment;
+    `photo_note`: the photo demo's progress note, `photos.note.PhotoNote`, None: off)."""
     sign_in = signin.sign_in_for(engine, sign_in_config)
     act_step, model_step = _engine_steps(engine, sign_in)
     return PageContext(engine, modes(engine), plain_reason(questions_off_reason), examples, act_step, model_step,
-                       sign_in)
+                       sign_in, photo_note)
 
 
 # --- the page's outputs --------------------------------------------------------------------------------

@@ -13,9 +13,13 @@ INTRO = ("Describe the image you have in mind, then narrow it down: answer the q
          "say how yours differs from one. Press **Found it** on your image to finish.")
 
 
-def notes_markdown(notes) -> str:
+def notes_markdown(notes, credit=None) -> str:
+    """"About this app": what runs, then the served collection's credit (`index.credit.Credit`, from the index)."""
     notes = [n for n in notes if n]
-    return "**Running on:**\n" + "\n".join(f"- {n}" for n in notes) if notes else ""
+    text = "**Running on:**\n" + "\n".join(f"- {n}" for n in notes) if notes else ""
+    if credit is not None:
+        text += ("\n\n" if text else "") + f"**Credit:** {credit.markdown()}"
+    return text
 
 
 @dataclass
@@ -59,6 +63,8 @@ class Page:
     login: object = None  # Sign in with Hugging Face (None: sign-in is off, `signin.sign_in_for`)
     sign_in_note: object = None  # whose model this visitor uses (with `login`)
     filters: object = None  # the filter row (`filter_row.FilterRow`), None for an index without metadata
+    gallery: object = None  # the line under the results: the collection's credit, the photo demo's progress
+    gallery_timer: object = None  # polls the photo demo's progress (None: no photo demo on this page)
 
     def outputs(self, names) -> list:
         """The components called `names`, in that order."""
@@ -69,6 +75,8 @@ def lay_out(ctx, setup_notes, title: str) -> Page:
     """The page's components, laid out inside the caller's `gr.Blocks`, each showing an empty tab."""
     import gradio as gr
 
+    from interactive_ir.index.credit import credit_of
+    from interactive_ir.ui.photos import note as photo_note
     from interactive_ir.ui.serving.tabs import drop_tab, tab_limits
 
     js = (ASSETS / "cards.js").read_text()
@@ -81,13 +89,15 @@ def lay_out(ctx, setup_notes, title: str) -> Page:
         with gr.Row(elem_id="iir-top", equal_height=False):
             gr.Markdown(f"# {title}\n{INTRO}", elem_id="iir-head")
             with gr.Accordion("About this app", open=False, elem_id="iir-notes-panel"):
-                gr.Markdown(notes_markdown(setup_notes), elem_id="iir-notes")
+                gr.Markdown(notes_markdown(setup_notes, credit_of(getattr(ctx.engine.index, "manifest", None))),
+                            elem_id="iir-notes")
             parts |= _sign_in(ctx)  # in the header: who the visitor is and whose model they use
         parts |= _search_column(ctx, js)
         parts["filters"] = filter_row.lay_out(ctx)  # date range, folder, tags, camera, order (issue 26)
         parts |= _dialogue_panel(ctx, js)
         parts |= _composed_panel(ctx)
         parts |= _results(ctx, js)
+        parts |= photo_note.lay_out(ctx.engine, getattr(ctx, "photo_note", None))  # credit, photo progress
         with gr.Accordion("Earlier rounds", open=True, elem_id="iir-strip-panel"):
             parts["strip"] = gr.HTML(render.strip_html(ctx.engine, UIState()), elem_id="iir-strip", js_on_load=js)
         parts |= _share_controls()

@@ -78,6 +78,9 @@ def wire(demo, page: Page, ctx: PageContext, *, search_concurrency: int, click_c
         filter_row.wire(page, page.filters, ctx, groups)
     demo.unload(events.on_close)
     wire_export(page, ctx, cheap)
+    from interactive_ir.ui.photos import note as photo_note
+
+    photo_note.wire(demo, page, ctx, cheap)  # the photo demo's progress note (when it is on)
 
 
 def wire_export(page: Page, ctx: PageContext, cheap: dict) -> None:

@@ -333,7 +333,8 @@ def options_html(engine, q) -> str:
     for n, o in enumerate(q.options):
         label = answer = o.label.strip() or f"option {n + 1}"  # the tooltip: the answer a click gives
         if o.image_id and label != NONE_OF_THESE:  # a picture's caption, in plain words and short
-            label = plain_caption(label, OPTION_CHARS) or f"option {n + 1}"
+            whole = _index_caption(engine, o.image_id) or label  # the engine's label is cut already
+            label = plain_caption(whole, OPTION_CHARS) or f"option {n + 1}"
             answer = plain_caption(answer) or label  # the tooltip in plain words too, whole
         pic = ""
         if o.image_id:
@@ -349,6 +350,13 @@ def options_html(engine, q) -> str:
     return f'<div class="iir-opts {kind}" role="group" aria-label="answers: click one">{"".join(items)}</div>{hint}'
 
 
+def _index_caption(engine, image_id: str) -> str:
+    """The index's caption of `image_id` ("" when there is no index or it does not hold the image)."""
+    index = getattr(engine, "index", None)
+    row = index.row_of.get(image_id) if index is not None else None
+    return index.records[row].caption if row is not None else ""
+
+
 def answer_words(t: Turn) -> str:
     """An answer as the "You:" line shows it: a clicked picture option's caption in plain words (the session
     records the index caption: "closest to: clipart of Bulldog Puppy; keywords: ..."), typed words as typed."""
@@ -358,7 +366,7 @@ def answer_words(t: Turn) -> str:
     label = str((choice or {}).get("label", "")).strip()
     if not (choice and choice.get("image_id")) or not label or label == NONE_OF_THESE or label not in t.user_text:
         return t.user_text
-    return t.user_text.replace(label, plain_caption(label) or label)
+    return t.user_text.replace(label, plain_caption(label, CARD_CHARS) or label)
 
 
 def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "", engine=None) -> str:
@@ -426,10 +434,10 @@ def reference_html(engine, st: UIState) -> str:
         return (f'<div class="iir-ref">{_img(upload_url(st.upload), "your uploaded reference image", "iir-ref-img")}'
                 "<span>Reference: <b>your uploaded image</b></span></div>")
     if st.reference:
-        row = engine.index.row_of.get(st.reference)
-        cap = plain_caption(engine.index.records[row].caption) if row is not None else ""
+        raw = _index_caption(engine, st.reference)
+        cap = plain_caption(raw, CARD_CHARS)  # one short line, as on its card (a photo's paragraph is long)
         url = image_url(engine.index, st.reference)
-        return (f'<div class="iir-ref">{_img(url, _alt(cap, st.reference), "iir-ref-img")}'
+        return (f'<div class="iir-ref">{_img(url, _alt(raw, st.reference), "iir-ref-img")}'
                 f"<span>Reference: <b>{esc(cap or st.reference)}</b></span></div>")
     upload = modes(engine).upload
     why = "" if upload else f'<p class="iir-no-upload">{esc(NO_UPLOAD)}</p>'

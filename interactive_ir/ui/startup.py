@@ -7,6 +7,7 @@ so the page always comes up; notes are shown on the page and logged.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -73,6 +74,8 @@ class AppParts:
     engine: object  # the shared engine
     notes: list[str] = field(default_factory=list)  # what runs and why (shown on the page)
     questions_off_reason: str = ""  # why the question mode is off ("" when it is on)
+    photos: object = None  # the photo index's background build (`photos.build.PhotoBuild`, not started), or None
+    engine_over: Callable | None = None  # an engine over another Retriever with the same models (the photo switch)
 
 
 def _first_line(e: BaseException) -> str:
@@ -200,15 +203,20 @@ def _load_vision(cfg: AppConfig) -> tuple[object | None, object | None, list[str
     return captioner, vlm, notes
 
 
-def load_app(cfg: AppConfig) -> AppParts:
+def load_app(cfg: AppConfig, photos=None) -> AppParts:
     """Index, models and engine for `cfg` (slow: run once at start-up), in that order. Every model is loaded
-    here, none on a user's first turn; each stage logs one line with its time."""
+    here, none on a user's first turn; each stage logs one line with its time. `photos`: the photo demo's
+    `PhotoDemoConfig` (None: from IIR_PHOTO_*), on where `photos.config.decide` says so."""
     from interactive_ir.engine import EngineConfig, build_engine
+    from interactive_ir.ui.photos.start import photo_build, photo_plan, preparing_note
 
     t0 = time.perf_counter()
+    plan = photo_plan(photos, index_given=cfg.index is not None)
     log.info("loading the index and the embedder ...")  # each stage is announced before it starts
-    setup = prepare(index=cfg.index, embedder_spec=cfg.embedder or None, progress=_progress_logger())
+    setup = prepare(index=cfg.index, embedder_spec=cfg.embedder or None, progress=_progress_logger(), photos=plan)
     notes = list(setup.notes)
+    build = photo_build(plan, setup)
+    notes += [preparing_note(build.cfg)] if build is not None else []
     log.info("index and embedder ready in %.1f s", time.perf_counter() - t0)
     log.info("loading the LLM (%s) ...", cfg.llm or "the default")
     llm, llm_says, why = _load_llm(cfg)
@@ -226,7 +234,8 @@ def load_app(cfg: AppConfig) -> AppParts:
     captioner, vlm = gpu_slots(captioner), gpu_slots(vlm)  # and each caption / ask call of a local model
     setup.retriever.warm()  # the GPU's copy of the index is made now, not on a user's first search
     config = apply_overrides(apply_env(EngineConfig()), k=cfg.k)
-    engine = build_engine(setup.retriever, llm=llm, captioner=captioner, vlm=vlm, config=config)
+    engine_over = functools.partial(build_engine, llm=llm, captioner=captioner, vlm=vlm, config=config)
+    engine = engine_over(setup.retriever)
     if llm is None and getattr(engine, "questions_enabled", False):  # grounded questions need no LLM
         notes.append(f"Questions: picture questions built from the results (click the closest image, or yes/no). "
                      f"No LLM writes or rewrites text: {why}.")
@@ -237,4 +246,4 @@ def load_app(cfg: AppConfig) -> AppParts:
         if n not in _WARNED and n not in setup.warned:  # each warning once
             log.info("%s", n)
     log.info("start-up done in %.1f s", time.perf_counter() - t0)
-    return AppParts(engine, notes, off)
+    return AppParts(engine, notes, off, photos=build, engine_over=engine_over)
