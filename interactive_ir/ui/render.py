@@ -9,8 +9,8 @@ import re
 from html import escape
 
 from interactive_ir.core.session import Session, Turn
-from interactive_ir.ui.captions import plain_caption
 from interactive_ir.ui import filter_view
+from interactive_ir.ui.captions import plain_caption
 from interactive_ir.ui.handlers import modes
 from interactive_ir.ui.serving.media import image_url, upload_url
 from interactive_ir.ui.state import UIState
@@ -162,6 +162,16 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
             f'<p class="iir-cap" title="{esc(cap)}">{esc(plain_caption(h.caption, CARD_CHARS) or h.id)}</p>'
             f"{_why(turn.why.get(h.id, []))}{actions}</article>")
     liked = "".join(_liked_card(engine, i) for i in liked_ids(st)) if not ended else ""
+    head, ask = _page_head(engine, st, hits, seen, bool(liked))
+    return (f'{head}{selection_bar_html()}{ask}<div class="iir-grid" role="list" aria-label="results">'
+            f'{liked}{"".join(cards)}</div>')
+
+
+def _page_head(engine, st: UIState, hits, seen: set[str], liked: bool) -> tuple[str, str]:
+    """(the line over the results: round, count, the model's badge, seen, shortcuts, filters, "no close match";
+    the question repeated for a phone, "" when none is pending)."""
+    s, ended = st.session, st.session.ended
+    turn = s.last
     badge = ""
     if st.refined:
         badge = (' <span class="iir-badge iir-refined" title="The language model rewrote your words: these results replace the '
@@ -186,8 +196,7 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
         ask = (f'<div class="iir-ask-narrow">System asks: <b>{esc(q.text)}</b> '
                '<a href="#iir-dialogue-panel">Answer ↓</a></div>')
     head += filter_view.summary_html(engine, st) + no_match_html(engine, s)
-    return (f'{head}{selection_bar_html()}{ask}<div class="iir-grid" role="list" aria-label="results">'
-            f'{liked}{"".join(cards)}</div>')
+    return head, ask
 
 
 def _select_button(image_id: str, cap: str) -> str:
