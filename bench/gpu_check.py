@@ -132,9 +132,9 @@ def check_oom(rows: list, tmp: Path, dry: bool) -> None:
         hw = Hardware(True, 0, cuda=CudaDevice(torch))
     r = Retriever(index, emb, hardware=hw).warm()
     q = index.row_vectors([3])[0]
-    ok = r._torch.failed != "" and r.search_rows(q, 10)[1].tolist() == Retriever(
+    ok = r.backends.torch.failed != "" and r.search_rows(q, 10)[1].tolist() == Retriever(
         index, emb, SearchConfig(device="faiss")).search_rows(q, 10)[1].tolist()
-    rows.append(("out-of-memory fallback", ok, r._torch.failed[:90]))
+    rows.append(("out-of-memory fallback", ok, r.backends.torch.failed[:90]))
     if not dry:
         del hog
 
@@ -154,7 +154,7 @@ def check_oom_in_search(rows: list, tmp: Path, dry: bool) -> None:
 
         cuda = CudaDevice(torch)
     r = Retriever(index, emb, hardware=Hardware(True, 0, cuda=cuda)).warm()
-    uploaded = r._torch.failed == ""
+    uploaded = r.backends.torch.failed == ""
     hog = None
     if not dry:
         import torch
@@ -164,8 +164,8 @@ def check_oom_in_search(rows: list, tmp: Path, dry: bool) -> None:
     q = index.row_vectors([3])[0]
     cpu = Retriever(index, emb, SearchConfig(device="faiss"))
     same = r.search_rows(q, 10)[1].tolist() == cpu.search_rows(q, 10)[1].tolist()
-    rows.append(("out-of-memory in search", uploaded and same and "in a search" in r._torch.failed,
-                 r._torch.failed[:90]))
+    rows.append(("out-of-memory in search", uploaded and same and "in a search" in r.backends.torch.failed,
+                 r.backends.torch.failed[:90]))
     del hog
 
 
