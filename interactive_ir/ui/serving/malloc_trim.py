@@ -1,4 +1,4 @@
-"""Freed malloc memory handed back to the system every minute: a busy moment's peak does not stay in RSS (issue 29).
+"""Free malloc memory handed back to the system every minute: glibc's share of a burst's peak leaves RSS (issue 29).
 
 With Python's records per tab bounded (ui/serving/tabs.py, session_ids.py), what was left of the web app's
 memory growth at 200 tabs opening and closing came in steps: a burst of events (many tabs' pages built at
