@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import threading
@@ -93,13 +94,15 @@ def soak(events: int, tabs: int, per_tab: int, warmup: float, close_wait: float)
         marks = [(n, churn.at(n)) for n in range(events // 10, events + 1, events // 10)]
         trace: list[tuple[int, float]] = []
 
-        def sample() -> None:  # RSS at every tenth of the events: does it level off?
+        def sample() -> None:  # RSS at every tenth of the events: does it level off? (also printed, to stderr)
             for n, ev in marks:
                 ev.wait()
                 trace.append((n, round(rss_mb(pid), 1)))
+                print(f"{n} events, {time.monotonic() - t0:.0f} s: RSS {trace[-1][1]} MB, {churn.opened} tabs opened, "
+                      f"load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
 
-        threading.Thread(target=sample, daemon=True).start()
         t0 = time.monotonic()
+        threading.Thread(target=sample, daemon=True).start()
         threads = [threading.Thread(target=churn.worker, daemon=True) for _ in range(tabs)]
         for t in threads:
             t.start()
@@ -116,7 +119,8 @@ def soak(events: int, tabs: int, per_tab: int, warmup: float, close_wait: float)
             "rss_warm_mb": round(rss_warm, 1), "rss_end_mb": round(rss_end, 1), "rss_closed_mb": round(rss_closed, 1),
             "growth_mb_per_10k": round(per_10k, 2), "closed_vs_warm_pct": round(100 * (rss_closed / rss_warm - 1), 1),
             "after_warmup_s": round(t_end - t_warm, 1), "crosstalk": churn.crosstalk, "heartbeat_drops": churn.drops,
-            "errors": churn.errors[:5], "n_errors": len(churn.errors), "rss_by_events": trace}
+            "errors": churn.errors[:5], "n_errors": len(churn.errors), "rss_by_events": trace,
+            "load_end": round(os.getloadavg()[0], 1)}
 
 
 def main(argv=None) -> int:

@@ -179,6 +179,8 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "ui/serving/files.py", "random per process", secret=True),
     EnvVar("IIR_MALLOC_ARENAS", "glibc malloc arenas set at start-up; 0 leaves glibc's default",
            "ui/serving/malloc_arenas.py", default_of="interactive_ir.ui.serving.malloc_arenas:DEFAULT_ARENAS"),
+    EnvVar("IIR_MALLOC_TRIM_S", "seconds between glibc malloc_trim calls handing free heap pages back; 0: never",
+           "ui/serving/malloc_trim.py", default_of="interactive_ir.ui.serving.malloc_trim:DEFAULT_EVERY_S"),
     EnvVar("IIR_GRADIO_SESSION_FIX", "0: leave Gradio's per-tab session records growing (to measure the fix)",
            "ui/serving/session_ids.py", "1"),
     EnvVar("IIR_STUDY_ADMIN_PASSWORD", "password of a study's /admin page (off when unset; weak ones refused)",

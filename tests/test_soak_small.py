@@ -77,3 +77,8 @@ def test_a_small_soak_answers_every_event_and_keeps_state_bounded(app_server):
     while time.monotonic() < deadline and any(t.session in holder.session_data for t in tabs):
         time.sleep(0.2)
     assert not any(t.session in holder.session_data for t in tabs)  # dropped at once, not an hour later
+    # and Gradio's queue forgets them: it kept a set of event ids for every tab ever opened (issue 29)
+    while time.monotonic() < deadline and any(t.session in queue.pending_event_ids_session for t in tabs):
+        time.sleep(0.2)
+    assert not any(t.session in queue.pending_event_ids_session for t in tabs)
+    assert not any(t.session in queue.pending_messages_per_session for t in tabs)

@@ -285,6 +285,8 @@ def test_build_study_demo_builds_the_gradio_page(tiny, tmp_path, monkeypatch):
     assert isinstance(demo, gr.Blocks) and (tmp_path / "data" / "built.sqlite").is_file()
     demo2 = build_study_demo(engine, study_file, ["note"])  # the order of the brief
     assert isinstance(demo2, gr.Blocks)
+    # a closed tab's records go at once (issue 29: Gradio kept them an hour, its queue's for ever)
+    assert any(t[1] == "unload" for fn in demo.fns.values() for t in fn.targets)
     monkeypatch.setenv("IIR_STUDY_ADMIN_PASSWORD", "change-me")  # the old README example
     with pytest.raises(BadInputError, match="example password"):
         build_study_demo(engine, ["note"], study_file)

@@ -54,11 +54,11 @@ def test_building_the_page_changes_nothing_in_the_process(engine, session_state,
 def test_install_sets_the_process_settings_and_an_operators_own_win(session_state):
     from interactive_ir.ui.serving.process import QUEUE_RECORDS, Installed, install
 
-    env = {"IIR_MALLOC_ARENAS": "0"}
+    env = {"IIR_MALLOC_ARENAS": "0", "IIR_MALLOC_TRIM_S": "0"}  # glibc left as it is (tests/test_malloc_*.py)
     assert install(env) == Installed(None, True, str(QUEUE_RECORDS))
     assert env["GRADIO_ANALYTICS_MAX_EVENTS"] == str(QUEUE_RECORDS) and env["GRADIO_ANALYTICS_CACHE_FREQUENCY"]
     assert getattr(session_state.__setitem__, "_iir_keeps_ids", False)
-    own = {"IIR_MALLOC_ARENAS": "0", "GRADIO_ANALYTICS_MAX_EVENTS": "50"}
+    own = {"IIR_MALLOC_ARENAS": "0", "IIR_MALLOC_TRIM_S": "0", "GRADIO_ANALYTICS_MAX_EVENTS": "50"}
     assert install(own) == Installed(None, True, "50")  # already patched above: installing twice changes nothing
     with pytest.raises(ValueError, match="IIR_MALLOC_ARENAS"):
         install({"IIR_MALLOC_ARENAS": "lots"})

@@ -327,6 +327,20 @@ def _on_join(page: StudyPage, c: Components, agreed: bool):
     return on_join
 
 
+def _on_close():
+    """`demo.unload`: the participant's tab closed; Gradio's records of it go now (`ui.serving.tabs`), not an
+    hour later (the state) or never (the queue's). A participant who comes back resumes from the token kept
+    in the browser, not from the closed tab's records."""
+    import gradio as gr
+
+    from interactive_ir.ui.serving.tabs import on_tab_closed
+
+    def on_close(request: gr.Request):
+        on_tab_closed(request)
+
+    return on_close
+
+
 # ---------------------------------------------------------------- the events, in one block
 
 
@@ -370,6 +384,7 @@ def _wire(demo, page: StudyPage, c: Components) -> None:
     c.leave_btn.click(act("leave"), timed, outputs, **quick)
     c.paradata.click(_on_paradata(page), timed, None, js=CLOCK_JS, show_progress="hidden", trigger_mode="multiple",
                      concurrency_id="paradata", concurrency_limit=None)
+    demo.unload(_on_close())
 
 
 def layout(page: StudyPage, password: str):

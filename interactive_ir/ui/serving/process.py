@@ -4,13 +4,14 @@ Each is a fix for memory that grew with use (issue 15); none belongs to a page, 
 (`build_demo`, `build_study_demo`) changes nothing in the process:
 
 - glibc's malloc arenas limited (`malloc_arenas`), before any server thread starts;
+- glibc's free heap pages handed back every minute (`malloc_trim`), so a burst's peak does not stay;
 - Gradio's queue keeps records of its last `QUEUE_RECORDS` events, not 10,000 (read by `Blocks.queue()`);
 - Gradio's per-tab records stay the size of the page (`session_ids`: a patch of its `SessionState`);
 - uvicorn believes X-Forwarded-For only from the configured proxies (`trust_proxies`), not from 127.0.0.1:
   else anyone on the machine, or any client behind a local proxy, chooses the address the limits count.
 
-An operator's own settings win (MALLOC_ARENA_MAX, GRADIO_ANALYTICS_*); `IIR_MALLOC_ARENAS=0` and
-`IIR_GRADIO_SESSION_FIX=0` leave glibc and Gradio as they are. Installing twice changes nothing more.
+An operator's own settings win (MALLOC_ARENA_MAX, GRADIO_ANALYTICS_*); `IIR_MALLOC_ARENAS=0`,
+`IIR_MALLOC_TRIM_S=0` and `IIR_GRADIO_SESSION_FIX=0` leave glibc and Gradio as they are. Installing twice changes nothing more.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Installed:
     session_ids_kept: bool  # Gradio's SessionState keeps one record per component (the patch is in place)
     queue_records: str  # GRADIO_ANALYTICS_MAX_EVENTS as it now stands
     trusted_proxies: str = ""  # FORWARDED_ALLOW_IPS as it now stands ("" = no proxy is believed)
+    malloc_trim_s: float | None = None  # seconds between malloc trims; None: none (IIR_MALLOC_TRIM_S=0, not glibc)
 
 
 def bound_queue_records(environ: MutableMapping[str, str] | None = None) -> str:
@@ -63,10 +65,13 @@ def trust_proxies(proxies: str, environ: MutableMapping[str, str] | None = None)
 def install(environ: MutableMapping[str, str] | None = None, trusted_proxies: str = "") -> Installed:
     """Install the process's settings from `environ` (default: the process environment, which Gradio and
     glibc read). Call once, first, from the app's entry. Raises ValueError for a bad IIR_MALLOC_ARENAS or
-    an unparsable `trusted_proxies`."""
+    IIR_MALLOC_TRIM_S, or an unparsable `trusted_proxies`."""
     from interactive_ir.ui.serving.malloc_arenas import limit_malloc_arenas
+    from interactive_ir.ui.serving.malloc_trim import start_malloc_trim, trim_every_s
     from interactive_ir.ui.serving.session_ids import keep_session_ids
 
     env = os.environ if environ is None else environ
+    trim_every_s(env)  # checked before anything changes
     arenas = limit_malloc_arenas(env)  # first: threads started later share the one arena
-    return Installed(arenas, keep_session_ids(env), bound_queue_records(env), trust_proxies(trusted_proxies, env))
+    return Installed(arenas, keep_session_ids(env), bound_queue_records(env), trust_proxies(trusted_proxies, env),
+                     start_malloc_trim(env))

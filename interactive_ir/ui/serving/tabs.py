@@ -4,8 +4,11 @@ Gradio keeps a closed tab's state for an hour and every tab's session record (a 
 config) until 10,000 newer ones push it out. Here a tab's `gr.State` expires after `tab_ttl_s` without
 use, closing a tab drops its whole session record at once (`on_tab_closed`, wired to `demo.unload`),
 and `max_tabs` bounds how many records are kept at all. Dropping a state deletes its uploaded file.
-Both limits are read when the page is built (`tab_limits()`), not at import. Gradio's per-event records
-of its queue are bounded once for the process (`interactive_ir.ui.serving.process`).
+Gradio's queue also keeps two records per tab that ever sent an event (a message queue, kept for the last
+2,000 tabs, and a set of pending event ids, kept for every tab for ever: about 3.6 KB a tab, issue 29);
+closing a tab drops those too (`forget_queue_records`). Both limits are read when the page is built
+(`tab_limits()`), not at import. Gradio's per-event records of its queue are bounded once for the process
+(`interactive_ir.ui.serving.process`).
 """
 
 from __future__ import annotations
@@ -43,14 +46,41 @@ def drop_tab(value) -> None:
         value.upload = ""
 
 
+def forget_queue_records(queue, session: str) -> bool:
+    """Drop a closed tab's records in Gradio's queue (`Blocks._queue`): its set of pending event ids and its
+    message queue, unless an event of the tab is still pending (its answer is then still to be read; Gradio
+    drops them itself when that stream ends). Run on the server's event loop, where Gradio changes them.
+    Returns whether they were dropped."""
+    pending, messages = queue.pending_event_ids_session, queue.pending_messages_per_session
+    if pending.get(session):
+        return False
+    pending.pop(session, None)
+    messages.pop(session, None)
+    return True
+
+
+def _on_event_loop(fn, *args):
+    """`fn(*args)` on the server's event loop when called from one of its worker threads (where Gradio runs
+    a plain function listener), else here (a test, or no server)."""
+    import anyio.from_thread
+
+    try:
+        return anyio.from_thread.run_sync(fn, *args)
+    except RuntimeError:  # not a worker thread of an event loop
+        return fn(*args)
+
+
 def on_tab_closed(request) -> None:
-    """`demo.unload(...)`: the tab closed; drop its state (calling `drop_tab`) and Gradio's record of it now,
-    not an hour later."""
+    """`demo.unload(...)`: the tab closed; drop its state (calling `drop_tab`) and Gradio's records of it now
+    (its session record, and its queue records: `forget_queue_records`), not an hour (or never) later."""
     session = getattr(request, "session_hash", None)
     app = getattr(getattr(request, "request", None), "app", None)
     holder = getattr(app, "state_holder", None)
     if not session or holder is None:
         return
+    queue = getattr(getattr(app, "get_blocks", lambda: None)(), "_queue", None)
+    if queue is not None and hasattr(queue, "pending_event_ids_session"):
+        _on_event_loop(forget_queue_records, queue, session)
     try:
         holder.delete_state(session)
         with holder.lock:
