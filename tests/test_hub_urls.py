@@ -278,6 +278,8 @@ def test_a_url_index_pushed_to_the_hub_loads_without_its_urls(hub, images, tmp_p
     view = pull_index("hf://alice/pd-index")
     idx = load_index(view)
     assert len(idx) == 6 and all(Path(idx.image_file(r)).is_file() for r in range(len(idx)))
+    pulled = [json.loads(line) for line in (view / "columns.jsonl").read_text().splitlines()]
+    assert len(pulled) == 6 and all(c["url"].startswith("http://127.0.0.1") for c in pulled)  # each copy's URL
     assert main(["search", "--index", "hf://alice/pd-index", "--text", "picture 3", "-k", "3", "--json"]) == 0
 
 

@@ -294,13 +294,15 @@ def _verify(path: Path, info: dict, name: str, spec: str) -> None:
 
 
 def _download_images(repo: str, repo_type: str, commit: str, spec: str) -> None:
+    """The index's images, and the dataset's other columns (`columns.jsonl`: an image's URL, licence ...) when
+    the index was built from a dataset."""
     from huggingface_hub import HfApi
 
     from interactive_ir.backends.hub import hub_endpoint, hub_token
 
     try:
         names = [f for f in HfApi(endpoint=hub_endpoint(), token=hub_token()).list_repo_files(
-            repo, repo_type=repo_type, revision=commit) if f.startswith("images/")]
+            repo, repo_type=repo_type, revision=commit) if f.startswith("images/") or f == COLUMNS_FILE]
     except Exception as e:  # noqa: BLE001
         _raise_hub(e, f"the Hub index {spec}")
     with ThreadPoolExecutor(DOWNLOAD_THREADS) as pool:
@@ -320,6 +322,8 @@ def _write_view(view: Path, snapshot: Path, manifest: dict) -> None:
     tmp.mkdir(parents=True)
     for name in manifest["files"]:
         (tmp / name).symlink_to(snapshot / name)
+    if (snapshot / COLUMNS_FILE).is_file():
+        (tmp / COLUMNS_FILE).symlink_to(snapshot / COLUMNS_FILE)
     images = snapshot / "images"
     images.mkdir(exist_ok=True)
     blobs = Path(os.path.realpath(snapshot.parent.parent / "blobs"))
