@@ -251,15 +251,17 @@ def log_big_objects(at_s: float, min_kb: float = 256) -> None:
         time.sleep(at_s)
         gc.collect()
         big = []
+        seen: set[int] = set()
         for o in gc.get_objects():
             try:
                 size = sys.getsizeof(o)
                 if size >= min_kb * 1024:
                     big.append((size, o))
-                if isinstance(o, (dict, list, tuple)):
-                    for v in (o.values() if isinstance(o, dict) else o):
-                        if isinstance(v, (str, bytes, bytearray)) and sys.getsizeof(v) >= min_kb * 1024:
-                            big.append((sys.getsizeof(v), v))
+                # what it refers to, gc-tracked or not: a dict of strings and numbers is not tracked by gc
+                for v in gc.get_referents(o):
+                    if not gc.is_tracked(v) and sys.getsizeof(v) >= min_kb * 1024 and id(v) not in seen:
+                        seen.add(id(v))
+                        big.append((sys.getsizeof(v), v))
             except Exception:  # noqa: BLE001 - a diagnostic: odd objects are skipped
                 continue
         big.sort(key=lambda x: -x[0])

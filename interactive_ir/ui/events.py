@@ -12,7 +12,6 @@ concurrency group and show what they are doing.
 import contextvars
 import logging
 import re
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent import futures
@@ -26,11 +25,13 @@ from interactive_ir.ui import handlers, render, signin, work
 from interactive_ir.ui.handlers import Modes, modes
 from interactive_ir.ui.serving.tabs import on_tab_closed
 from interactive_ir.ui.state import UIState
+from interactive_ir.ui.step_threads import StepThreads
 
 log = logging.getLogger(__name__)
 
 TICK_S = 1.0  # how often the status line's timer moves while a model step runs
 POLL_S = 0.2  # how often a waiting step checks whether its job is done or no longer wanted
+STEP_THREADS = StepThreads(idle_s=120.0)  # the threads model steps run on, reused (ui/step_threads.py)
 DESC_FIRST = "Describe the image you are looking for"
 DESC_AGAIN = "A new description starts a new search"  # short: narrowing the results is said by the status line
 QUESTIONS_OFF = ("The system does not ask questions in this demo. Mark results you like, or pick one as a "
@@ -208,7 +209,8 @@ def on_choose(ctx: PageContext, st: UIState, evt: gr.EventData):
 
 
 def in_background(fn, *args) -> futures.Future:
-    """Run `fn(*args)` in a thread (with the caller's context variables), so the page can show a timer."""
+    """Run `fn(*args)` on a thread of `STEP_THREADS` (with the caller's context variables), so the page can show
+    a timer."""
     job: futures.Future = futures.Future()
     ctx = contextvars.copy_context()
 
@@ -219,7 +221,7 @@ def in_background(fn, *args) -> futures.Future:
             except BaseException as e:  # handed to the waiting event
                 job.set_exception(e)
 
-    threading.Thread(target=run, name="iir-model-step", daemon=True).start()
+    STEP_THREADS.submit(run)
     return job
 
 
