@@ -30,6 +30,8 @@ def app_server(tmp_path, monkeypatch):
 
     monkeypatch.setenv("IIR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    # a closed tab is noticed at the heartbeat stream's next line: each second here, not Gradio's 15 s
+    monkeypatch.setenv("GRADIO_HEARTBEAT_INTERVAL", "1")
     monkeypatch.delenv("GRADIO_ANALYTICS_MAX_EVENTS", raising=False)
     monkeypatch.delenv("GRADIO_ANALYTICS_CACHE_FREQUENCY", raising=False)
     monkeypatch.setenv("IIR_MALLOC_ARENAS", "0")  # glibc's arenas: this test process's own

@@ -150,8 +150,10 @@ def test_the_question_step_does_not_hold_the_participant(tiny, tmp_path):
             self.entered, self.release = threading.Event(), threading.Event()
 
         def _reply(self, prompt):
-            self.entered.set()
-            assert self.release.wait(20)
+            held = not self.entered.is_set()  # only the question being written is held; the feedback round's
+            self.entered.set()  # own model step (its keywords) goes through, as it would beside a slow question
+            if held:
+                assert self.release.wait(20)
             return super()._reply(prompt)
 
     r, ids, caps = tiny
