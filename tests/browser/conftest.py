@@ -8,14 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from app_server import app_process, free_port, wait_until_up
 from pageobj import K
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,27 +19,6 @@ CHROMIUM = "/usr/bin/chromium"
 SHOTS = ROOT / "artifacts" / "screenshots"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--no-first-run", "--disable-sync"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until_up(url: str, proc: subprocess.Popen | None = None, log: Path | None = None, timeout: float = 120) -> None:
-    end = time.time() + timeout
-    while time.time() < end:
-        if proc is not None and proc.poll() is not None:
-            tail = log.read_text()[-3000:] if log and log.exists() else ""
-            raise RuntimeError(f"the app exited with code {proc.returncode}:\n{tail}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)  # wait-ok: polling the server until it answers
-    raise RuntimeError(f"the app did not answer at {url} within {timeout:.0f} s")
 
 
 @pytest.fixture(scope="session")
@@ -74,22 +49,8 @@ def app_env(tmp_path_factory) -> dict:
 @pytest.fixture(scope="session")
 def app_url(browser, app_env):
     """`python app.py` on the demo gallery (fake:32 embedder, fake LLM and VLM), as a user would start it."""
-    port = free_port()
-    log = Path(app_env["IIR_TMP"]) / "app.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--host", "127.0.0.1", "--port", str(port),
-                                 "-k", str(K)], cwd=ROOT, env=app_env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        wait_until_up(url, proc, log)
+    with app_process(["-k", str(K)], app_env, Path(app_env["IIR_TMP"]) / "app.log") as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 @contextlib.contextmanager

@@ -5,12 +5,12 @@ port serves the photo page, the tab reloads onto it, and it shows the photos wit
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, free_port, wait_until_up
+from app_server import app_process
+from conftest import ROOT
 from pageobj import TIMEOUT_MS, AppPage, K, expect
 
 pytestmark = pytest.mark.browser
@@ -39,21 +39,11 @@ def photo_app(browser, app_env, tmp_path_factory):
     env = {k: v for k, v in app_env.items() if k not in ("HF_HUB_OFFLINE", "HF_TOKEN", "IIR_INDEX")}
     env.update(SPACE_ID="standin/iir-demo", HF_ENDPOINT=url, HF_HOME=str(tmp / "hf"), IIR_PHOTO_COUNT=str(N),
                IIR_INDICES_DIR=str(tmp / "indices"), IIR_CACHE_DIR=str(tmp / "cache"), IIR_LLM="none")
-    port = free_port()
     log = tmp / "app.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--host", "127.0.0.1", "--port", str(port),
-                                 "-k", str(K)], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
-        wait_until_up(f"http://127.0.0.1:{port}/", proc, log)
-        yield f"http://127.0.0.1:{port}/", log
+        with app_process(["-k", str(K)], env, log) as url:
+            yield url, log
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
         hub.stop()
 
 

@@ -11,6 +11,7 @@ import pytest
 from pageobj import AppPage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from app_server import stop_app  # noqa: E402
 from hub_standin import StandInHub  # noqa: E402
 from llm_standin import StandInLLM  # noqa: E402
 from test_sign_in import serve_app  # noqa: E402
@@ -54,7 +55,6 @@ def test_a_visitor_signs_in_and_their_token_asks_the_questions(browser, tmp_path
             phone.close()
     finally:
         ctx.close()
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop_app(proc)
         hub.stop()
         llm.stop()

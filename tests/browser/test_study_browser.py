@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import sqlite3
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -20,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from app_server import app_process
 
 pytestmark = pytest.mark.browser
 
@@ -35,47 +33,13 @@ def expect(locator):
     return _expect(locator)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_up(url: str, proc: subprocess.Popen, log: Path, timeout: float = 180) -> None:
-    end = time.time() + timeout
-    while time.time() < end:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the app exited with code {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)  # wait-ok: polling the server until it answers
-    raise RuntimeError(f"the study app did not answer at {url}")
-
-
 def _serve_study(app_env, tmp: Path, study_yaml: str, study_id: str):
     """`python app.py --study` on `study_yaml`; yields (url, the study's sqlite log)."""
     study = tmp / "study.yaml"
     study.write_text(study_yaml)
     env = {**app_env, "IIR_STUDY_DIR": str(tmp / "data"), "IIR_STUDY_ADMIN_PASSWORD": ADMIN_PASSWORD}
-    port = _free_port()
-    log = tmp / "app.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--study", str(study), "--host", "127.0.0.1",
-                                 "--port", str(port)], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        _wait_up(url, proc, log)
+    with app_process(["--study", str(study)], env, tmp / "app.log", timeout=180) as url:
         yield url, tmp / "data" / f"{study_id}.sqlite"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 @pytest.fixture(scope="module")

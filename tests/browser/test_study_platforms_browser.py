@@ -7,13 +7,11 @@ Each test starts `python app.py --study FILE` on the demo gallery with fake mode
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import free_port, wait_until_up
+from app_server import app_process
 
 pytestmark = pytest.mark.browser
 
@@ -34,21 +32,8 @@ def study_app(app_env, tmp: Path, text: str):
     study.write_text(text)
     env = {**app_env, "IIR_STUDY_DIR": str(tmp / "data")}
     env.pop("IIR_STUDY_ADMIN_PASSWORD", None)
-    port = free_port()
-    log = tmp / "app.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--study", str(study), "--host", "127.0.0.1",
-                                 "--port", str(port)], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        wait_until_up(f"http://127.0.0.1:{port}/", proc, log, timeout=180)
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+    with app_process(["--study", str(study)], env, tmp / "app.log", timeout=180) as url:
+        yield url
 
 
 def _one_task(page):

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "bench_turn.py"
 TINY = ["--size", "2000", "--sessions", "1", "--turns", "2", "--styles", "sample"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from iir_testutils import query_modes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from interactive_ir.commands import config_cmd
 from interactive_ir.errors import BadInputError
 from iir_testutils import query_modes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "interactive_ir"
 
 

@@ -21,7 +21,7 @@ from interactive_ir.cli import main
 from interactive_ir.evaluation.datasets.msrvtt import make_msrvtt_queries, pick_frames, read_annotations
 from interactive_ir.errors import BadInputError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 TOPICS = ["cooking pasta in a kitchen", "playing football on grass", "singing on a stage", "driving a red car",
           "swimming in a pool", "talking to a news camera", "dancing at a party", "riding a horse"]
 BASE = [(200, 40, 40), (40, 180, 40), (40, 40, 200), (220, 200, 30), (30, 200, 210), (150, 60, 170),

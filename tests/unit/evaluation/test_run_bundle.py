@@ -21,7 +21,7 @@ from interactive_ir.study.config import parse_study
 from interactive_ir.study.log import StudyLog, open_readonly
 from interactive_ir.study.runner import StudyRunner
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "bench" / "bundle_example"
+EXAMPLE = Path(__file__).resolve().parents[3] / "bench" / "bundle_example"
 SCORED = ("bri", "hits@1", "hits@5", "hits@10", "mrr@10", "success_rate@10", "rounds_to_success@10", "best_rank")
 
 

@@ -18,7 +18,7 @@ from interactive_ir.modes.conversation.plugir.config import PlugIRConfig, resolv
 from interactive_ir.modes.entries import UnknownMethodError, UnknownModeError
 from iir_testutils import query_modes
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 WITH_METHODS = ("conversation", "feedback", "composed")
 
 

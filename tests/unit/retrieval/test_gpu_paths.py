@@ -24,8 +24,8 @@ from interactive_ir.retrieval import search_device as sd
 from interactive_ir.retrieval.retriever import Retriever, SearchConfig
 from iir_testutils import query_modes
 
-ROOT = Path(__file__).resolve().parents[1]
-FAKE_SPACES = Path(__file__).resolve().parent / "fakes" / "zerogpu"
+ROOT = Path(__file__).resolve().parents[3]
+FAKE_SPACES = Path(__file__).resolve().parents[2] / "fakes" / "zerogpu"
 
 
 @pytest.fixture(scope="module")

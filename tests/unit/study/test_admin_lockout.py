@@ -142,7 +142,7 @@ def test_forwarded_for_is_believed_only_from_configured_proxies(monkeypatch, pro
 
 
 def test_a_weak_admin_password_is_refused_before_any_model_loads(monkeypatch, tmp_path):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
     import app
     import interactive_ir.ui.startup as startup
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 DEMO = ROOT / "assets" / "demo"
 MANIFEST = DEMO / "manifest.jsonl"
 SCRIPT = ROOT / "scripts" / "make_demo_gallery.py"

@@ -12,7 +12,7 @@ from test_hub_index import hub  # noqa: F401  (the stand-in Hub fixture)
 
 from interactive_ir.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 REPO = "alice/iir-demo-index"
 
 

@@ -48,7 +48,7 @@ def test_app_py_refuses_a_bad_arena_setting_before_loading_anything(monkeypatch,
     import importlib.util
     from pathlib import Path
 
-    spec = importlib.util.spec_from_file_location("iir_app", Path(__file__).resolve().parent.parent / "app.py")
+    spec = importlib.util.spec_from_file_location("iir_app", Path(__file__).resolve().parents[3] / "app.py")
     app = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(app)
     monkeypatch.setenv("IIR_MALLOC_ARENAS", "lots")

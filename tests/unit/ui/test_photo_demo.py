@@ -19,7 +19,7 @@ from photo_standin import REPO, sample_rows, serve_docci
 from interactive_ir.ui import demo
 from interactive_ir.ui.photos.config import Decision, PhotoDemoConfig, decide, photo_demo_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 N = 8  # photos in the stand-in dataset
 
 

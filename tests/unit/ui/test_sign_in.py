@@ -4,6 +4,7 @@ OpenAI-compatible stand-in for the router on 127.0.0.1 that records the Authoriz
 from __future__ import annotations
 
 import pytest
+from app_server import start_app, stop_app
 from iir_testutils import query_modes
 from llm_standin import StandInLLM
 
@@ -180,42 +181,16 @@ def test_the_page_says_which_applies():
 
 
 # --- the whole path: `python app.py --sign-in on` with Gradio's local mock of the sign-in -------------------
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def serve_app(tmp_path, env_extra: dict, *flags: str):
     """`python app.py` on the demo gallery (fake:32 embedder) at a free port: (process, URL, log path)."""
     import os
-    import subprocess
-    import sys
-    import time
-    import urllib.request
-    from pathlib import Path
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("IIR_", "OAUTH_", "SPACE_", "HF_"))}
     env.update(IIR_BELIEF_ON_PAGE="0", IIR_EMBEDDER="fake:32", IIR_INDICES_DIR=str(tmp_path / "ind"), IIR_CACHE_DIR=str(tmp_path / "cache"),
                GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1", HF_HOME=str(tmp_path / "hf"), **env_extra)
-    root = Path(__file__).resolve().parents[1]
-    port, log = free_port(), tmp_path / "app.log"
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, str(root / "app.py"), "--host", "127.0.0.1", "--port", str(port),
-                                 *flags], cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url, end = f"http://127.0.0.1:{port}", time.time() + 120
-    while True:
-        if proc.poll() is not None or time.time() > end:
-            proc.kill()
-            raise AssertionError(log.read_text()[-3000:])
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            return proc, url, log
-        except OSError:
-            time.sleep(0.3)
+    log = tmp_path / "app.log"
+    proc, url = start_app(list(flags), env, log)
+    return proc, url.rstrip("/"), log
 
 
 def elem_ids(config: dict) -> set[str]:
@@ -254,8 +229,7 @@ def test_the_app_signs_a_visitor_in_with_gradios_mock_and_routes_their_token(tmp
         assert llm.auths and set(llm.auths) == {"Bearer mock-oauth-token-for-local-dev"}  # theirs, never OWNER's
         assert "mock-oauth-token-for-local-dev" not in log.read_text()  # never logged
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop_app(proc)
         hub.stop()
         llm.stop()
 
@@ -334,8 +308,7 @@ def test_an_expired_sign_in_is_said_in_plain_words_while_picture_questions_go_on
         fresh = Client(url, headers={"Cookie": cookie}, verbose=False)  # signing in again: their own quota
         assert "Signed in as **standin-user**" in fresh.predict(api_name="/sign_in_note")
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop_app(proc)
         hub.stop()
         llm.stop()
 
@@ -390,7 +363,6 @@ def test_the_study_page_of_a_hugging_face_study_has_the_sign_in_button(tmp_path)
                 assert ("iir-study-login" in elem_ids(httpx.get(f"{url}/config").json())) is expected, \
                     log.read_text()[-2000:]
             finally:
-                proc.terminate()
-                proc.wait(timeout=30)
+                stop_app(proc)
     finally:
         hub.stop()

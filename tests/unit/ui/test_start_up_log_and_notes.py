@@ -54,7 +54,7 @@ def test_version_flags():
 
     from interactive_ir import __version__
 
-    app = str(Path(__file__).resolve().parents[1] / "app.py")
+    app = str(Path(__file__).resolve().parents[3] / "app.py")
     for cmd in ([sys.executable, "-m", "interactive_ir", "--version"], [sys.executable, app, "--version"]):
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
         assert out.stdout.strip() == f"interactive_ir {__version__}"

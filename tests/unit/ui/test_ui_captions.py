@@ -10,7 +10,7 @@ import pytest
 
 from interactive_ir.ui.captions import ELLIPSIS, cut, plain_caption
 
-MANIFEST = Path(__file__).resolve().parents[1] / "assets" / "demo" / "manifest.jsonl"
+MANIFEST = Path(__file__).resolve().parents[3] / "assets" / "demo" / "manifest.jsonl"
 
 
 def _manifest_captions() -> list[str]:

@@ -556,7 +556,7 @@ def _app_module():
     import importlib.util
     from pathlib import Path
 
-    spec = importlib.util.spec_from_file_location("iir_app", Path(__file__).resolve().parent.parent / "app.py")
+    spec = importlib.util.spec_from_file_location("iir_app", Path(__file__).resolve().parents[3] / "app.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)  # importing app.py builds nothing and serves nothing
     return mod

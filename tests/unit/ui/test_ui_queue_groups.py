@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from iir_testutils import query_modes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 HOLD_S = 60.0  # how long a held handler waits for the state it needs before giving up (only a failing run waits)
 
 
