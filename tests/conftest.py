@@ -1,18 +1,11 @@
-"""The suite's tiers, and shared fixtures: tiny seeded image folders and indices built with the fake embedder.
-
-Tiers are folders: `unit/<folder>/` mirrors `interactive_ir/<folder>/` (a test of a root module such as
-engine.py or config.py sits in `unit/` itself), `integration/` runs real offline models, `system/` runs the
-app as processes (replicas behind nginx, soaks, the benchmark scripts' smoke runs), `browser/` drives the page
-in Chromium; the tests in `tests/` itself guard the suite and the repository (layout, skips, waits). Each
-test gets its tier's marker from its folder (`TIER_MARKERS`), so the fast command
-`python -m pytest -m "not integration and not browser and not system"` can miss none.
-"""
+"""Shared fixtures (tiny seeded image folders and indices built with the fake embedder) and the suite's tiers:
+each test gets its tier folder's marker (tests/tiers.py), so the fast command
+`python -m pytest -m "not integration and not browser and not system"` can miss none."""
 
 from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -23,25 +16,15 @@ import pytest
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from iir_testutils import build_tiny, photo_data, photo_rows
 from skip_policy import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401 (hooks: CI fails on a skip)
+from tiers import folders_with_tests, tier_of
 
-TESTS = Path(__file__).resolve().parent
-TIER_MARKERS = {"integration": "integration", "system": "system", "browser": "browser"}  # tier folder: marker
 # Test modules import the helpers here (iir_testutils, app_server, the stand-ins) and a few of each other's
 # fixtures (`from test_index_kinds import write_index`) by module name, whatever folder they sit in: every folder
 # that holds tests is on sys.path, as pytest's default import mode puts a test's own folder there. The names are
 # unique across folders (test_suite_layout.py checks it).
-for _folder in sorted({f.parent for f in TESTS.rglob("test_*.py")} - {TESTS}):
+for _folder in folders_with_tests():
     if str(_folder) not in sys.path:
         sys.path.append(str(_folder))
-
-
-def tier_of(path: Path) -> str | None:
-    """The marker a test file gets from its tier folder (None for unit/ and for tests/ itself)."""
-    try:
-        first = Path(path).resolve().relative_to(TESTS).parts[0]
-    except ValueError:
-        return None
-    return TIER_MARKERS.get(first)
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
