@@ -64,7 +64,8 @@ def test_side_by_side_places_images_left_to_right_at_one_height():
     assert side_by_side([RED]).size == RED.size
 
 
-def test_hf_spec_errors():
+def test_hf_spec_errors(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # restored at teardown: with the hub unreachable make_vlm goes offline
     with pytest.raises(BadInputError, match="hf:REPO_OR_DIR"):
         make_vlm("hf:")
     with pytest.raises(BadInputError, match="unknown hf VLM task"):
