@@ -29,7 +29,7 @@ def _seen(st) -> set[str]:
 def test_a_search_runs_on_the_belief_and_asks_its_own_question(started):
     engine, st = started
     s = st.session
-    assert s.meta["belief"] is True and len(s.last.shown) == K
+    assert s.on_belief and s.to_dict()["meta"]["belief"] is True and len(s.last.shown) == K
     assert s.question is not None and s.question.kind == "open"  # no LLM question, though an LLM is there
     html = render.results_html(engine, st)
     assert 'data-action="like"' in html  # "More like this": on the belief, a click on the closest

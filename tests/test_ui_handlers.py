@@ -627,10 +627,10 @@ def test_deferring_respects_sessions_without_questions(engine, engine_no_llm):
     assert not st.question_due  # no LLM: nothing to ask
     st = h.start(engine, UIState(), "a red dog", defer_question=True)
     h.ask_question(engine, st)
-    st.session.meta["ask_questions"] = False  # e.g. a study condition without questions
+    st.session.options.ask_questions = False  # e.g. a study condition without questions
     h.toggle_mark(engine, st, st.current_ids[0], True)
     h.feedback(engine, st, "expand", defer_question=True)
-    assert not st.question_due and st.session.meta["ask_questions"] is False
+    assert not st.question_due and st.session.options.ask_questions is False
 
 
 def test_a_refused_deferred_step_changes_nothing(started):

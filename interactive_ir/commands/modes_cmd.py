@@ -20,7 +20,8 @@ def mode_rows() -> list[tuple[str, ...]]:
     from interactive_ir.modes import registry
 
     return [(m.name, m.label, m.description,
-             f"{m.config.__name__} ({m.section})" if m.config is not None else "the engine's",
+             (f"{m.config.__name__} ({m.section})" if m.section else m.config.__name__) if m.config is not None
+             else "the engine's",
              f"{m.best} / {m.plain}" if m.best or m.plain else "-")
             for m in registry.modes()]
 

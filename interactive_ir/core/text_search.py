@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from interactive_ir.config import DEFAULT_K, MAX_TEXT_CHARS
+from interactive_ir.core.options import SessionOptions
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.errors import BackendError, BadInputError, SessionError
 from interactive_ir.retrieval.retriever import Retriever, check_query_text
@@ -95,9 +96,9 @@ class TextSearch:
             raise BadInputError(str(e).replace("the query", f"the {what}")) from None
 
     def hides_seen(self, session: Session) -> bool:
-        """Whether this session's rounds show only unseen images: its own choice, `session.meta["hide_seen"]`
+        """Whether this session's rounds show only unseen images: its own choice, `session.options.hide_seen`
         (the web page's per-tab option), else `EngineConfig.hide_seen`."""
-        own = session.meta.get("hide_seen")
+        own = session.options.hide_seen
         return self.config.hide_seen if own is None else bool(own)
 
     def exclude_for(self, session: Session, page: bool = False, before: Turn | None = None) -> list[str]:
@@ -232,8 +233,9 @@ class TextSearch:
         return turn
 
     # --- plain text search (no LLM) ----------------------------------------------------------
-    def new_session(self, **meta) -> Session:
-        return Session(meta=dict(meta))
+    def new_session(self, options: SessionOptions | None = None, **meta) -> Session:
+        """A new search: `options` (its mode, questions, hide seen), `meta` its data (source, target, ...)."""
+        return Session(meta=dict(meta), options=options if options is not None else SessionOptions())
 
     def search_text(self, session: Session, text: str, kind: str = "search") -> Turn:
         """Retrieve for `text` as this round's query (the description on round 0)."""
