@@ -5,7 +5,7 @@ it; `apply_env` fills fields from `<PREFIX><FIELD_NAME_UPPER>` environment varia
 from CLI flags, both with `dataclasses.replace`. `SECTIONS` lists those dataclasses (explicitly, by
 "module:Class", imported only when asked for: this module is the bottom layer) and `ENV_VARS` the variables
 read outside them; `settings()` turns both into rows, which `python -m interactive_ir config` prints and
-the README's settings table is generated from. Nothing here reads the environment at import.
+the settings table of docs/settings.md is generated from. Nothing here reads the environment at import.
 """
 
 from __future__ import annotations
