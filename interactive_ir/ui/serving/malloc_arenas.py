@@ -1,6 +1,6 @@
 """One glibc malloc arena for the web app's process: the last of the per-event memory growth (issue 15).
 
-Once Python-level state was bounded (ui/session_ids.py, ui/tabs.py), the app's RSS still grew about
+Once Python-level state was bounded (ui/serving/session_ids.py, ui/serving/tabs.py), the app's RSS still grew about
 11 MB per 10,000 events while Python's live blocks and malloc's in-use bytes stayed flat: the growth was
 free memory kept inside glibc's per-thread arenas (Gradio runs handlers in a pool of worker threads, the
 model steps in threads of their own, and each thread may get an arena; freed chunks scattered over up to
