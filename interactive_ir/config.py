@@ -5,7 +5,7 @@ it; `apply_env` fills fields from `<PREFIX><FIELD_NAME_UPPER>` environment varia
 from CLI flags, both with `dataclasses.replace`. `SECTIONS` lists those dataclasses (explicitly, by
 "module:Class", imported only when asked for: this module is the bottom layer) and `ENV_VARS` the variables
 read outside them; `settings()` turns both into rows, which `python -m interactive_ir config` prints and
-the README's settings table is generated from. Nothing here reads the environment at import.
+the settings table of docs/settings.md is generated from. Nothing here reads the environment at import.
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("IIR_GRADIO_SESSION_FIX", "0: leave Gradio's per-tab session records growing (to measure the fix)",
            "ui/serving/session_ids.py", "1"),
     EnvVar("IIR_STUDY_ADMIN_PASSWORD", "password of a study's /admin page (off when unset; weak ones refused)",
-           "study/admin_ui.py, study/ui.py", secret=True),
+           "study/page/admin.py, study/ui.py", secret=True),
     EnvVar("PORT", "port of the web app (also GRADIO_SERVER_PORT; --port overrides it)", "ui/startup.py",
            default_of="interactive_ir.ui.startup:AppConfig.port"),
     EnvVar("GRADIO_SERVER_NAME", "interface the web app listens on (--host overrides it)", "ui/startup.py",

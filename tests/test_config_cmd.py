@@ -192,16 +192,16 @@ def test_markdown_is_the_defaults_whatever_the_environment(clean_env, capsys):
     assert "20" not in out.split("| `IIR_K` |")[1].split("\n")[0]
 
 
-# --- the README -----------------------------------------------------------------------------------------
-def test_the_readme_table_is_the_generated_one():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = config_cmd.between_markers(readme)
-    assert table, "README.md has no settings table markers"
+# --- docs/settings.md --------------------------------------------------------------------------------
+def test_the_settings_page_table_is_the_generated_one():
+    page = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    table = config_cmd.between_markers(page)
+    assert table, "docs/settings.md has no settings table markers"
     assert table == config_cmd.markdown(config.settings({})), \
-        "the README's settings table drifted: run `python -m interactive_ir config --readme README.md`"
+        "the settings table of docs/settings.md drifted: run `python -m interactive_ir config --readme`"
 
 
-def test_every_iir_name_in_the_code_and_the_readme_is_in_the_table():
+def test_every_iir_name_in_the_code_and_the_docs_is_in_the_table():
     def names(text: str) -> set[str]:
         return {n for n in re.findall(r"\bIIR_[A-Z0-9_]+", text) if not n.endswith("_")}  # not prefixes
 
@@ -209,11 +209,26 @@ def test_every_iir_name_in_the_code_and_the_readme_is_in_the_table():
     table = {r.env for r in config.settings({})}
     assert len(in_code) > 30
     assert in_code <= table, f"read in the code, missing from config.ENV_VARS or SECTIONS: {sorted(in_code - table)}"
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert names(readme) <= table, f"named in README.md, but no setting: {sorted(names(readme) - table)}"
-    assert in_code <= names(config_cmd.between_markers(readme))
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        # the benchmark scripts' own variables (bench/soak.py's IIR_SOAK_*, IIR_BENCH_CODE) are no app setting
+        named = {n for n in names(doc.read_text(encoding="utf-8")) if not n.startswith(("IIR_SOAK_", "IIR_BENCH_"))}
+        assert named <= table, f"named in {doc.relative_to(ROOT)}, but no setting: {sorted(named - table)}"
+    assert in_code <= names(config_cmd.between_markers((ROOT / "docs" / "settings.md").read_text(encoding="utf-8")))
 
 
+def test_readme_option_without_a_file_rewrites_docs_settings(tmp_path, monkeypatch, capsys):
+    page = tmp_path / "settings.md"
+    page.write_text(f"# Settings\n\n{config_cmd.BEGIN}\nold table\n{config_cmd.END}\n")
+    monkeypatch.setattr(config_cmd, "SETTINGS_DOC", page)
+    assert main(["config", "--readme"]) == 0
+    assert f"{page}: settings table rewritten" in capsys.readouterr().out
+    text = page.read_text()
+    assert text.startswith("# Settings\n\n") and "old table" not in text
+    assert config_cmd.between_markers(text) == config_cmd.markdown(config.settings({}))
+
+
+def test_the_default_settings_page_is_the_repositorys():
+    assert config_cmd.SETTINGS_DOC == ROOT / "docs" / "settings.md"
 def test_readme_option_rewrites_between_the_markers_only(tmp_path, capsys):
     doc = tmp_path / "DOC.md"
     doc.write_text(f"# title\n\n{config_cmd.BEGIN}\nold table\n{config_cmd.END}\n\nafter\n")
