@@ -99,11 +99,6 @@ class Engine(OnCore):
         return self.belief_mode.belief_config
 
     @property
-    def belief_rounds(self) -> BeliefMode:
-        """The belief mode (its name before it joined the mode table)."""
-        return self.belief_mode
-
-    @property
     def mode_configs(self) -> dict:
         """The mode configs by name, as `build_engine` takes them (a copy)."""
         return {"plugir": self.plugir_config, "feedback": self.feedback_config, "composed": self.composed_config}
