@@ -81,11 +81,11 @@ def start(argv=None):
     except RuntimeError as e:
         return _error(e, 2)
     args = parse_args(argv)
+    from interactive_ir.assembly.options import app_config
     from interactive_ir.backends.visitor_llm import sign_in_config
     from interactive_ir.errors import IIRError
     from interactive_ir.ui.photos.config import photo_demo_config
     from interactive_ir.ui.serving.process import install
-    from interactive_ir.assembly.options import app_config
 
     try:
         cfg = app_config(**{k: v for k, v in vars(args).items()})

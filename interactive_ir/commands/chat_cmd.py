@@ -34,9 +34,8 @@ HELP = """commands:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from interactive_ir.modes.conversation.plugir.config import QUESTION_STYLES
-
     from interactive_ir.assembly.specs import DEFAULT_LLM_HELP, NO_MODEL_HELP
+    from interactive_ir.modes.conversation.plugir.config import QUESTION_STYLES
 
     p.add_argument("--index", required=True, type=Path, help="index folder, or hf://USER/NAME[@REVISION] (a Hub index)")
     p.add_argument("--llm", default=None, help="LLM spec, e.g. openai:gpt-4o-mini, transformers:smollm2, fake "
