@@ -244,3 +244,21 @@ def test_the_page_start_up_composes_nothing_itself():
                or m in ("interactive_ir.backends.make_llm", "interactive_ir.backends.make_vlm")]
         assert not bad, f"{path.name} composes {bad} itself: use interactive_ir.assembly"
     assert not (PKG / "ui" / "demo.py").exists()
+
+
+def test_a_page_step_gets_its_llm_from_the_assembly():
+    """ui.work picks each step's LLM through `assembly.step_llm`: the owner's with sign-in off, cancellable."""
+    from interactive_ir.assembly.step_llm import cancellable, visitor_llm
+    from interactive_ir.backends.cancel import CancelToken
+    from interactive_ir.errors import Cancelled
+
+    owner = FakeLLM()
+    assert visitor_llm(owner, None, None) is owner and visitor_llm(None, None, None) is None
+    assert cancellable(None, CancelToken()) is None
+    token = CancelToken()
+    llm = cancellable(owner, token)
+    assert llm.generate(["a red square?"]) and llm.spec == owner.spec
+    token.cancel()
+    with pytest.raises(Cancelled):
+        llm.generate(["a red square?"])
+    assert "interactive_ir.assembly.step_llm" in _imports(PKG / "ui" / "work.py")
