@@ -262,3 +262,26 @@ def test_a_page_step_gets_its_llm_from_the_assembly():
     with pytest.raises(Cancelled):
         llm.generate(["a red square?"])
     assert "interactive_ir.assembly.step_llm" in _imports(PKG / "ui" / "work.py")
+
+
+def _help(capsys, *argv) -> str:
+    from interactive_ir.cli import main
+
+    with pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_each_command_says_which_llm_it_loads_by_default(capsys):
+    """One default rule, named in the same words by the app, chat and the study's dry run; eval says it differs."""
+    import app
+
+    from interactive_ir.assembly.specs import DEFAULT_LLM_HELP, NO_MODEL_HELP
+
+    with pytest.raises(SystemExit):
+        app.parse_args(["--help"])
+    page = " ".join(capsys.readouterr().out.split())
+    for text in (page, _help(capsys, "chat"), _help(capsys, "study", "simulate")):
+        assert DEFAULT_LLM_HELP in text and f"{NO_MODEL_HELP}" in text
+    eval_help = _help(capsys, "eval")
+    assert DEFAULT_LLM_HELP not in eval_help and "(default: none, unlike the app and chat" in eval_help
