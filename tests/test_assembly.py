@@ -275,7 +275,6 @@ def _help(capsys, *argv) -> str:
 def test_each_command_says_which_llm_it_loads_by_default(capsys):
     """One default rule, named in the same words by the app, chat and the study's dry run; eval says it differs."""
     import app
-
     from interactive_ir.assembly.specs import DEFAULT_LLM_HELP, NO_MODEL_HELP
 
     with pytest.raises(SystemExit):
