@@ -47,6 +47,15 @@ def test_a_spec_comes_from_its_flag_else_its_variable():
     assert given_spec(None, "IIR_CAPTIONER", {}) == ""
 
 
+def test_one_default_embedder_rule():
+    from interactive_ir.assembly.specs import embedder_spec
+    from interactive_ir.config import DEFAULT_EMBEDDER
+
+    assert embedder_spec(None, {}) == embedder_spec("", {}) == DEFAULT_EMBEDDER
+    assert embedder_spec(None, {"IIR_EMBEDDER": "fake:8"}) == "fake:8"
+    assert embedder_spec("fake:16", {"IIR_EMBEDDER": "fake:8"}) == "fake:16"
+
+
 # --- the one default-LLM rule -------------------------------------------------------------------------------
 def _default(monkeypatch, spec):
     monkeypatch.setattr("interactive_ir.backends.llms.default_llm_spec", lambda environ=None: spec)

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from interactive_ir.config import DEFAULT_EMBEDDER, OFFLINE_TEXT_EMBEDDER
+from interactive_ir.assembly.specs import embedder_spec as default_embedder
+from interactive_ir.config import OFFLINE_TEXT_EMBEDDER
 from interactive_ir.errors import BackendError, HubError, IIRError, IndexLoadError
 from interactive_ir.index.credit import Credit
 
@@ -164,7 +165,7 @@ def prepare(index: Path | None = None, embedder_spec: str | None = None,
                 log.info("index %s: %d images", Path(index).resolve(), len(idx))  # the full path for the log only
                 return Setup(Retriever(idx, emb), [f"index {_shown(index)} ({len(idx)} images) with {emb.spec}"])
         notes.append(why)
-    wanted = embedder_spec or os.environ.get("IIR_EMBEDDER") or DEFAULT_EMBEDDER
+    wanted = default_embedder(embedder_spec)
     try:
         emb = _try_embedder(wanted)
     except (IIRError, OSError) as e:

@@ -23,3 +23,12 @@ def given_spec(flag: str | None, env_var: str = "", environ: Mapping[str, str] |
     env = os.environ if environ is None else environ
     spec = flag if flag is not None else (env.get(env_var, "") if env_var else "")
     return "" if is_no_model(spec) else spec.strip()
+
+
+def embedder_spec(given: str | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """The embedder to build an index with: `given`, else IIR_EMBEDDER, else `config.DEFAULT_EMBEDDER` (an index
+    once built keeps its own: `indexes.open_retriever`)."""
+    from interactive_ir.config import DEFAULT_EMBEDDER
+
+    env = os.environ if environ is None else environ
+    return (given or "").strip() or env.get("IIR_EMBEDDER", "").strip() or DEFAULT_EMBEDDER
