@@ -19,11 +19,9 @@ from interactive_ir.errors import BackendUnavailable, IIRError
 
 log = logging.getLogger(__name__)
 
-KINDS = ("llm", "vlm", "captioner", "embedder")  # the kinds of model a spec string names (backends.registry)
-
-
 def make(kind: str, spec: str):
-    """The `kind` backend `spec` names (backends.registry; looked up when called)."""
+    """The `kind` ("llm", "vlm", "captioner" or "embedder") backend `spec` names (`backends.registry`, looked up
+    when called); raises when it cannot be built."""
     from interactive_ir import backends
 
     return {"llm": backends.make_llm, "vlm": backends.make_vlm, "captioner": backends.make_captioner,
