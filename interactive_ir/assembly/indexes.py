@@ -1,6 +1,7 @@
 """An index and its embedder as a `Retriever`, as the commands open it (`search`, `chat`, composed search,
 `eval`): a built folder, or hf://USER/NAME[@REVISION] pulled from the Hub first (its vectors from Milvus where
-IIR_STORE names one: `index.store`); the index's own embedder unless one is given. The app's own choice (the demo gallery when none is given) is `app_index.prepare`."""
+IIR_STORE names one: `index.store`); the index's own embedder unless one is given. The app's own choice (the
+demo gallery when none is given) is `app_index.prepare`."""
 
 from __future__ import annotations
 
