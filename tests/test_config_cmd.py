@@ -157,7 +157,7 @@ def test_each_section_prefix_is_the_one_its_factory_reads(clean_env):
 
 
 def test_config_prints_every_setting_with_its_value(clean_env, capsys):
-    clean_env.setenv("IIR_K", "20")
+    clean_env.setenv("IIR_K", "6")
     clean_env.setenv("IIR_MEDIA_SECRET", "do not print me")
     assert main(["config"]) == 0
     out = capsys.readouterr().out
@@ -165,7 +165,7 @@ def test_config_prints_every_setting_with_its_value(clean_env, capsys):
         assert row.env in out or row.env == ""
         assert row.help[:40] in out
     k_row = next(line for line in out.splitlines() if line.split()[:2] == ["IIR_K", "k"])
-    assert "10" in k_row and "* 20" in k_row and "results shown per round" in k_row
+    assert "20" in k_row and "* 6" in k_row and "results per round on the page" in k_row
     assert "do not print me" not in out and "(set)" in out
     assert "EngineConfig (core/text_search.py)" in out and "PlugIRConfig" in out
 
@@ -183,13 +183,26 @@ def test_changed_shows_only_what_the_environment_changes(clean_env, capsys):
 
 
 def test_markdown_is_the_defaults_whatever_the_environment(clean_env, capsys):
-    clean_env.setenv("IIR_K", "20")
+    clean_env.setenv("IIR_K", "6")
     assert main(["config", "--markdown"]) == 0
     out = capsys.readouterr().out
     assert out == config_cmd.markdown(config.settings({}))
-    assert "| `IIR_K` | `k` | `10` | results shown per round |" in out
+    assert "| `IIR_K` | `k` | `20` | results per round on the page" in out
     assert "summary \\| keywords \\| cot" in out  # a | in a comment does not break the table
-    assert "20" not in out.split("| `IIR_K` |")[1].split("\n")[0]
+    assert "6" not in out.split("| `IIR_K` |")[1].split("\n")[0]
+
+
+def test_iir_k_is_one_setting_with_the_pages_default(capsys):
+    """IIR_K is one row (AppConfig's, 20: what the page shows), and `app.py --help` names the same default."""
+    import app
+
+    rows = [r for r in config.settings({}) if r.env == "IIR_K"]
+    assert [(r.section, r.default) for r in rows] == [("AppConfig", str(config.PAGE_K))]
+    engine_k = next(r for r in config.settings({}) if r.section == "EngineConfig" and r.field == "k")
+    assert engine_k.env == ""  # the engine's k is given by each entry point, never read from IIR_K
+    with pytest.raises(SystemExit):
+        app.parse_args(["--help"])
+    assert f"(default {config.PAGE_K}, IIR_K)" in " ".join(capsys.readouterr().out.split())
 
 
 # --- docs/settings.md --------------------------------------------------------------------------------

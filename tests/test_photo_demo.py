@@ -16,7 +16,7 @@ import pytest
 from hub_standin import StandInHub
 from photo_standin import REPO, sample_rows, serve_docci
 
-from interactive_ir.ui import demo
+from interactive_ir.assembly import app_index as demo
 from interactive_ir.ui.photos.config import Decision, PhotoDemoConfig, decide, photo_demo_config
 
 ROOT = Path(__file__).resolve().parents[1]

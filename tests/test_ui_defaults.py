@@ -16,6 +16,7 @@ from iir_testutils import query_modes
 
 # --- start-up: no LLM rather than SmolLM2 -----------------------------------------------------------
 def test_the_app_loads_no_llm_when_only_smollm2_could_run(tiny_index, monkeypatch):
+    from interactive_ir.assembly.llm_choice import LLMChoice, choose_llm
     from interactive_ir.ui import startup
 
     index = tiny_index[0].index.path
@@ -31,11 +32,11 @@ def test_the_app_loads_no_llm_when_only_smollm2_could_run(tiny_index, monkeypatc
     parts = startup.load_app(startup.app_config(environ={}, index=index, llm="transformers:smollm2"))
     assert built == ["transformers:smollm2"] and parts.engine.llm is not None
     monkeypatch.setenv("IIR_LLM", "transformers:smollm2")
-    assert startup.default_app_llm() == ("transformers:smollm2", "")
+    assert choose_llm() == LLMChoice("transformers:smollm2")
     # a capable default is loaded as before
     monkeypatch.delenv("IIR_LLM")
     monkeypatch.setattr("interactive_ir.backends.llms.default_llm_spec", lambda environ=None: "hf-router:org/m")
-    assert startup.default_app_llm() == ("hf-router:org/m", "")
+    assert choose_llm() == LLMChoice("hf-router:org/m")
 
 
 # --- the refined round: an offer once the person has acted -------------------------------------------

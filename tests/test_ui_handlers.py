@@ -475,8 +475,8 @@ def test_app_config_precedence():
 
 
 def test_optional_models_fail_into_notes():
+    from interactive_ir.assembly.models import load_optional
     from interactive_ir.errors import BackendUnavailable
-    from interactive_ir.ui.startup import load_optional
 
     def broken(spec):
         raise BackendUnavailable("weights missing: pip install them\nsecond line")

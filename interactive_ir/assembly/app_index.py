@@ -1,10 +1,10 @@
-"""Choosing the app's index and models at start-up, building the demo index on first start.
+"""The app's index and its embedder at start-up (`prepare`), building the demo index on first start.
 
 `python app.py` with no `--index` serves the demo gallery in `assets/demo/`. Its index is built on
 first start. When the chosen embedder cannot be loaded (no network, no weights), the app falls back
 to a caption index of the gallery with a text embedder that runs offline, and says why. Where the photo
-demo is on (`ui.photos`), a photo index built before is served instead; a missing one is named in
-`Setup.photos_to_build` (built in the background while the clipart serves).
+demo is on (`ui.photos`, handed in as `prepare`'s `gallery`), a photo index built before is served instead;
+a missing one is named in `Setup.photos_to_build` (built in the background while the clipart serves).
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
-from interactive_ir.config import DEFAULT_EMBEDDER, OFFLINE_TEXT_EMBEDDER
+from interactive_ir.assembly.specs import embedder_spec as default_embedder
+from interactive_ir.config import OFFLINE_TEXT_EMBEDDER
 from interactive_ir.errors import BackendError, HubError, IIRError, IndexLoadError
 from interactive_ir.index.credit import Credit
 
@@ -40,6 +42,16 @@ class Setup:
     notes: list[str] = field(default_factory=list)  # what runs and why, shown on the page and logged
     warned: list[str] = field(default_factory=list)  # the notes already logged as warnings (not logged again)
     photos_to_build: Path | None = None  # the photo index to build in the background (the clipart serves meanwhile)
+
+
+class Served(Protocol):
+    """An index another gallery serves in place of the clipart (`ui.photos.gallery.ServedPhotos`)."""
+
+    retriever: object  # its Retriever
+    notes: list[str]  # what the page says about it
+
+
+Gallery = Callable[[object, Path], tuple[Served | None, Path | None]]  # (embedder, indices dir) -> (served, to build)
 
 
 def _slug(spec: str) -> str:
@@ -135,10 +147,11 @@ def _index_embedder(index, spec: str):
 
 
 def prepare(index: Path | None = None, embedder_spec: str | None = None,
-            progress: Callable[[int, int, str], None] | None = None, photos=None) -> Setup:
-    """Load `index` (with its own embedder unless one is given), or the demo gallery's index. `photos`: the
-    photo demo's `(PhotoDemoConfig, Decision)` when it is on: its index is served when built, else the
-    clipart, with the photo index to build named in the Setup when the decision allows a build."""
+            progress: Callable[[int, int, str], None] | None = None, gallery: Gallery | None = None) -> Setup:
+    """Load `index` (with its own embedder unless one is given), or the demo gallery's index. `gallery`: where
+    the photo demo is on, `gallery(embedder, indices_dir())` gives (a `Served` index or None, the photo index
+    folder to build or None): a served one is served, else the clipart, with the folder to build named in the
+    Setup."""
     from interactive_ir.backends import make_embedder
     from interactive_ir.index import load_index
     from interactive_ir.retrieval.retriever import Retriever
@@ -152,7 +165,7 @@ def prepare(index: Path | None = None, embedder_spec: str | None = None,
                 log.info("index %s: %d images", Path(index).resolve(), len(idx))  # the full path for the log only
                 return Setup(Retriever(idx, emb), [f"index {_shown(index)} ({len(idx)} images) with {emb.spec}"])
         notes.append(why)
-    wanted = embedder_spec or os.environ.get("IIR_EMBEDDER") or DEFAULT_EMBEDDER
+    wanted = default_embedder(embedder_spec)
     try:
         emb = _try_embedder(wanted)
     except (IIRError, OSError) as e:
@@ -164,10 +177,8 @@ def prepare(index: Path | None = None, embedder_spec: str | None = None,
         log.warning(notes[-1])
         emb = make_embedder(OFFLINE_TEXT_EMBEDDER)
     pending = None
-    if photos is not None:
-        from interactive_ir.ui.photos.gallery import photo_setup
-
-        served, pending = photo_setup(*photos, emb, indices_dir())
+    if gallery is not None:
+        served, pending = gallery(emb, indices_dir())
         if served is not None:
             return Setup(served.retriever, served.notes + notes, list(notes))
     path = demo_index(emb, progress)
