@@ -19,18 +19,21 @@ from interactive_ir.errors import BackendUnavailable, IIRError
 
 log = logging.getLogger(__name__)
 
-def make(kind: str, spec: str):
+
+def make(kind: str, spec: str, **options):
     """The `kind` ("llm", "vlm", "captioner" or "embedder") backend `spec` names (`backends.registry`, looked up
-    when called); raises when it cannot be built."""
+    when called), built with the backend's `options` (e.g. an embedder's `batch_size`); raises when it cannot
+    be built."""
     from interactive_ir import backends
 
     return {"llm": backends.make_llm, "vlm": backends.make_vlm, "captioner": backends.make_captioner,
-            "embedder": backends.make_embedder}[kind](spec)
+            "embedder": backends.make_embedder}[kind](spec, **options)
 
 
-def open_model(kind: str, spec: str | None):
-    """The `kind` model `spec` names, or None for a "no model" word; a spec that cannot load raises."""
-    return None if is_no_model(spec) else make(kind, spec.strip())
+def open_model(kind: str, spec: str | None, **options):
+    """The `kind` model `spec` names (built with `options`), or None for a "no model" word; a spec that cannot
+    load raises."""
+    return None if is_no_model(spec) else make(kind, spec.strip(), **options)
 
 
 def open_llm(given: str | None = None, *, default: bool = True, environ: Mapping[str, str] | None = None):
