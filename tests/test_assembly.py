@@ -293,3 +293,13 @@ def test_each_command_says_which_llm_it_loads_by_default(capsys):
         assert DEFAULT_LLM_HELP in text and f"{NO_MODEL_HELP}" in text
     eval_help = _help(capsys, "eval")
     assert DEFAULT_LLM_HELP not in eval_help and "(default: none, unlike the app and chat" in eval_help
+
+
+def test_the_engines_k_is_never_read_from_iir_k():
+    """IIR_K is one setting, the page's (AppConfig.k): `engine_config` leaves k to each entry point's flag."""
+    from interactive_ir.config import DEFAULT_K
+    from interactive_ir.core.text_search import engine_config
+
+    assert engine_config(environ={"IIR_K": "6"}).k == DEFAULT_K
+    assert engine_config(environ={"IIR_K": "6"}, k=3).k == 3
+    assert engine_config(environ={"IIR_K": "6", "IIR_HIDE_SEEN": "1"}).hide_seen  # the other IIR_ fields still read

@@ -44,17 +44,20 @@ class EngineConfig:
 
 
 def engine_config(environ=None, **overrides) -> EngineConfig:
-    """The defaults, then `IIR_*` env vars (IIR_K, IIR_HIDE_SEEN, ...), then non-None `overrides` (CLI flags)."""
+    """The defaults, then `IIR_*` env vars (IIR_HIDE_SEEN, ...), then non-None `overrides` (CLI flags). `k` is
+    never read from the environment: IIR_K is the page's (`assembly.options.AppConfig`); each entry point gives
+    the engine its k."""
     import os
 
     from interactive_ir.config import apply_env, apply_overrides
 
-    env = os.environ if environ is None else environ
+    env = {n: v for n, v in (os.environ if environ is None else environ).items() if n != _PAGE_K_ENV}
     if env.get(_OLD_HIDE_SEEN_ENV, "") != "" and env.get("IIR_HIDE_SEEN", "") == "":  # a deployment set up before
         env = {**env, "IIR_HIDE_SEEN": env[_OLD_HIDE_SEEN_ENV]}
     return apply_overrides(apply_env(EngineConfig(), environ=env), **overrides)
 
 
+_PAGE_K_ENV = "IIR_K"  # the page's k (AppConfig.k), not EngineConfig.k
 _OLD_HIDE_SEEN_ENV = "IIR_EXCLUDE_SHOWN"  # hide_seen's env variable when the field was called exclude_shown
 
 
