@@ -4,7 +4,7 @@ A thin layer: options -> the process's settings (interactive_ir.ui.serving.proce
 engine (interactive_ir.assembly, through interactive_ir.ui.startup) -> page (interactive_ir.ui, or
 interactive_ir.study.ui with --study) -> serving.
 With no --index it serves the bundled demo gallery, building its index on the first start; on a Space it
-serves photos (interactive_ir.ui.photos): built before, or built in the background while the clipart serves,
+serves photos (interactive_ir.assembly.photo_index, interactive_ir.ui.photos): built before, or built in the background while the clipart serves,
 then switched to on the same port.
 """
 
@@ -82,9 +82,9 @@ def start(argv=None):
         return _error(e, 2)
     args = parse_args(argv)
     from interactive_ir.assembly.options import app_config
+    from interactive_ir.assembly.photo_config import photo_demo_config
     from interactive_ir.backends.visitor_llm import sign_in_config
     from interactive_ir.errors import IIRError
-    from interactive_ir.ui.photos.config import photo_demo_config
     from interactive_ir.ui.serving.process import install
 
     try:
@@ -116,7 +116,7 @@ def build_page(cfg, sign_in=None, photos=None):
     """(page, engine, photo switch or None): the index, models and engine for `cfg`, and the search page over
     them, or the study's page with --study (on the index its study file names: `study.index_choice`).
     `photos`: the photo demo's config (None: IIR_PHOTO_*); the switch is there while its index is built."""
-    from interactive_ir.ui.photos.config import PhotoDemoConfig
+    from interactive_ir.assembly.photo_config import PhotoDemoConfig
     from interactive_ir.ui.startup import load_app
 
     if cfg.study is not None:

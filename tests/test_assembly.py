@@ -171,10 +171,10 @@ def test_the_page_start_up_and_the_dry_run_assemble_through_one_function(tiny, t
     from interactive_ir.assembly.app import Assembled
     from interactive_ir.assembly.app_index import Setup
     from interactive_ir.assembly.options import app_config
+    from interactive_ir.assembly.photo_config import PhotoDemoConfig
     from interactive_ir.engine import build_engine
     from interactive_ir.study.dry_run import dry_run
     from interactive_ir.ui import startup
-    from interactive_ir.ui.photos.config import PhotoDemoConfig
 
     r, ids, _ = tiny
     cfgs = []
@@ -303,3 +303,37 @@ def test_the_engines_k_is_never_read_from_iir_k():
     assert engine_config(environ={"IIR_K": "6"}).k == DEFAULT_K
     assert engine_config(environ={"IIR_K": "6"}, k=3).k == 3
     assert engine_config(environ={"IIR_K": "6", "IIR_HIDE_SEEN": "1"}).hide_seen  # the other IIR_ fields still read
+
+
+def test_the_photo_demos_page_parts_compose_nothing():
+    """ui/photos/ holds the page's parts only: the photo index is chosen, opened and built in the assembly
+    (`photo_config`, `photo_index`, `photo_build`, `photo_child`). The credit line reads the served index's
+    record (`index.credit`), which opens nothing."""
+    for path in (PKG / "ui" / "photos").glob("*.py"):
+        bad = [m for m in _imports(path) if m.startswith(COMPOSITION + ("interactive_ir.backends",))
+               or (m.startswith("interactive_ir.index") and not m.startswith("interactive_ir.index.credit"))]
+        assert not bad, f"ui/photos/{path.name} composes {bad} itself: use interactive_ir.assembly"
+    for gone in ("config.py", "gallery.py", "build.py", "start.py"):
+        assert not (PKG / "ui" / "photos" / gone).exists(), gone
+
+
+def test_the_demo_and_the_photo_index_record_their_credit_one_way(tiny, tmp_path):
+    """`app_index.open_credited` writes the credit into an index that records another and opens it again; the
+    photo demo's index opens through it (an owner's corrected IIR_PHOTO_TITLE reaches the page)."""
+    import shutil
+
+    from interactive_ir.assembly.app_index import DEMO_CREDIT, open_credited
+    from interactive_ir.assembly.photo_config import PhotoDemoConfig
+    from interactive_ir.assembly.photo_index import open_photo_index
+    from interactive_ir.index.credit import credit_of
+
+    r, _, _ = tiny
+    folder = tmp_path / "idx"
+    shutil.copytree(r.index.path, folder)
+    index = open_credited(folder, DEMO_CREDIT, r.embedder.spec)
+    assert credit_of(index.manifest) == DEMO_CREDIT
+    cfg = PhotoDemoConfig(title="Bob's photos")
+    photos = open_photo_index(cfg, folder, r.embedder)
+    assert credit_of(photos.manifest) == cfg.credit() != DEMO_CREDIT
+    assert credit_of(open_credited(folder, cfg.credit(), r.embedder.spec).manifest) == cfg.credit()
+    assert open_photo_index(cfg, tmp_path / "missing", r.embedder) is None

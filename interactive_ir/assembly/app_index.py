@@ -3,7 +3,7 @@
 `python app.py` with no `--index` serves the demo gallery in `assets/demo/`. Its index is built on
 first start. When the chosen embedder cannot be loaded (no network, no weights), the app falls back
 to a caption index of the gallery with a text embedder that runs offline, and says why. Where the photo
-demo is on (`ui.photos`, handed in as `prepare`'s `gallery`), a photo index built before is served instead;
+demo is on (`photo_index.photo_setup`, handed in as `prepare`'s `gallery`), a photo index built before is served instead;
 a missing one is named in `Setup.photos_to_build` (built in the background while the clipart serves).
 """
 
@@ -45,7 +45,7 @@ class Setup:
 
 
 class Served(Protocol):
-    """An index another gallery serves in place of the clipart (`ui.photos.gallery.ServedPhotos`)."""
+    """An index another gallery serves in place of the clipart (`photo_index.ServedPhotos`)."""
 
     retriever: object  # its Retriever
     notes: list[str]  # what the page says about it
@@ -73,11 +73,26 @@ def _try_embedder(spec: str):
                            "and they are not in the local cache") from e
 
 
+def open_credited(path: Path, credit: Credit, embedder_spec: str, index=None):
+    """The index at `path` (or `index`, opened from it) for `embedder_spec`, with `credit` recorded: written into
+    it and opened again when it records another (built before indices recorded their credit; an owner's corrected
+    credit), since the page reads the credit from the index. Raises as `load_index` and `write_credit` do
+    (IIRError, OSError). The demo gallery's index and the photo demo's (`photo_index`) both open this way."""
+    from interactive_ir.index import load_index
+    from interactive_ir.index.credit import credit_of, write_credit
+
+    index = index if index is not None else load_index(path, expect_embedder=embedder_spec)
+    if credit_of(index.manifest) != credit:
+        write_credit(path, credit)
+        index = load_index(path, expect_embedder=embedder_spec)
+    return index
+
+
 def demo_index(embedder, progress: Callable[[int, int, str], None] | None = None) -> Path:
     """The demo gallery's index for this embedder, built (or updated) if needed."""
     from interactive_ir.index import load_index
     from interactive_ir.index.builder import BuildConfig, build_index
-    from interactive_ir.index.credit import credit_of, write_credit
+    from interactive_ir.index.credit import write_credit
 
     out = indices_dir() / f"demo-{_slug(embedder.spec)}"
     try:
@@ -85,11 +100,10 @@ def demo_index(embedder, progress: Callable[[int, int, str], None] | None = None
     except IndexLoadError:
         pass
     else:
-        if credit_of(index.manifest) != DEMO_CREDIT:  # built before indices recorded their credit
-            try:
-                write_credit(out, DEMO_CREDIT)
-            except OSError as e:  # a read-only copy: served as it is, without the credit line
-                log.warning("the demo index %s could not record its credit (%s)", out.name, e)
+        try:
+            open_credited(out, DEMO_CREDIT, embedder.spec, index)
+        except OSError as e:  # a read-only copy: served as it is, without the credit line
+            log.warning("the demo index %s could not record its credit (%s)", out.name, e)
         return out
     if not DEMO_CAPTIONS.exists():
         raise IndexLoadError(f"the demo gallery is missing ({DEMO_CAPTIONS}); pass --index DIR")

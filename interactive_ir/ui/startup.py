@@ -1,5 +1,5 @@
 """Start-up of the web app's page: the app's options (`assembly.options`), then index, models and engine
-(`assembly.app.assemble`), with what only the page adds: the photo gallery (`ui.photos`), the ZeroGPU slots
+(`assembly.app.assemble`), with what only the page adds: the photo gallery (`assembly.photo_index`), the ZeroGPU slots
 around local model calls, and a progress line while the demo index is built (`load_app`).
 """
 
@@ -21,7 +21,7 @@ class AppParts:
     engine: object  # the shared engine
     notes: list[str] = field(default_factory=list)  # what runs and why (shown on the page)
     questions_off_reason: str = ""  # why the question mode is off ("" when it is on)
-    photos: object = None  # the photo index's background build (`photos.build.PhotoBuild`, not started), or None
+    photos: object = None  # the photo index's background build (`assembly.photo_build.PhotoBuild`, not started), or None
     engine_over: Callable | None = None  # an engine over another Retriever with the same models (the photo switch)
 
 
@@ -46,12 +46,11 @@ def _progress_logger() -> Callable[[int, int, str], None]:
 
 def load_app(cfg: AppConfig, photos=None) -> AppParts:
     """Index, models and engine for `cfg` (slow: run once at start-up; `assembly.app.assemble`). `photos`: the
-    photo demo's `PhotoDemoConfig` (None: from IIR_PHOTO_*), on where `photos.config.decide` says so."""
+    photo demo's `PhotoDemoConfig` (None: from IIR_PHOTO_*), on where `assembly.photo_config.decide` says so."""
     import functools
 
     from interactive_ir.assembly.app import assemble
-    from interactive_ir.ui.photos.gallery import photo_setup
-    from interactive_ir.ui.photos.start import photo_build, photo_plan, preparing_note
+    from interactive_ir.assembly.photo_index import photo_build, photo_plan, photo_setup, preparing_note
     from interactive_ir.ui.serving.gpu import gpu_slots
 
     plan = photo_plan(photos, index_given=cfg.index is not None)
