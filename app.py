@@ -4,8 +4,8 @@ A thin layer: options -> the process's settings (interactive_ir.ui.serving.proce
 engine (interactive_ir.assembly, through interactive_ir.ui.startup) -> page (interactive_ir.ui, or
 interactive_ir.study.ui with --study) -> serving.
 With no --index it serves the bundled demo gallery, building its index on the first start; on a Space it
-serves photos (interactive_ir.assembly.photo_index, interactive_ir.ui.photos): built before, or built in the background while the clipart serves,
-then switched to on the same port.
+serves photos (interactive_ir.assembly.photo_index; the page's parts in interactive_ir.ui.photos): built before,
+or built in the background while the clipart serves, then switched to on the same port.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Start-up of the web app's page: the app's options (`assembly.options`), then index, models and engine
-(`assembly.app.assemble`), with what only the page adds: the photo gallery (`assembly.photo_index`), the ZeroGPU slots
-around local model calls, and a progress line while the demo index is built (`load_app`).
+(`assembly.app.assemble`), with what only the page adds: the photo gallery (`assembly.photo_index`), the ZeroGPU
+slots around local model calls, and a progress line while the demo index is built (`load_app`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ class AppParts:
     engine: object  # the shared engine
     notes: list[str] = field(default_factory=list)  # what runs and why (shown on the page)
     questions_off_reason: str = ""  # why the question mode is off ("" when it is on)
-    photos: object = None  # the photo index's background build (`assembly.photo_build.PhotoBuild`, not started), or None
+    photos: object = None  # the background build of the photo index (`assembly.photo_build.PhotoBuild`), or None
     engine_over: Callable | None = None  # an engine over another Retriever with the same models (the photo switch)
 
 
