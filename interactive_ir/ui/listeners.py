@@ -72,21 +72,22 @@ def actions(demo, page: Page) -> list[Row]:
     state, out = page.state, page.outputs(events.OUTPUTS)
     return [
         # actions: retrieval at once ("act"), the models' part after it
-        Row(page.desc.submit, events.act, [state, page.desc], out, "act", handlers.start, ("upload",),
-            "start", then=(model_step(page, "start_model"),)),  # a new search drops a pending upload
-        Row(page.answer_box.submit, events.act, [state, page.answer_box], out, "act", handlers.answer, ("answer",),
-            "answer", then=(model_step(page, "answer_model"),)),
-        Row(page.skip_btn.click, events.act, [state], out, "act", handlers.skip, (), "skip",
+        Row(page.desc.submit, events.act, [state, page.desc], out, "act", handler=handlers.start,
+            clear=("upload",), api_name="start", then=(model_step(page, "start_model"),)),  # drops a pending upload
+        Row(page.answer_box.submit, events.act, [state, page.answer_box], out, "act", handler=handlers.answer,
+            clear=("answer",), api_name="answer", then=(model_step(page, "answer_model"),)),
+        Row(page.skip_btn.click, events.act, [state], out, "act", handler=handlers.skip, api_name="skip",
             then=(model_step(page, "skip_model"),)),
-        Row(page.fb_btn.click, events.act, [state, page.fb_method], out, "act", handlers.feedback, (), "feedback",
-            then=(model_step(page, "feedback_model"),)),
+        Row(page.fb_btn.click, events.act, [state, page.fb_method], out, "act", handler=handlers.feedback,
+            api_name="feedback", then=(model_step(page, "feedback_model"),)),
         Row(page.caption_box.submit, events.act, [state, page.caption_box, page.comp_method], out, "act",
-            handlers.relative, ("caption", "upload"), "relative", then=(model_step(page, "relative_model"),)),
+            handler=handlers.relative, clear=("caption", "upload"), api_name="relative",
+            then=(model_step(page, "relative_model"),)),
         Row(page.dialogue.click, events.on_choose, [state], out, "act", api_name="on_choose",
             then=(model_step(page, "choose_model"),)),  # a question's option (its handler: `handlers.choose`)
         # the same through the HTTP API (option number from 0, the question's text as shown): for scripts
         Row(page.api_choose.click, events.act, [state, page.api_option, page.api_question], out, "act",
-            handlers.choose, api_name="choose"),
+            handler=handlers.choose, api_name="choose"),
         Row(page.api_card.click, events.card, [state, page.api_action, page.api_id], out, "mark", api_name="card"),
         # the buttons in the results (`card_actions`); "More like this" asks its question after
         Row(page.results.click, events.on_card, [state], out, "mark", then=(model_step(page),)),
@@ -138,7 +139,7 @@ def _filter_rows(page: Page) -> list[Row]:
     parts = ((row.date_from, filter_handlers.filter_dates), (row.date_to, filter_handlers.filter_dates),
              (row.folder, filter_handlers.filter_folder), (row.tags, filter_handlers.filter_tags),
              (row.camera, filter_handlers.filter_camera))
-    return [*(Row(comp.input, events.quick_act, values, out, "act", handler, api_name=NO_API,
+    return [*(Row(comp.input, events.quick_act, values, out, "act", handler=handler, api_name=NO_API,
                   then=(model_step(page),)) for comp, handler in parts),
             Row(row.sort.input, events.quick_act, [state, row.sort], out, handler=filter_handlers.set_sort,
                 api_name=NO_API),
