@@ -8,7 +8,7 @@ import pytest
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import SessionError
-from interactive_ir.ui import events, render, work
+from interactive_ir.ui import card_actions, render, work
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui.state import UIState
 from iir_testutils import query_modes
@@ -85,7 +85,7 @@ def test_a_refined_round_is_offered_once_the_person_acted_and_shown_on_request(e
     while (j := work.claim(st)) is not None:  # the next question comes about the results on the page
         work.settle(engine, st, j, work.run(engine, j))
     question = st.session.pending_question
-    events._card_action(engine, st, "refined", "")  # "show"
+    card_actions.run(engine, st, "refined", "")  # "show"
     assert st.offer is None and st.refined and st.current_ids != quick
     assert st.session.pending_question == question  # the question stays
     assert all(i in st.current_ids for i in st.marks)  # marks only on images still shown
