@@ -18,6 +18,7 @@ from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BadInputError, SessionError
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.types import Hit
+from interactive_ir.ui import card_actions
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui import render
 from interactive_ir.ui.state import UIState
@@ -321,15 +322,15 @@ def test_found_an_image_from_an_earlier_round(started):
 def test_card_actions_dispatch(started):
     engine, st = started
     i = st.current_ids[0]
-    h.card_action(engine, st, "relevant", i)
+    card_actions.run(engine, st, "relevant", i)
     assert st.marks == {i: True}
-    h.card_action(engine, st, "irrelevant", i)
+    card_actions.run(engine, st, "irrelevant", i)
     assert st.marks == {i: False}
-    h.card_action(engine, st, "reference", i)
+    card_actions.run(engine, st, "reference", i)
     assert st.reference == i
     with pytest.raises(BadInputError, match="unknown action"):
-        h.card_action(engine, st, "delete", i)
-    h.card_action(engine, st, "found", i)
+        card_actions.run(engine, st, "delete", i)
+    card_actions.run(engine, st, "found", i)
     assert st.session.found["id"] == i
 
 

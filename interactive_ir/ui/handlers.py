@@ -301,7 +301,7 @@ def feedback(engine, st: UIState, method: str | None = None, *, defer_question: 
     before = st.snapshot() if plain else None
     with _question_later(engine, st, s, defer_question or later):
         turn = engine.mark(s, rel, irr, method=FEEDBACK.plain if plain else method or None)  # on the belief: evidence
-    redo = Redo("feedback", before, (method,)) if plain and turn.kind == "feedback" else None  # its LLM rewrite next
+    redo = Redo("feedback", before, (method,), feedback) if plain and turn.kind == "feedback" else None  # its LLM rewrite next
     return _new_round(st, redo)
 
 
@@ -421,7 +421,7 @@ def relative(engine, st: UIState, caption: str, method: str | None = None, *,
     with _question_later(engine, st, session, defer_question or later):
         turn = act(session, caption, reference=st.reference or None, image=image,
                    method=COMPOSED.plain if plain else method or None)
-    redo = Redo("relative", before, (caption, method)) if plain and turn.kind == "relative" else None
+    redo = Redo("relative", before, (caption, method), relative) if plain and turn.kind == "relative" else None
     if fresh:
         st.session = session
     _moved(st, redo)
@@ -476,26 +476,6 @@ def more_like(engine, st: UIState, image_id: str, *, defer_question: bool = Fals
     with _question_later(engine, st, s, defer_question or later):
         engine.more_like(s, image_id)
     return _new_round(st)
-
-
-CARD_ACTIONS = ("closest", "relevant", "irrelevant", "reference", "found", "like")
-
-
-def card_action(engine, st: UIState, action: str, image_id: str) -> UIState:
-    """A button on a result card."""
-    if action == "closest":
-        return closest(engine, st, image_id)
-    if action == "relevant":
-        return toggle_mark(engine, st, image_id, True)
-    if action == "irrelevant":
-        return toggle_mark(engine, st, image_id, False)
-    if action == "reference":
-        return use_reference(engine, st, image_id)
-    if action == "found":
-        return found(engine, st, image_id)
-    if action == "like":  # its question (when the page asks one) follows in the "model" queue (`listeners`)
-        return more_like(engine, st, image_id, defer_question=True)
-    raise BadInputError(f"unknown action {action!r}")
 
 
 # --- sharing a search: its link, and the session saved as JSON (the CLI's `chat --save` format) --------

@@ -63,8 +63,6 @@ def run(engine, work: Work):
     """Do the step on copies (the tab is not touched): a `QuestionStep` ("ask"), a `Refinement` (an
     answer's rewrite, by the engine), or a new `Session` (a round made again with its LLM method). The
     engine's LLM calls carry `work.cancel`: once it is set they stop and this raises `Cancelled`."""
-    from interactive_ir.ui import handlers
-
     if engine.llm is not None:
         engine = engine.with_llm(cancellable(engine.llm, work.cancel))
     if work.step == "ask":
@@ -73,7 +71,7 @@ def run(engine, work: Work):
         return engine.prepare_refine(work.session)
     tab = copy.deepcopy(work.redo.tab)
     held = {"held_by_caller": True} if work.redo.action == "relative" else {}  # the tab releases its upload
-    getattr(handlers, work.redo.action)(engine, tab, *work.redo.args, defer_question=True, **held)
+    work.redo.handler(engine, tab, *work.redo.args, defer_question=True, **held)
     return tab.session
 
 
