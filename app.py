@@ -1,10 +1,11 @@
 """The web app: `python app.py [--index DIR] [--llm SPEC] ...` serves the search page (default 0.0.0.0:7860).
 
 A thin layer: options -> the process's settings (interactive_ir.ui.serving.process) -> index, models and
-engine (interactive_ir.ui.startup) -> page (interactive_ir.ui, or interactive_ir.study.ui with --study) -> serving.
+engine (interactive_ir.assembly, through interactive_ir.ui.startup) -> page (interactive_ir.ui, or
+interactive_ir.study.ui with --study) -> serving.
 With no --index it serves the bundled demo gallery, building its index on the first start; on a Space it
-serves photos (interactive_ir.ui.photos): built before, or built in the background while the clipart serves,
-then switched to on the same port.
+serves photos (interactive_ir.assembly.photo_index; the page's parts in interactive_ir.ui.photos): built before,
+or built in the background while the clipart serves, then switched to on the same port.
 """
 
 from __future__ import annotations
@@ -22,17 +23,19 @@ log = logging.getLogger("interactive_ir.app")
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Interactive, language-guided image retrieval: the web app.")
     from interactive_ir import __version__
+    from interactive_ir.assembly.specs import DEFAULT_LLM_HELP, NO_MODEL_HELP
+    from interactive_ir.config import PAGE_K
 
     p.add_argument("--version", action="version", version=f"interactive_ir {__version__}")
     p.add_argument("--index", type=Path, help="a built index folder (default: the demo gallery, built on first start)")
     p.add_argument("--embedder", help="embedder spec (default: the index's own; demo: IIR_EMBEDDER or CLIP ViT-B-32)")
-    p.add_argument("--llm", help="LLM spec for written questions and query rewriting (default: IIR_LLM, an OpenAI "
-                                 "endpoint or the Hugging Face router when configured, a small instruct model on a "
-                                 "GPU; else none: picture questions); 'transformers:smollm2' loads the tiny offline "
-                                 "model, 'none' loads no LLM")
-    p.add_argument("--captioner", help="captioner spec for uploaded references (default: IIR_CAPTIONER or none)")
-    p.add_argument("--vlm", help="VLM spec re-ranking reference + caption results (default: IIR_VLM or none)")
-    p.add_argument("-k", type=int, help="results per round (default 10, IIR_K)")
+    p.add_argument("--llm", help=f"LLM spec for written questions and query rewriting (default: {DEFAULT_LLM_HELP}); "
+                                 f"'transformers:smollm2' loads the tiny offline model; {NO_MODEL_HELP} loads no LLM")
+    p.add_argument("--captioner", help=f"captioner spec for uploaded references (default: IIR_CAPTIONER or none; "
+                                       f"{NO_MODEL_HELP}: none)")
+    p.add_argument("--vlm", help=f"VLM spec re-ranking reference + caption results (default: IIR_VLM or none; "
+                                 f"{NO_MODEL_HELP}: none)")
+    p.add_argument("-k", type=int, help=f"results per round on the page (default {PAGE_K}, IIR_K)")
     p.add_argument("--host", help="interface to listen on (default 0.0.0.0, GRADIO_SERVER_NAME)")
     p.add_argument("--port", type=int, help="port (default 7860, PORT or GRADIO_SERVER_PORT)")
     p.add_argument("--concurrency", type=int, help="model steps running at once (default 2, IIR_CONCURRENCY)")
@@ -78,11 +81,11 @@ def start(argv=None):
     except RuntimeError as e:
         return _error(e, 2)
     args = parse_args(argv)
+    from interactive_ir.assembly.options import app_config
+    from interactive_ir.assembly.photo_config import photo_demo_config
     from interactive_ir.backends.visitor_llm import sign_in_config
     from interactive_ir.errors import IIRError
-    from interactive_ir.ui.photos.config import photo_demo_config
     from interactive_ir.ui.serving.process import install
-    from interactive_ir.ui.startup import app_config
 
     try:
         cfg = app_config(**{k: v for k, v in vars(args).items()})
@@ -113,7 +116,7 @@ def build_page(cfg, sign_in=None, photos=None):
     """(page, engine, photo switch or None): the index, models and engine for `cfg`, and the search page over
     them, or the study's page with --study (on the index its study file names: `study.index_choice`).
     `photos`: the photo demo's config (None: IIR_PHOTO_*); the switch is there while its index is built."""
-    from interactive_ir.ui.photos.config import PhotoDemoConfig
+    from interactive_ir.assembly.photo_config import PhotoDemoConfig
     from interactive_ir.ui.startup import load_app
 
     if cfg.study is not None:

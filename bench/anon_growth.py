@@ -4,7 +4,7 @@ so run it as the server's user or root).
     python bench/anon_growth.py snap PID before.json     # after warm-up
     python bench/anon_growth.py diff PID before.json     # later: the mappings that grew, the strings inside them
 
-How the interned-strings step of bench/soak.py was found (bench/README.md, "Memory at 200 tabs"): a new 7.34 MiB
+How the interned-strings step of bench/soak.py was found (docs/benchmarks/memory-soak.md): a new 7.34 MiB
 mapping with no strings, whose bytes (`dump`) are a CPython dict keys object.
 """
 import json, re, sys, collections

@@ -2,7 +2,7 @@
 
 On an index: "distinct" pairs are each image and its nearest other image in the collection; "near-identical"
 pairs are each image and a copy of it changed the way a burst or a re-save changes it. On a caption index
-(Flickr8k dev, all-MiniLM-L6-v2, built as the README's offline benchmark does) the copy is the indexed caption
+(Flickr8k dev, all-MiniLM-L6-v2, built as docs/evaluation.md's offline benchmark does) the copy is the indexed caption
 re-written trivially (lower case, no final full stop, "A" for "The"); on an image index (needs the vision
 embedder's weights) it is the image re-saved as JPEG quality 70 and cropped by 4% on each side. Reported: each
 distribution's quantiles and the share of each kind at or above a few cut-offs (folded).

@@ -2,7 +2,7 @@
 Measured on the Flickr8k dev split (issue 26, D7).
 
 A caption index of the 1,000 dev images (one caption each, text embedder all-MiniLM-L6-v2), built as the
-README's offline benchmark does (`queries --split dev`, then `index`). The score profile is fitted as at build
+offline benchmark of docs/evaluation.md does (`queries --split dev`, then `index`). The score profile is fitted as at build
 time (`retrieval/score_profile.py`). In-collection descriptions: each query's description (a held-out caption
 of a dev image; never the indexed one). Out-of-collection descriptions: the fixed list OFF below, of things
 Flickr8k's photos (people, dogs, outdoor scenes) do not show. Reported, per quantile: the share of each kind

@@ -8,7 +8,7 @@ process memory-maps from the same folder) on free ports of 127.0.0.1, and nginx 
 (only its ports and upstream lines changed) in a temporary prefix, then drives `--tabs` tabs of
 bench/gradio_tabs.py (search with the tab's own word, two marks, new search) for `--seconds`. It prints
 events per second, latency, cross-talk and how the tabs spread over the processes (nginx's access log).
-Needs nginx (Debian: `apt-get install -y nginx`). tests/test_replicas.py runs `Replicas` too.
+Needs nginx (Debian: `apt-get install -y nginx`). tests/system/test_replicas.py runs `Replicas` too.
 """
 
 from __future__ import annotations

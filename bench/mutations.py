@@ -124,7 +124,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     M("belief-rule-out-neighbour", "belief update", "interactive_ir/retrieval/belief.py",
       "self.actions[pos[self.rows[pos] == rows]] = -np.inf", "self.actions[pos] = -np.inf",
       ("tests/unit/modes/test_belief.py", "tests/unit/modes/test_belief_evidence.py")),
-    M("belief-keeps-shown", "belief update", "interactive_ir/core/belief_rounds.py",
+    M("belief-keeps-shown", "belief update", "interactive_ir/modes/belief/mode.py",
       "        b.rule_out(self._rows([*session.shown_ids(), *left_out(session)], strict=False))",
       "        pass", ("tests/unit/modes/test_belief.py",)),
     M("belief-page-shows-excluded", "belief update", "interactive_ir/retrieval/belief.py",

@@ -13,7 +13,7 @@ The server runs in a child process (its RSS is read from /proc) with the app's q
 `--variant NAME:K=V,...` runs one server per variant, one after another, with those env settings, and
 prints a table comparing them. IIR_SOAK_MALLINFO=S logs glibc's malloc figures every S s (server log).
 IIR_SOAK_TRIM=S calls malloc_trim(0) every S s; IIR_MALLOC_ARENAS=0 leaves glibc's arenas as they are (the app
-limits them to one: ui/malloc_arenas.py); IIR_SOAK_FAKE_CALLS=all lets the fake LLM keep every call.
+limits them to one: ui/serving/malloc_arenas.py); IIR_SOAK_FAKE_CALLS=all lets the fake LLM keep every call.
 Each simulated tab has its own session hash, holds a heartbeat connection like a browser (closing it
 closes the tab), and sends events one after another: search, mark, more like my marks, answer, new
 search. Each tab types a word of its own: an output showing another tab's word is cross-talk. After the

@@ -5,7 +5,7 @@ it; `apply_env` fills fields from `<PREFIX><FIELD_NAME_UPPER>` environment varia
 from CLI flags, both with `dataclasses.replace`. `SECTIONS` lists those dataclasses (explicitly, by
 "module:Class", imported only when asked for: this module is the bottom layer) and `ENV_VARS` the variables
 read outside them; `settings()` turns both into rows, which `python -m interactive_ir config` prints and
-the README's settings table is generated from. Nothing here reads the environment at import.
+the settings table of docs/settings.md is generated from. Nothing here reads the environment at import.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ T = TypeVar("T")
 ENV_PREFIX = "IIR_"
 
 # --- shared defaults: declared here once, read by every config that has them ----------------------------
-DEFAULT_K = 10  # results shown per round (EngineConfig, SearchConfig, eval's RunConfig, a study)
-PAGE_K = 2 * DEFAULT_K  # results per round on the web app's page (AppConfig): a screenful of its dense grid
+DEFAULT_K = 10  # results shown per round (EngineConfig, SearchConfig, eval's RunConfig, a study, `search`)
+PAGE_K = 2 * DEFAULT_K  # results per round on the web app's page (AppConfig.k, IIR_K): a screenful of its dense grid
 MAX_TEXT_CHARS = 2000  # longest description, answer or relative caption accepted (the engine and the retriever)
 TEXT_LIMIT_ENV = ENV_PREFIX + "MAX_TEXT_CHARS"  # the one variable that raises it (EngineConfig.max_text_chars)
 DEFAULT_EMBEDDER = "open_clip:ViT-B-32:laion2b_s34b_b79k"
@@ -107,12 +107,14 @@ class EnvVar:
 
 
 SECTIONS: tuple[Section, ...] = (
-    Section("interactive_ir.core.text_search:EngineConfig", "IIR_", "interactive_ir.core.text_search:engine_config"),
-    Section("interactive_ir.ui.startup:AppConfig", "IIR_", "interactive_ir.ui.startup:app_config",
+    # k: one setting, IIR_K, is AppConfig's (the page's 20); every entry point gives the engine its k
+    Section("interactive_ir.core.text_search:EngineConfig", "IIR_", "interactive_ir.core.text_search:engine_config",
+            flag_only=("k",)),
+    Section("interactive_ir.assembly.options:AppConfig", "IIR_", "interactive_ir.assembly.options:app_config",
             flag_only=("embedder",)),
     Section("interactive_ir.ui.serving.tabs:TabLimits", "IIR_", "interactive_ir.ui.serving.tabs:tab_limits"),
-    Section("interactive_ir.ui.photos.config:PhotoDemoConfig", "IIR_PHOTO_",
-            "interactive_ir.ui.photos.config:photo_demo_config"),
+    Section("interactive_ir.assembly.photo_config:PhotoDemoConfig", "IIR_PHOTO_",
+            "interactive_ir.assembly.photo_config:photo_demo_config"),
     Section("interactive_ir.ui.serving.uploads:UploadPolicy", "IIR_UPLOAD_",
             "interactive_ir.ui.serving.uploads:upload_policy"),
     Section("interactive_ir.modes.conversation.plugir.config:PlugIRConfig", "IIR_PLUGIR_",
@@ -136,7 +138,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("IIR_EXCLUDE_SHOWN", "the old name of IIR_HIDE_SEEN, still read (IIR_HIDE_SEEN wins when both are set)",
            "core/text_search.py"),
     EnvVar("IIR_EMBEDDER", "embedder spec of the demo gallery and of `index` (a flag overrides it)",
-           "ui/demo.py, commands/index_cmd.py", default_of="interactive_ir.config:DEFAULT_EMBEDDER"),
+           "assembly/app_index.py, commands/index_cmd.py", default_of="interactive_ir.config:DEFAULT_EMBEDDER"),
     EnvVar("IIR_LLM_MODEL", "model of the OpenAI-compatible endpoint chosen when a key or base URL is set and "
            "IIR_LLM is not", "backends/llms.py", default_of=f"{_LLMS}:DEFAULT_OPENAI_MODEL"),
     EnvVar("IIR_LLM_API_KEY", "API key of OpenAI-compatible endpoints (else OPENAI_API_KEY)",
@@ -152,7 +154,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("IIR_DEVICE", "torch device of the models and of GPU searches (cuda, mps, cpu, cuda:1 ...)",
            "backends/_torch.py", "cuda, else mps, else cpu"),
     EnvVar("SPACE_ID", "set by Hugging Face Spaces: the photo demo's \"auto\" is on there (IIR_PHOTO_DEMO)",
-           "ui/photos/start.py"),
+           "assembly/photo_config.py"),
     EnvVar("SPACES_ZERO_GPU", "set by Hugging Face ZeroGPU: spaces imported first, local model calls (LLM, "
            "captioner, VLM) in GPU slots, searches on the CPU", "ui/serving/gpu.py"),
     EnvVar("IIR_SEARCH_DEVICE", "where searches run: auto, faiss, faiss-gpu or torch (SearchConfig.device)",
@@ -171,7 +173,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
            default_of="interactive_ir.index.imageio:MAX_PIXELS"),
     EnvVar("IIR_INDEX_KIND", "index kind built by `index`: exact, ivf-pq, hnsw or auto (--kind overrides it)",
            "commands/index_cmd.py", "auto"),
-    EnvVar("IIR_INDICES_DIR", "folder of the built indices (the demo gallery's too)", "ui/demo.py",
+    EnvVar("IIR_INDICES_DIR", "folder of the built indices (the demo gallery's too)", "assembly/app_index.py",
            "<repo>/indices"),
     EnvVar("IIR_CACHE_DIR", "folder of the web app's thumbnails and kept uploads", "config.py",
            default_of="interactive_ir.config:CACHE_DIR"),
@@ -184,11 +186,11 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("IIR_GRADIO_SESSION_FIX", "0: leave Gradio's per-tab session records growing (to measure the fix)",
            "ui/serving/session_ids.py", "1"),
     EnvVar("IIR_STUDY_ADMIN_PASSWORD", "password of a study's /admin page (off when unset; weak ones refused)",
-           "study/admin_ui.py, study/ui.py", secret=True),
-    EnvVar("PORT", "port of the web app (also GRADIO_SERVER_PORT; --port overrides it)", "ui/startup.py",
-           default_of="interactive_ir.ui.startup:AppConfig.port"),
-    EnvVar("GRADIO_SERVER_NAME", "interface the web app listens on (--host overrides it)", "ui/startup.py",
-           default_of="interactive_ir.ui.startup:AppConfig.host"),
+           "study/page/admin.py, study/ui.py", secret=True),
+    EnvVar("PORT", "port of the web app (also GRADIO_SERVER_PORT; --port overrides it)", "assembly/options.py",
+           default_of="interactive_ir.assembly.options:AppConfig.port"),
+    EnvVar("GRADIO_SERVER_NAME", "interface the web app listens on (--host overrides it)", "assembly/options.py",
+           default_of="interactive_ir.assembly.options:AppConfig.host"),
     EnvVar("OPENAI_API_KEY", "API key of OpenAI-compatible endpoints; its presence makes OpenAI the default LLM",
            "backends/llm_openai.py, backends/llms.py", secret=True),
     EnvVar("OPENAI_BASE_URL", "URL of an OpenAI-compatible endpoint (after IIR_LLM_BASE_URL)", "backends/llms.py"),

@@ -5,7 +5,12 @@
 - `asker` (`asking.Asker`): the ASK step, PlugIR's LLM questioner or grounded questions without an LLM;
 - `conversation_mode` (`conversation.Conversation`): describe, answer, skip, clicked answers, REFINE;
 - `feedback_mode` (`feedback.Feedback`): relevance feedback;
-- `composed_mode` (`composed.Composed`): reference image + relative caption.
+- `composed_mode` (`composed.Composed`): reference image + relative caption;
+- `belief_mode` (`belief.BeliefMode`): the belief over the collection, the web page's default.
+The user's generic actions (`describe`, `reply`, `choose`, `skip`, `mark`, `reference`, `more_like`) go to
+the mode the session is on (`Session.options.mode`): on the belief every one is evidence for it (`closest`,
+`tell`, `marks`, its own skip and questions); otherwise each reaches its own mode (`start`, `answer`,
+`answer_choice`, `feedback`, `relative`). The specific actions stay callable by name (eval, the CLI).
 A round is named steps with typed results: RETRIEVE (every action method: the `Turn` with its results,
 no LLM except where a method's own rewrite needs one), REFINE (`refine`: an answer's LLM rewrite,
 `steps.Refinement`) and ASK (`ask`: the next `types.Question`). By default an action method runs them
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from interactive_ir.core.belief_rounds import OPEN_QUESTIONS, BeliefRounds
+from interactive_ir.core.options import SessionOptions
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.steps import QuestionStep, Refinement
 from interactive_ir.core.text_search import (
@@ -29,16 +34,17 @@ from interactive_ir.core.text_search import (
     TextSearch,
     engine_config,
 )
+from interactive_ir.modes import registry
+from interactive_ir.modes.belief.config import BeliefConfig, belief_config
+from interactive_ir.modes.belief.mode import BeliefMode
+from interactive_ir.modes.belief.questions import asked_word
 from interactive_ir.modes.composed.mode import Composed, ComposedConfig, composed_config
 from interactive_ir.modes.conversation.asking import Asker
 from interactive_ir.modes.conversation.mode import Conversation
 from interactive_ir.modes.conversation.plugir.config import PlugIRConfig, plugir_config
-from interactive_ir.modes import registry
 from interactive_ir.modes.feedback.mode import Feedback, FeedbackConfig, feedback_config
-from interactive_ir.retrieval.belief import BeliefConfig, belief_config
 from interactive_ir.retrieval.retriever import Retriever
-from interactive_ir.modes.conversation.plugir.questioner import question_about
-from interactive_ir.types import Option, Question
+from interactive_ir.types import Question
 
 __all__ = ["Engine", "EngineConfig", "PAGING_KINDS", "QUERY_ROW_ATTR", "build_engine", "engine_config"]
 
@@ -64,7 +70,7 @@ class Engine(OnCore):
         self.conversation_mode = Conversation(core, llm, self.asker)
         self.feedback_mode = Feedback(core, llm, feedback)
         self.composed_mode = Composed(core, llm, vlm, composed)
-        self.belief_rounds = BeliefRounds(core, belief)  # "this one is closest" / "none of these" (any mode)
+        self.belief_mode = BeliefMode(core, belief)  # "this one is closest" / "none of these" (any mode)
 
     def with_llm(self, llm) -> Engine:
         """This engine with `llm` as its LLM, sharing everything else (the core with its index, captioner,
@@ -72,7 +78,7 @@ class Engine(OnCore):
         e.g. with an LLM whose calls a newer action can cancel (`backends.cancel.CancellableLLM`)."""
         other = object.__new__(type(self))
         other._assemble(self.core, llm, self.vlm, self.plugir_config, self.feedback_config, self.composed_config,
-                        self.belief_rounds.belief_config)
+                        self.belief_config)
         return other
 
     # --- what the engine is made of ------------------------------------------------------------------
@@ -87,6 +93,10 @@ class Engine(OnCore):
     @property
     def composed_config(self) -> ComposedConfig:
         return self.composed_mode.composed_config
+
+    @property
+    def belief_config(self) -> BeliefConfig:
+        return self.belief_mode.belief_config
 
     @property
     def mode_configs(self) -> dict:
@@ -105,8 +115,9 @@ class Engine(OnCore):
         self.core.record_hooks.append(hook)
 
     # --- plain building blocks -----------------------------------------------------------------------
-    def new_session(self, **meta) -> Session:
-        return self.core.new_session(**meta)
+    def new_session(self, options: SessionOptions | None = None, **meta) -> Session:
+        """A new search on this engine: `options` how it behaves (its mode: `SessionOptions.mode`), `meta` its data."""
+        return self.core.new_session(options, **meta)
 
     def check_text(self, text: str, what: str = "text") -> str:
         return self.core.check_text(text, what)
@@ -150,7 +161,65 @@ class Engine(OnCore):
         """The composed-search method that `relative(method=...)` would use."""
         return self.composed_mode.resolve_method(method)
 
-    # --- actions: RETRIEVE, then (ask=True) ASK --------------------------------------------------------
+    # --- the user's actions, on the session's mode: RETRIEVE, then (ask=True) ASK ------------------------
+    def describe(self, session: Session, text: str, *, ask: bool = True) -> Turn:
+        """The first description: on the belief a text search (its own questions follow); otherwise the
+        conversation's `start` (a question about the results follows)."""
+        if session.on_belief:
+            return self.search_text(session, text, ask=ask)
+        return self.start(session, text, ask=ask)
+
+    def reply(self, session: Session, text: str, *, refine: bool = True, ask: bool = True) -> Turn:
+        """What the user says (an answer to the pending question, or anything): on the belief it is evidence
+        (`tell`: a yes or no to its yes/no question is the word asked); otherwise the conversation's `answer`."""
+        if session.on_belief:
+            return self.tell(session, text, ask=ask)
+        return self.answer(session, text, refine=refine, ask=ask)
+
+    def choose(self, session: Session, option: int, question: Question | str | None = None, *,
+               ask: bool = True) -> Turn:
+        """A click on option `option` (0-based) of the pending question: on the belief, a yes or no to its
+        yes/no question is what is said (`BeliefMode.choose`); otherwise (and for any other question) the
+        conversation's `answer_choice`."""
+        if session.on_belief:
+            turn = self.belief_mode.choose(session, option, question)
+            if turn is not None:
+                return self._then_ask(session, turn, ask)
+        return self.answer_choice(session, option, question, ask=ask)
+
+    def skip(self, session: Session, *, ask: bool = True) -> Turn:
+        """Nothing to say: on the belief the next page of its most probable unseen images (this page is not
+        it); otherwise the conversation's skip of the pending question."""
+        if session.on_belief:
+            return self.skip_belief(session, ask=ask)
+        return self._then_ask(session, self.conversation_mode.skip(session), ask)
+
+    def mark(self, session: Session, relevant, irrelevant=(), method: str | None = None, *,
+             ask: bool = True) -> Turn:
+        """Marks on the shown images: on the belief evidence (`marks`); otherwise relevance `feedback`."""
+        if session.on_belief:
+            return self.marks(session, relevant, irrelevant, ask=ask)
+        return self.feedback(session, relevant, irrelevant, method=method, ask=ask)
+
+    def reference(self, session: Session, caption: str, reference: str | None = None, image=None,
+                  method: str | None = None, *, ask: bool = True) -> Turn:
+        """A relative caption about a reference: on the belief, about a shown image (`reference`, else the
+        top result; not an upload) it is "like this, but ...": a `closest` click with what differs;
+        otherwise the composed search's `relative`."""
+        last = session.last
+        if session.on_belief and image is None and last is not None and last.shown:
+            return self.closest(session, reference if reference in last.shown else last.shown[0], caption, ask=ask)
+        return self.relative(session, caption, reference=reference, image=image, method=method, ask=ask)
+
+    def more_like(self, session: Session, image_id: str, *, ask: bool = True) -> Turn:
+        """"More like this": on the belief a click on it as the closest (every earlier action still counts);
+        otherwise a new round ranked by the image itself (image->image on an image index, its caption's vector
+        on a caption index), keeping the session's filters and NOT terms."""
+        if session.on_belief:
+            return self.closest(session, image_id, ask=ask)
+        return self._then_ask(session, self.core.more_like(session, image_id), ask)
+
+    # --- the modes' own actions, by name -------------------------------------------------------------------
     def search_text(self, session: Session, text: str, kind: str = "search", *, ask: bool = True) -> Turn:
         return self._then_ask(session, self.core.search_text(session, text, kind), ask)
 
@@ -161,9 +230,6 @@ class Engine(OnCore):
         """An answer to the pending question. `refine=False`: results of the dialogue as typed at once
         (`refine` rewrites them later); `ask=False`: no question yet (`ask`)."""
         return self._then_ask(session, self.conversation_mode.answer(session, answer, refine=refine), ask)
-
-    def skip(self, session: Session, *, ask: bool = True) -> Turn:
-        return self._then_ask(session, self.conversation_mode.skip(session), ask)
 
     def answer_choice(self, session: Session, option: int, question: Question | str | None = None, *,
                       ask: bool = True) -> Turn:
@@ -182,52 +248,30 @@ class Engine(OnCore):
     def closest(self, session: Session, image_id: str | None, text: str | None = None, *, ask: bool = True) -> Turn:
         """A click on the shown image closest to the one in mind (None: none of these is close), maybe with
         how the one in mind differs (`text`: "but at night"): evidence for the belief over the collection,
-        whose next page shows the most probable unseen images and a few to learn from (`core.belief_rounds`)."""
-        return self._then_ask(session, self.belief_rounds.closest(session, image_id, text), ask)
+        whose next page shows the most probable unseen images and a few to learn from (`modes/belief`)."""
+        return self._then_ask(session, self.belief_mode.closest(session, image_id, text), ask)
 
     def tell(self, session: Session, text: str, *, ask: bool = True) -> Turn:
         """What the user says about the image in mind (an answer, "it also has a red kite"), as evidence for
         the belief; the page comes from the belief."""
-        return self._then_ask(session, self.belief_rounds.tell(session, text), ask)
+        return self._then_ask(session, self.belief_mode.tell(session, text), ask)
 
     def marks(self, session: Session, relevant, irrelevant=(), *, ask: bool = True) -> Turn:
         """Relevance marks as evidence for the belief: each image marked "like it" counts as a click on it."""
-        return self._then_ask(session, self.belief_rounds.marks(session, relevant, irrelevant), ask)
-
-    def ask_belief(self, session: Session) -> Question | None:
-        """A yes/no question, with no LLM, on the word that best splits the probability of the belief's most
-        probable unseen images (`BeliefRounds.splitting_word`), made the pending one; answer it with `tell`
-        ("yes" / "no" / anything else said). None: no word splits them."""
-        self.core.check_open(session)
-        return self.apply_question(session, self._belief_question(session))
-
-    def _belief_question(self, session: Session) -> QuestionStep:
-        """The belief's next question: the first open question of `OPEN_QUESTIONS` not asked yet (its
-        answer's new words are evidence), then yes/no on the word that splits the probable images."""
-        last = session.last
-        if last is None:
-            return QuestionStep(-1, None)
-        asked = {t.question for t in session.turns}
-        open_q = next((q for q in OPEN_QUESTIONS if q not in asked), None)
-        if open_q is not None:
-            return QuestionStep(last.round, Question(open_q, "open", (), last.round), {"belief_word": ""})
-        word = self.belief_rounds.splitting_word(session)
-        if word is None:
-            return QuestionStep(last.round, None)
-        question = Question(question_about(word), "yesno", (Option("yes"), Option("no")), last.round)
-        return QuestionStep(last.round, question, {"belief_word": word})
+        return self._then_ask(session, self.belief_mode.marks(session, relevant, irrelevant), ask)
 
     def skip_belief(self, session: Session, *, ask: bool = True) -> Turn:
         """The next page of the belief's most probable unseen images (this page is not it; nothing else said)."""
-        return self._then_ask(session, self.belief_rounds.skip(session), ask)
+        return self._then_ask(session, self.belief_mode.skip(session), ask)
 
-    def more_like(self, session: Session, image_id: str, *, ask: bool = True) -> Turn:
-        """"More like this": a new round ranked by the image `image_id` itself (image->image on an image
-        index, its caption's vector on a caption index), keeping the session's filters and NOT terms."""
-        return self._then_ask(session, self.core.more_like(session, image_id), ask)
+    def ask_belief(self, session: Session) -> Question | None:
+        """The belief's next question, with no LLM (`modes/belief/questions.py`: open ones, then yes/no on the
+        word that best splits the probable images), made the pending one; answer it with `tell`. None: none."""
+        self.core.check_open(session)
+        return self.apply_question(session, self.belief_mode.question(session))
 
     def _then_ask(self, session: Session, turn: Turn, ask: bool) -> Turn:
-        if ask and session.meta.get("belief") and session.meta.get("ask_questions") is not False:
+        if ask and session.on_belief and session.options.ask_questions is not False:
             self.ask_belief(session)  # a search on the belief asks the belief's own questions (no LLM)
         elif ask and self.asker.asks(session):
             self.asker.ask(session)
@@ -254,19 +298,19 @@ class Engine(OnCore):
         """ASK: the next question about the last round's results, made the pending one (None: nothing
         to ask, or this session asks no questions)."""
         self.core.check_open(session)
-        if session.meta.get("belief"):
-            return self.apply_question(session, self._belief_question(session))
+        if session.on_belief:
+            return self.apply_question(session, self.belief_mode.question(session))
         return self.asker.ask(session)
 
     def prepare_question(self, session: Session) -> QuestionStep:
         """`ask` without changing the session (apply it with `apply_question`, or drop it)."""
-        if session.meta.get("belief"):
-            return self._belief_question(session)
+        if session.on_belief:
+            return self.belief_mode.question(session)
         return self.asker.prepare(session)
 
     def apply_question(self, session: Session, step: QuestionStep) -> Question | None:
         """Apply a prepared question; SessionError when the session moved past its round."""
-        word = step.extra.get("belief_word")
+        word = asked_word(step)
         if word is None:
             return self.asker.apply(session, step)
         question = self.asker.apply(session, QuestionStep(step.round, step.question, timings=step.timings))

@@ -38,13 +38,6 @@ LAYERS: list[tuple[str, ...]] = [
     ("interactive_ir/config.py", "interactive_ir/errors.py", "interactive_ir/types.py", "interactive_ir/__init__.py"),
 ]
 
-# Circles known today, each with the change that opens it. The test fails on any other circle, and on a known
-# one that is gone (then delete its line here).
-KNOWN_CYCLES: list[frozenset[str]] = [
-    # issue 37 D5 splits ui/filter_row.py along the page's layers, which opens this circle
-    frozenset({"interactive_ir/ui/events.py", "interactive_ir/ui/filter_row.py"}),
-]
-
 
 # --- reading the code -------------------------------------------------------------------------------------------
 def source_files(root: Path = ROOT) -> list[Path]:
@@ -207,11 +200,8 @@ def test_no_module_imports_a_higher_layer(graph):
 
 
 def test_no_import_cycle(graph):
-    found = set(cycles(graph))
-    new = [sorted(c) for c in found if c not in KNOWN_CYCLES]
-    gone = [sorted(c) for c in KNOWN_CYCLES if c not in found]
-    assert not new, f"modules that import each other (function-level imports counted): {new}"
-    assert not gone, f"these circles are gone: delete them from KNOWN_CYCLES: {gone}"
+    found = [sorted(c) for c in cycles(graph)]
+    assert not found, f"modules that import each other (function-level imports counted): {found}"
 
 
 def test_no_function_is_over_80_lines():

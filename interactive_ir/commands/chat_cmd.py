@@ -34,11 +34,12 @@ HELP = """commands:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from interactive_ir.assembly.specs import DEFAULT_LLM_HELP, NO_MODEL_HELP
     from interactive_ir.modes.conversation.plugir.config import QUESTION_STYLES
 
-    p.add_argument("--index", required=True, type=Path, help="index folder")
+    p.add_argument("--index", required=True, type=Path, help="index folder, or hf://USER/NAME[@REVISION] (a Hub index)")
     p.add_argument("--llm", default=None, help="LLM spec, e.g. openai:gpt-4o-mini, transformers:smollm2, fake "
-                   "(default: IIR_LLM, else an OpenAI endpoint when configured, else smollm2 offline; none: no questions)")
+                   f"(default, as the app's: {DEFAULT_LLM_HELP}; {NO_MODEL_HELP}: no LLM)")
     p.add_argument("-k", type=int, default=5, help="results shown per turn (default 5)")
     p.add_argument("--method", choices=registry.method_names("conversation"), default=None, help="conversation method (default plugir = CR+RCE+F)")
     p.add_argument("--description", default=None, help="the first description (else read from stdin)")
@@ -55,17 +56,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--question-style", choices=QUESTION_STYLES, default=None,
                    help="sample: q_n copies of the paper's prompt in one batch; list: one prompt, q_n questions")
     p.add_argument("--captioner", default=None, help="captioner spec for images without a stored caption "
-                   "(default: IIR_CAPTIONER or none)")
-    p.add_argument("--vlm", default=None, help="VLM spec re-ranking /ref results (default: IIR_VLM or none)")
+                   f"(default: IIR_CAPTIONER or none; {NO_MODEL_HELP}: none)")
+    p.add_argument("--vlm", default=None, help=f"VLM spec re-ranking /ref results (default: IIR_VLM or none; "
+                   f"{NO_MODEL_HELP}: none)")
     p.add_argument("--save", type=Path, default=None, help="write the session as JSON here when the chat ends")
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-
-    from interactive_ir.backends import make_captioner, make_vlm
-    from interactive_ir.backends.llms import build_llm
-    from interactive_ir.commands.search_cmd import load_retriever
+    from interactive_ir.assembly.indexes import open_retriever
+    from interactive_ir.assembly.models import open_llm, open_model
+    from interactive_ir.assembly.specs import given_spec
     from interactive_ir.engine import build_engine, engine_config
     from interactive_ir.errors import BadInputError
     from interactive_ir.modes.conversation.plugir.config import plugir_config
@@ -75,12 +75,10 @@ def run(args: argparse.Namespace) -> int:
     cfg = plugir_config(method=args.method, n_candidates=args.n_candidates, n_clusters=args.clusters,
                         n_questions=args.questions, question_style=args.question_style,
                         questioner=args.questioner)
-    retriever = load_retriever(args.index, args.embedder, args.k)
-    llm = None if (args.llm or "").lower() == "none" else build_llm(args.llm)
-    captioner_spec = args.captioner or os.environ.get("IIR_CAPTIONER", "").strip() or None
-    vlm_spec = args.vlm or os.environ.get("IIR_VLM", "").strip() or None
-    captioner = make_captioner(captioner_spec) if captioner_spec and captioner_spec != "none" else None
-    vlm = make_vlm(vlm_spec) if vlm_spec and vlm_spec != "none" else None
+    retriever = open_retriever(args.index, args.embedder, args.k)
+    llm = open_llm(args.llm)  # the one default rule when none is given, as the app's
+    captioner = open_model("captioner", given_spec(args.captioner, "IIR_CAPTIONER"))
+    vlm = open_model("vlm", given_spec(args.vlm, "IIR_VLM"))
     engine = build_engine(retriever, llm=llm, captioner=captioner, vlm=vlm,
                           config=engine_config(k=args.k, hide_seen=args.hide_seen),
                           plugir=cfg)

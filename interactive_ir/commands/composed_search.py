@@ -3,7 +3,7 @@
 REF is an indexed image id, a path to an indexed image, or any other image file (an upload). The method
 is imagescope when an LLM is given (`--llm`), else compose; a VLM from `IIR_VLM` (e.g.
 `openai-vision:gpt-4o-mini`) turns on ImageScope's re-ranking stages, a captioner from `IIR_CAPTIONER`
-describes uploads.
+describes uploads. Models are loaded by `interactive_ir.assembly` (one "no model" vocabulary, one default LLM).
 """
 
 from __future__ import annotations
@@ -40,21 +40,17 @@ def run_composed(retriever, image_path: str, text: str, method: str | None = Non
     """One composed-search round; hits carry the re-ranker's reasons in `why` when a VLM ran."""
     from dataclasses import replace
 
-    from interactive_ir.backends import make_captioner, make_vlm
+    from interactive_ir.assembly.models import open_model, require_llm
+    from interactive_ir.assembly.specs import given_spec, is_no_model
     from interactive_ir.engine import EngineConfig, build_engine
     from interactive_ir.modes import registry
 
     composed = registry.mode("composed")
-    method = method or composed.auto(bool(llm_spec))
-    llm = None
-    if composed.method(method).needs_llm:
-        from interactive_ir.backends.llms import build_llm
-
-        llm = build_llm(llm_spec)  # the default LLM (IIR_LLM, OpenAI key, offline SmolLM2) when none is given
-    vlm_spec = vlm_spec or os.environ.get("IIR_VLM", "").strip() or None
-    captioner_spec = captioner_spec or os.environ.get("IIR_CAPTIONER", "").strip() or None
-    engine = build_engine(retriever, llm=llm, vlm=make_vlm(vlm_spec) if vlm_spec else None,
-                          captioner=make_captioner(captioner_spec) if captioner_spec else None,
+    method = method or composed.auto(not is_no_model(llm_spec))
+    # the one default LLM rule (as the app's) when the method needs an LLM and none is given
+    llm = require_llm(llm_spec, f"the {method} method") if composed.method(method).needs_llm else None
+    engine = build_engine(retriever, llm=llm, vlm=open_model("vlm", given_spec(vlm_spec, "IIR_VLM")),
+                          captioner=open_model("captioner", given_spec(captioner_spec, "IIR_CAPTIONER")),
                           config=EngineConfig(k=k))
     session = engine.new_session(ask_questions=False, source="cli")
     ref = reference_id(retriever.index, image_path)

@@ -19,7 +19,9 @@ log = logging.getLogger(__name__)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--index", required=True, type=Path, help="index folder")
+    from interactive_ir.assembly.specs import NO_MODEL_HELP
+
+    p.add_argument("--index", required=True, type=Path, help="index folder, or hf://USER/NAME[@REVISION] (a Hub index)")
     p.add_argument("--queries", required=True, type=Path,
                    help='queries JSONL {"target", "description", "captions"} (see the queries command), or a '
                         "ChatIR/PlugIR/VisDial dialogue JSON")
@@ -38,7 +40,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"comma-separated protocols: {', '.join(ALL)}; aliases conversation, feedback, composed, "
                         "reference, fixed-dialogue, all (default plugir, or the preset's)")
     p.add_argument("--rounds", type=int, default=None, help="rounds after the description (default 5)")
-    p.add_argument("--llm", default=None, help="the engine's LLM spec, e.g. transformers:smollm2, openai:gpt-4o-mini, fake")
+    p.add_argument("--llm", default=None, help="the engine's LLM spec, e.g. transformers:smollm2, openai:gpt-4o-mini, "
+                   f"fake (default: none, unlike the app and chat: eval reads no IIR_LLM, so a run is the same "
+                   f"wherever it runs; {NO_MODEL_HELP}: none)")
     p.add_argument("--answerer", default=None,
                    help="who plays the user: 'rule' (default: model-free, from the target's held-out captions), "
                         "'llm' (the --llm model) or an LLM spec, or vlm:SPEC (from the target's pixels). A fake model "
@@ -46,7 +50,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--user-similarity", default="words",
                    help="how the model-free user judges 'alike' (choices, open answers): words (default, no model), "
                         "index (the index's embedder) or an embedder spec such as text:all-MiniLM-L6-v2")
-    p.add_argument("--vlm", default=None, help="VLM spec for the engine's composed re-ranking (ImageScope stages 2-3)")
+    p.add_argument("--vlm", default=None, help="VLM spec for the engine's composed re-ranking (ImageScope stages 2-3; "
+                   f"default: none, eval reads no IIR_VLM; {NO_MODEL_HELP}: none)")
     p.add_argument("--dialogues", type=Path, default=None,
                    help="fixed dialogues for the fixed-dialogue protocols (ChatIR/PlugIR/VisDial JSON or queries JSONL)")
     p.add_argument("--limit", type=int, default=None, help="run only the first Q queries of the file")
@@ -92,7 +97,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _user_backend(spec: str | None, llm, llm_spec: str | None):
     """(kind, llm, vlm) of the simulated user from --answerer (default: the model-free rule)."""
-    from interactive_ir.backends import make_llm, make_vlm
+    from interactive_ir.assembly.models import make
     from interactive_ir.errors import BadInputError
 
     s = (spec or "rule").strip()
@@ -101,10 +106,10 @@ def _user_backend(spec: str | None, llm, llm_spec: str | None):
     if s == "rule":
         return "rule", None, None
     if s.startswith("vlm:"):
-        return "vlm", None, make_vlm(s[4:])
+        return "vlm", None, make("vlm", s[4:])
     if s == "llm":
         return "llm", llm, None
-    return "llm", (llm if s == llm_spec else make_llm(s)), None
+    return "llm", (llm if s == llm_spec else make("llm", s)), None
 
 
 def _not_comparable(protocol, user, engine_fake: bool) -> str:
@@ -181,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
 def plan_run(args: argparse.Namespace) -> Plan:
     """The settings (flags over the preset over the defaults), the queries and the protocols; fails fast,
     before loading any model."""
+    from interactive_ir.assembly.specs import is_no_model
     from interactive_ir.commands.metrics_cmd import parse_ks
     from interactive_ir.config import apply_env, apply_overrides
     from interactive_ir.errors import BadInputError
@@ -206,7 +212,7 @@ def plan_run(args: argparse.Namespace) -> Plan:
                               relevance_overlap=args.relevance_overlap)
     queries, msrvtt = load_queries(args)
     has_dialogues = bool(queries) and all(q.dialog or q.rounds_text for q in queries)
-    protocols = expand_protocols(settings["protocol"], args.llm is not None, has_dialogues)
+    protocols = expand_protocols(settings["protocol"], not is_no_model(args.llm), has_dialogues)
     plugir_overrides, unsupported = _preset_pipeline(preset)
     return Plan(preset, settings, conflicts, ks, cfg, sim_cfg, queries, msrvtt, protocols, plugir_overrides,
                 unsupported)
@@ -242,9 +248,9 @@ def load_queries(args: argparse.Namespace) -> tuple[list, object]:
 
 def open_retriever(args: argparse.Namespace, plan: Plan):
     """The index's retriever, with the search and torch thread settings."""
-    from interactive_ir.commands.search_cmd import load_retriever
+    from interactive_ir.assembly.indexes import open_retriever
 
-    retriever = load_retriever(args.index, args.embedder, plan.cfg.k, tau=plan.settings["tau"])
+    retriever = open_retriever(args.index, args.embedder, plan.cfg.k, tau=plan.settings["tau"])
     if args.search_threads > 0:
         import faiss
 
@@ -280,23 +286,23 @@ def resolve_queries(args: argparse.Namespace, plan: Plan, retriever) -> list:
 
 def open_backends(args: argparse.Namespace, plan: Plan, retriever) -> Backends:
     """The engine's LLM and VLM and the simulated user, and their names for the checkpoints."""
-    from interactive_ir.backends import make_llm, make_vlm
+    from interactive_ir.assembly.models import open_llm, open_model
     from interactive_ir.evaluation.similarity import make_similarity
     from interactive_ir.evaluation.simulators import make_user
 
-    llm = make_llm(args.llm) if args.llm is not None else None
-    vlm = make_vlm(args.vlm) if args.vlm else None
+    llm = open_llm(args.llm, default=False)  # eval takes no default LLM: only --llm
+    vlm = open_model("vlm", args.vlm)
     kind, user_llm, user_vlm = _user_backend(args.answerer, llm, args.llm)
     sim_cfg = plan.sim_cfg
     similarity = make_similarity(args.user_similarity, retriever.embedder)
     user = make_user(retriever.index, llm=user_llm, answerer=kind, vlm=user_vlm, config=sim_cfg, seed=args.seed,
                      similarity=similarity)
-    names = {"llm": args.llm, "answerer": args.answerer or "rule", "vlm": args.vlm,
+    names = {"llm": None if llm is None else args.llm, "answerer": args.answerer or "rule", "vlm": args.vlm,
              "sim": {"relevant_n": sim_cfg.relevant_n, "relevance_overlap": sim_cfg.relevance_overlap,
                      "allow_uncertain": sim_cfg.allow_uncertain, "similarity": args.user_similarity,
                      "choice_threshold": sim_cfg.choice_threshold},
              "preset": args.preset, "plugir": plan.plugir_overrides}
-    engine_fake = bool(args.llm) and args.llm.split(":", 1)[0].strip().lower() == "fake"
+    engine_fake = llm is not None and args.llm.split(":", 1)[0].strip().lower() == "fake"
     return Backends(retriever, llm, vlm, user, names, engine_fake)
 
 

@@ -16,6 +16,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from interactive_ir.assembly.specs import NO_MODEL_HELP
 from interactive_ir.config import DEFAULT_EMBEDDER
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "to --images (every one must exist)")
     p.add_argument("--out", type=Path, help="index folder to create or update, e.g. indices/mine")
     p.add_argument("--captions", type=Path, help="captions file: JSONL, COCO captions JSON, or CSV/TSV image,caption")
-    p.add_argument("--captioner", help="caption uncaptioned images with this captioner spec (e.g. hf:Salesforce/blip-image-captioning-base)")
+    p.add_argument("--captioner", help="caption uncaptioned images with this captioner spec (e.g. "
+                   f"hf:Salesforce/blip-image-captioning-base; default, or {NO_MODEL_HELP}: none)")
     p.add_argument("--embedder", default=None, help=f"embedder spec (default: IIR_EMBEDDER or {DEFAULT_EMBEDDER})")
     p.add_argument("--kind", default=None, choices=["auto", "exact", "ivf-pq", "hnsw"],
                    help="index kind (default: IIR_INDEX_KIND or auto: exact up to 300,000 images, ivf-pq above)")
@@ -118,8 +120,6 @@ def run(args: argparse.Namespace) -> int:
         raise BadInputError(f"--workers must be at least 1 (decoding threads), got {args.workers}: "
                             "use --workers 2, or 1 on a small machine")
     kind = args.kind or os.environ.get("IIR_INDEX_KIND") or "auto"
-    from interactive_ir.backends import make_captioner, make_embedder
-
     if args.hf_dataset:
         if args.images or args.vectors or args.captions:
             raise BadInputError("--hf-dataset brings its own images and captions: drop --images, --vectors, --captions")
@@ -130,12 +130,14 @@ def run(args: argparse.Namespace) -> int:
         return _from_vectors(args, kind)
     if args.images is None:
         raise BadInputError("give --images DIR (a folder of images) or --vectors FILE --ids FILE (precomputed embeddings)")
+    from interactive_ir.assembly.models import make, open_model
+    from interactive_ir.assembly.specs import embedder_spec
     from interactive_ir.index.builder import BuildConfig, build_index
 
     sized = {"batch_size": args.batch_size} if args.batch_size else {}  # text batches; else the embedder's own
-    embedder = make_embedder(args.embedder or os.environ.get("IIR_EMBEDDER") or DEFAULT_EMBEDDER,
-                             show_progress=False, **sized)  # the build shows its own bar
-    captioner = make_captioner(args.captioner) if args.captioner else None
+    embedder = make("embedder", embedder_spec(args.embedder), show_progress=False,
+                    **sized)  # the build shows its own bar; an index needs one: "none" is no spec
+    captioner = open_model("captioner", args.captioner)
     cfg = BuildConfig(images=args.images, out=args.out, captions=args.captions, batch_size=args.batch_size or 0,
                       workers=args.workers or 0, rebuild=args.rebuild, skip_missing_captions=args.skip_missing_captions,
                       kind=kind, image_list=args.image_list)  # 0: IIR_BUILD_*, else sized from the device
@@ -163,17 +165,16 @@ def _fit_score_profile(out: Path, embedder) -> None:
 
 
 def _from_vectors(args: argparse.Namespace, kind: str) -> int:
-    import os
-
-    from interactive_ir.backends import make_embedder
+    from interactive_ir.assembly.models import make
+    from interactive_ir.assembly.specs import embedder_spec, is_no_model
     from interactive_ir.errors import BadInputError
     from interactive_ir.index.precomputed import VectorsConfig, build_from_vectors
 
     if not (args.vectors and args.ids):
         raise BadInputError("--vectors and --ids go together: the embeddings and one id per embedding")
-    if args.captioner:
+    if not is_no_model(args.captioner):
         raise BadInputError("--captioner needs the images; with --vectors give captions with --captions FILE")
-    embedder = make_embedder(args.embedder or os.environ.get("IIR_EMBEDDER") or DEFAULT_EMBEDDER)
+    embedder = make("embedder", embedder_spec(args.embedder))
     cfg = VectorsConfig(vectors=args.vectors, ids=args.ids, out=args.out, images=args.images,
                         captions=args.captions, kind=kind, chunk_rows=args.chunk_rows)
     from tqdm.auto import tqdm
@@ -255,9 +256,8 @@ def _tune(target: Path | None, queries: Path | None, target_recall: float) -> in
 
 
 def _from_dataset(args: argparse.Namespace, kind: str) -> int:
-    import os
-
-    from interactive_ir.backends import make_captioner, make_embedder
+    from interactive_ir.assembly.models import make, open_model
+    from interactive_ir.assembly.specs import embedder_spec
     from interactive_ir.errors import BadInputError
     from interactive_ir.index.hub_dataset import DatasetSource
     from interactive_ir.index.hub_index import build_from_dataset
@@ -271,9 +271,8 @@ def _from_dataset(args: argparse.Namespace, kind: str) -> int:
     fetch = fetch_config(workers=args.fetch_workers, timeout_s=args.fetch_timeout, max_bytes=args.fetch_max_bytes,
                          retries=args.fetch_retries, backoff_s=args.fetch_backoff, max_side=args.fetch_max_side,
                          cache_dir=args.fetch_cache, allow_private=args.fetch_allow_private)
-    embedder = make_embedder(args.embedder or os.environ.get("IIR_EMBEDDER") or DEFAULT_EMBEDDER,
-                             batch_size=args.batch_size, show_progress=False)
-    captioner = make_captioner(args.captioner) if args.captioner else None
+    embedder = make("embedder", embedder_spec(args.embedder), batch_size=args.batch_size, show_progress=False)
+    captioner = open_model("captioner", args.captioner)
     with _FetchBar() as bar:
         report, stage = build_from_dataset(src, args.out, embedder, captioner, batch_size=args.batch_size,
                                            workers=args.workers, kind=kind, fetch=fetch, fetch_progress=bar.update)

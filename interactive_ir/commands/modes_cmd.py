@@ -1,7 +1,7 @@
 """`python -m interactive_ir modes [--markdown]`: the mode table, every way of searching and its methods.
 
 Read from `interactive_ir.modes.registry`; `--markdown` prints the block the README carries between
-`<!-- modes:begin -->` and `<!-- modes:end -->` (tests/test_modes_registry.py fails when they differ).
+`<!-- modes:begin -->` and `<!-- modes:end -->` (tests/unit/modes/test_modes_registry.py fails when they differ).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ def mode_rows() -> list[tuple[str, ...]]:
     from interactive_ir.modes import registry
 
     return [(m.name, m.label, m.description,
-             f"{m.config.__name__} ({m.section})" if m.config is not None else "the engine's",
+             (f"{m.config.__name__} ({m.section})" if m.section else m.config.__name__) if m.config is not None
+             else "the engine's",
              f"{m.best} / {m.plain}" if m.best or m.plain else "-")
             for m in registry.modes()]
 

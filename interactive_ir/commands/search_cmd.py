@@ -11,6 +11,7 @@ from interactive_ir.config import DEFAULT_K
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from interactive_ir.assembly.specs import DEFAULT_LLM_HELP, NO_MODEL_HELP
     from interactive_ir.modes import registry
 
     p.add_argument("--index", required=True, type=Path, help="index folder, or hf://USER/NAME[@REVISION] (a Hub index)")
@@ -24,31 +25,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tau", type=float, default=None, help="weight of text->caption similarity (default 0.15; 1 on a caption index)")
     p.add_argument("--method", choices=registry.method_names("composed"), default=None,
                    help="composed search method with --image and --text (default: imagescope with --llm, else compose)")
-    p.add_argument("--llm", default=None, help="LLM spec for the imagescope method")
+    p.add_argument("--llm", default=None, help="LLM spec for the imagescope method (given: imagescope is the "
+                   f"default method; not given, --method imagescope takes the app's default: {DEFAULT_LLM_HELP}; "
+                   f"{NO_MODEL_HELP}: no LLM)")
     p.add_argument("--vlm", default=None, help="VLM spec re-ranking composed results, ImageScope stages 2-3 "
-                   "(default: IIR_VLM or none), e.g. openai-vision:gpt-4o-mini")
+                   f"(default: IIR_VLM or none; {NO_MODEL_HELP}: none), e.g. openai-vision:gpt-4o-mini")
     p.add_argument("--captioner", default=None, help="captioner spec for a reference image without a stored "
-                   "caption (default: IIR_CAPTIONER or none)")
+                   f"caption (default: IIR_CAPTIONER or none; {NO_MODEL_HELP}: none)")
     p.add_argument("--embedder", default=None, help="embedder spec (default: the one in the index manifest)")
     p.add_argument("--json", action="store_true", help="print a JSON list of hits (id, path, score, caption)")
-
-
-def load_retriever(index_dir: Path, embedder_spec: str | None = None, k: int = DEFAULT_K, tau: float | None = None):
-    """Load an index and its embedder (the manifest's by default)."""
-    import dataclasses
-
-    from interactive_ir.backends import make_embedder
-    from interactive_ir.index import load_index
-    from interactive_ir.retrieval.retriever import Retriever, SearchConfig
-
-    from interactive_ir.index.hub_index import resolve_index
-
-    index = load_index(resolve_index(index_dir, embedder_spec))  # an hf://USER/NAME index is pulled first
-    embedder = make_embedder(embedder_spec or index.embedder_spec)
-    cfg = SearchConfig(k=k)
-    if tau is not None:
-        cfg = dataclasses.replace(cfg, tau=tau)
-    return Retriever(index, embedder, cfg)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
         raise BadInputError("give --text, --image, or both")
     if args.k < 1:
         raise BadInputError("-k must be at least 1")
-    retriever = load_retriever(args.index, args.embedder, args.k, args.tau)
+    from interactive_ir.assembly.indexes import open_retriever
+
+    retriever = open_retriever(args.index, args.embedder, args.k, args.tau)
     if args.image and args.text is not None:
         from interactive_ir.commands import composed_search
 

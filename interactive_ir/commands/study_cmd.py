@@ -26,6 +26,8 @@ from interactive_ir.errors import BadInputError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from interactive_ir.assembly.specs import DEFAULT_LLM_HELP, NO_MODEL_HELP
+
     sub = p.add_subparsers(dest="study_command", metavar="ACTION")
     v = sub.add_parser("validate", help="check a study file (and its task targets against an index)")
     v.add_argument("study_file", type=Path, metavar="STUDY.yaml")
@@ -67,7 +69,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                            "never the real study's)")
     sm.add_argument("--out", type=Path, help="report folder (default: beside the database, <name>_report)")
     sm.add_argument("--index", type=Path, help="index folder (default: the study's index)")
-    sm.add_argument("--llm", default="", help="the app's LLM for questions (default: IIR_LLM; 'fake' for a fast check)")
+    sm.add_argument("--llm", default="", help=f"the app's LLM for questions (default, as the app's: {DEFAULT_LLM_HELP}; "
+                    f"{NO_MODEL_HELP}: none; 'fake' for a fast check)")
     sm.add_argument("--embedder", default="", help="embedder spec (default: the index's own)")
     sm.add_argument("--seed", type=int, default=0, help="seed of the simulated participants (default 0)")
     sm.add_argument("--no-plots", action="store_true", help="skip the PNG plots")

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from interactive_ir.core.options import SessionOptions
 from interactive_ir.errors import SessionError
 from interactive_ir.types import Candidates, Question
 
@@ -66,7 +67,7 @@ class Turn:
 
 
 TRANSIENT_TURN_FIELDS = frozenset({"query_row", "candidates", "ranking"})
-TRANSIENT_SESSION_FIELDS = frozenset({"belief"})
+TRANSIENT_SESSION_FIELDS = frozenset({"belief", "options"})  # options: serialised inside `meta`
 
 
 def _plain(value):
@@ -97,10 +98,17 @@ class Session:
     filters: str = ""  # the search's filters as typed (date:2019..2021 tag:family "red kite"; query_language.py):
     #                    every round of every mode keeps them
     not_terms: list[str] = field(default_factory=list)  # the search's NOT terms (-leash): every round lowers images like them
-    meta: dict[str, Any] = field(default_factory=dict)  # participant, task, condition, target, ...
+    meta: dict[str, Any] = field(default_factory=dict)  # data: participant, task, condition, target, source, ...
     created_at: float = field(default_factory=time.time)
+    options: SessionOptions = field(default_factory=SessionOptions)  # how it behaves (the mode its actions
+    #                              reach, questions, hide seen): written into `meta` as its legacy keys
     belief: Any = field(default=None, repr=False, compare=False)  # the belief over the collection
     #                              (`retrieval.belief.Belief`, transient: rebuilt from the rounds when missing)
+
+    def __post_init__(self) -> None:
+        # behaviour keys given in `meta` (an old record, `new_session(ask_questions=False)`) become options
+        self.meta = dict(self.meta)  # the caller's dict (a loaded record) is left as it was
+        self.options = SessionOptions.from_meta(self.meta).merge(self.options)
 
     # --- views -----------------------------------------------------------------------------------
     @property
@@ -115,6 +123,11 @@ class Session:
     @property
     def current_query(self) -> str:
         return self.last.query if self.last else self.description
+
+    @property
+    def on_belief(self) -> bool:
+        """Whether every action of this search is evidence for the belief over the collection."""
+        return self.options.on_belief
 
     @property
     def ended(self) -> bool:
@@ -164,7 +177,10 @@ class Session:
 
     # --- JSON --------------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name not in TRANSIENT_SESSION_FIELDS}
+        """A JSON-able dict; the options are written as the `meta` keys records have always had."""
+        out = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name not in TRANSIENT_SESSION_FIELDS}
+        out["meta"] = {**out["meta"], **self.options.to_meta()}
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False)

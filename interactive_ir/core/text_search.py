@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from interactive_ir.config import DEFAULT_K, MAX_TEXT_CHARS
+from interactive_ir.core.options import SessionOptions
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.errors import BackendError, BadInputError, SessionError
 from interactive_ir.retrieval.retriever import Retriever, check_query_text
@@ -43,17 +44,20 @@ class EngineConfig:
 
 
 def engine_config(environ=None, **overrides) -> EngineConfig:
-    """The defaults, then `IIR_*` env vars (IIR_K, IIR_HIDE_SEEN, ...), then non-None `overrides` (CLI flags)."""
+    """The defaults, then `IIR_*` env vars (IIR_HIDE_SEEN, ...), then non-None `overrides` (CLI flags). `k` is
+    never read from the environment: IIR_K is the page's (`assembly.options.AppConfig`); each entry point gives
+    the engine its k."""
     import os
 
     from interactive_ir.config import apply_env, apply_overrides
 
-    env = os.environ if environ is None else environ
+    env = {n: v for n, v in (os.environ if environ is None else environ).items() if n != _PAGE_K_ENV}
     if env.get(_OLD_HIDE_SEEN_ENV, "") != "" and env.get("IIR_HIDE_SEEN", "") == "":  # a deployment set up before
         env = {**env, "IIR_HIDE_SEEN": env[_OLD_HIDE_SEEN_ENV]}
     return apply_overrides(apply_env(EngineConfig(), environ=env), **overrides)
 
 
+_PAGE_K_ENV = "IIR_K"  # the page's k (AppConfig.k), not EngineConfig.k
 _OLD_HIDE_SEEN_ENV = "IIR_EXCLUDE_SHOWN"  # hide_seen's env variable when the field was called exclude_shown
 
 
@@ -95,9 +99,9 @@ class TextSearch:
             raise BadInputError(str(e).replace("the query", f"the {what}")) from None
 
     def hides_seen(self, session: Session) -> bool:
-        """Whether this session's rounds show only unseen images: its own choice, `session.meta["hide_seen"]`
+        """Whether this session's rounds show only unseen images: its own choice, `session.options.hide_seen`
         (the web page's per-tab option), else `EngineConfig.hide_seen`."""
-        own = session.meta.get("hide_seen")
+        own = session.options.hide_seen
         return self.config.hide_seen if own is None else bool(own)
 
     def exclude_for(self, session: Session, page: bool = False, before: Turn | None = None) -> list[str]:
@@ -232,8 +236,9 @@ class TextSearch:
         return turn
 
     # --- plain text search (no LLM) ----------------------------------------------------------
-    def new_session(self, **meta) -> Session:
-        return Session(meta=dict(meta))
+    def new_session(self, options: SessionOptions | None = None, **meta) -> Session:
+        """A new search: `options` (its mode, questions, hide seen), `meta` its data (source, target, ...)."""
+        return Session(meta=dict(meta), options=options if options is not None else SessionOptions())
 
     def search_text(self, session: Session, text: str, kind: str = "search") -> Turn:
         """Retrieve for `text` as this round's query (the description on round 0)."""

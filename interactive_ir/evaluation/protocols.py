@@ -29,7 +29,7 @@ Round 0 is always the query's description. Each later round is one call of an en
 
 `none`, `oracle`, `attribute` and the known-bad `random-questions`, `wrong-marks`, `inverted-pull` and
 `shuffled-page` are the reference strategies of `evaluation.questioners`, never offered in the web app. They
-check the metrics (tests/test_eval_ranking.py): every known-bad one must score worse than paging (`none`) on
+check the metrics (tests/unit/evaluation/test_eval_ranking.py): every known-bad one must score worse than paging (`none`) on
 the headline metrics (targets found within the budget, the log-ratio of the final rank to round 0) and the
 `oracle` better than everything; a metric that ranks a known-bad above paging rewards random movement.
 
@@ -39,7 +39,7 @@ target): these functions never hand it the query, its target id or rank.
 `plugir` is CR + RCE + F; `cr+rce`, `cr` and `zs` are the paper's ablations (`PlugIRConfig.method`).
 Aliases: `feedback` = the five feedback protocols, `composed` = `composed:compose` and (with an LLM)
 `composed:imagescope`, `conversation` = the four PlugIR methods, `all` = every protocol the backends allow.
-Protocols other than the conversation ones and `mixed` turn questions off (`session.meta["ask_questions"]`),
+Protocols other than the conversation ones and `mixed` turn questions off (`SessionOptions.ask_questions`),
 so no LLM time is spent on questions nobody answers.
 """
 
@@ -48,13 +48,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from interactive_ir.core.options import SessionOptions
+from interactive_ir.core.session import Session, Turn
 from interactive_ir.errors import BadInputError
 from interactive_ir.evaluation.dialogues import chatir_query, concat_query
 from interactive_ir.evaluation.knowledge import TargetKnowledge, knowledge_of
 from interactive_ir.evaluation.queries import Query
 from interactive_ir.evaluation.simulators import SimulatedUser
 from interactive_ir.modes import registry
-from interactive_ir.core.session import Session, Turn
 from interactive_ir.types import NONE_OF_THESE
 
 
@@ -72,8 +73,9 @@ KNOWN_BAD = ("random-questions", "wrong-marks", "inverted-pull", "shuffled-page"
 REFERENCE = ("none", "oracle", "attribute", *KNOWN_BAD)
 ENGINE_QUESTIONS = ("inverted-pull",)  # reference strategies that answer the engine's own (grounded) questions
 GROUNDED = _protocols(registry.questioners())  # the engine's questioner without an LLM
-_METHOD_OF = {m.protocol: m for name in ("conversation", "feedback", "composed") for m in registry.methods(name)}
-BELIEF = ("belief", "closest", "belief:references", "belief:questions", "belief:marks")  # rounds moved by the belief (`retrieval.belief`)
+BELIEF = _protocols(registry.methods("belief"))  # rounds moved by the belief (`modes/belief`), the page's default
+_METHOD_OF = {m.protocol: m for name in ("conversation", "feedback", "composed", "belief")
+              for m in registry.methods(name) if m.protocol}
 ALL = (*CONVERSATION, *FEEDBACK, *COMPOSED, "mixed", *REFERENCE, *GROUNDED, *BELIEF, *FIXED)
 ATTRIBUTE_CANDIDATES = 20  # the attribute questioner splits the captions of this many top images
 ALIASES = {
@@ -95,7 +97,8 @@ class Protocol:
     """One way of running simulated searches."""
 
     name: str  # canonical name, e.g. "plugir", "feedback:cot", "composed:compose", "fixed-dialogue:concat"
-    family: str  # "conversation", "feedback", "composed", "mixed", "reference", "grounded" or "fixed-dialogue"
+    family: str  # "conversation", "feedback", "composed", "belief", "mixed", "reference", "grounded" or
+    #              "fixed-dialogue"
     variant: str  # the method within the family: PlugIR method, feedback method, composed method, replay kind
     needs_llm: bool  # the engine needs an LLM for it
     needs_dialogues: bool = False  # every query needs a fixed dialogue
@@ -120,14 +123,20 @@ class Protocol:
         return {}
 
     def session_meta(self) -> dict:
-        meta = {"protocol": self.name, "ask_questions": self.asks_questions}
+        """What a simulated session records about its protocol (data; its behaviour: `session_options`)."""
+        return {"protocol": self.name}
+
+    def session_options(self) -> SessionOptions:
+        """How a simulated session behaves: its questions (the belief protocols call the belief's actions
+        by name, so their sessions keep no mode: eval's records stay as they were)."""
+        options = SessionOptions(ask_questions=self.asks_questions)
         if self.family == "grounded" or self.name in ENGINE_QUESTIONS:
-            meta["questioner"] = "grounded"
+            options.questioner = "grounded"
         elif self.family == "conversation":
-            meta["questioner"] = "llm"  # PlugIR's questioner, whatever the engine's default
+            options.questioner = "llm"  # PlugIR's questioner, whatever the engine's default
         elif self.family == "mixed":
-            meta["questioner"] = "auto"  # the LLM's questions, or grounded ones without an LLM (or with SmolLM2)
-        return meta
+            options.questioner = "auto"  # the LLM's questions, or grounded ones without an LLM (or with SmolLM2)
+        return options
 
 
 def get_protocol(name: str) -> Protocol:
@@ -142,8 +151,6 @@ def get_protocol(name: str) -> Protocol:
         return Protocol(n, "reference", n, False)
     if n in GROUNDED:
         return Protocol(n, "grounded", n, False)
-    if n in BELIEF:
-        return Protocol(n, "belief", n, False)
     if n in FIXED:
         m = n.split(":", 1)[1]
         return Protocol(n, "fixed-dialogue", m, m == "cr", needs_dialogues=True)
@@ -473,5 +480,6 @@ def _replay(p: Protocol, engine, session: Session, query: Query, t: int) -> tupl
     return engine.answer(session, answer or "uncertain"), {"action": "replay", "question": question, "text": answer}
 
 
-_BELIEF_ROUNDS = {"belief": _belief_default, "closest": _closest, "belief:references": _like_this,
-                  "belief:questions": _belief_question, "belief:marks": _belief_marks}
+# a simulated round of each belief method that has a protocol (`modes/belief/config.py`), by method name
+_BELIEF_ROUNDS = {"page": _belief_default, "closest": _closest, "references": _like_this,
+                  "questions": _belief_question, "marks": _belief_marks}

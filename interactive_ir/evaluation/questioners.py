@@ -13,7 +13,7 @@ them comes from what they ask:
   `wrong-marks` (the relevance actor's marks inverted), `inverted-pull` (the engine's grounded questions
   answered with the option least like the target, the opposite yes/no: an honest engine fed adversarial
   clicks) and `shuffled-page` (k random unseen images a round). With `random-questions` they must score
-  below paging on the headline metrics (`evaluation.headline`); see tests/test_eval_ranking.py.
+  below paging on the headline metrics (`evaluation.headline`); see tests/unit/evaluation/test_eval_ranking.py.
 - `oracle_query`: not a questioner but a user who volunteers one more held-out caption each round
   (description, caption 1, caption 2, ...): the most a round of text can tell.
 """

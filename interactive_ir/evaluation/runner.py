@@ -295,7 +295,8 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
     retriever = engine.retriever
     res = QueryResult(query.qid, query.target)
     knowledge = knowledge_of(query, retriever.index, pixels=getattr(user, "needs_pixels", False))
-    session = engine.new_session(target=query.target, query_id=query.qid, **protocol.session_meta())
+    session = engine.new_session(protocol.session_options(), target=query.target, query_id=query.qid,
+                                 **protocol.session_meta())
     if left_out(query, cfg):
         session.meta["exclude"] = list(left_out(query, cfg))
     t0, c0 = time.perf_counter(), time.process_time()

@@ -42,7 +42,7 @@ class Method:
 class Mode:
     """One way of searching, with its methods in the order the page offers them."""
 
-    name: str  # "conversation", "feedback", "composed", "text"
+    name: str  # "conversation", "feedback", "composed", "text", "belief"
     label: str  # the words the page shows for it
     description: str  # one line
     config: type | None = None  # its config dataclass (None: only the engine's own settings)
@@ -52,6 +52,13 @@ class Mode:
     plain: str = ""  # the method "auto" picks without an LLM; the page runs it at once, before an LLM's
     best: str = ""  # the method "auto" picks with an LLM
     method_noun: str = ""  # what messages call its methods ("": "<name> method")
+    takes_over: tuple[str, ...] = ()  # the modes whose controls reach it instead on a session of this mode
+    #                                   (`SessionOptions.mode`): the belief takes answers, marks and references
+
+    @property
+    def on_page(self) -> bool:
+        """Whether a page (or a study condition's `modes:`) offers it as controls of its own."""
+        return not self.takes_over
 
     @property
     def method_names(self) -> tuple[str, ...]:

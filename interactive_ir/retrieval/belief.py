@@ -43,7 +43,7 @@ ENV_PREFIX = "IIR_BELIEF_"
 class BeliefConfig:
     """The belief's user model and display; each field can be set by env `IIR_BELIEF_<FIELD>`. The defaults
     were fitted on the Flickr8k dev split with the model-free simulated user and checked on train images
-    (bench/README.md, "A belief over the collection"): its clicks judge by shared words, so a soft click model
+    (docs/benchmarks/belief-vs-paging.md): its clicks judge by shared words, so a soft click model
     and no learning images did best; a statement's new words at temperature 0.1 and negated ones at 0.3 of it."""
 
     on_page: bool = True  # the web app's searches use the belief: every action is evidence and pages come from it

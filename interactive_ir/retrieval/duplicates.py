@@ -2,8 +2,8 @@
 same fold into one group, headed by the best ranked of them (`fold`).
 
 The cut-off is `EngineConfig.fold_similarity` (cosine of the image vectors; a caption index's vectors are its
-captions). Measured with bench/bench_duplicates.py on the Flickr8k dev caption index: see the README's
-"Near-duplicates folded".
+captions). Measured with bench/bench_duplicates.py on the Flickr8k dev caption index: see
+docs/benchmarks/duplicates.md.
 """
 
 from __future__ import annotations

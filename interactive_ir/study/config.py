@@ -44,7 +44,7 @@ from interactive_ir.study.config_forms import parse_questionnaires, parse_recrui
 from interactive_ir.study.config_types import Question, Recruitment, StudyConfigError
 from interactive_ir.study.dres import DresSettings, parse_dres
 
-MODES = registry.mode_names()  # interaction modes a search page can offer
+MODES = registry.page_mode_names()  # interaction modes a search page can offer
 PRESETS: dict[str, tuple[tuple[str, ...], str | None]] = {
     # condition `mode:` -> (interaction modes, conversation method)
     "plugir": (("conversation",), "plugir"),  # PlugIR questions, context reformulation, filtering

@@ -1,5 +1,5 @@
-"""`study simulate`: build the study's engine as the app does, run simulated participants into a fresh
-database, and write the report (see `interactive_ir.study.simulate`)."""
+"""`study simulate`: build the study's engine as the app does (`assembly.app.assemble`), run simulated
+participants into a fresh database, and write the report (see `interactive_ir.study.simulate`)."""
 
 from __future__ import annotations
 
@@ -30,12 +30,13 @@ def dry_run(study_file: Path, participants: int, db: Path | None = None, out: Pa
         db.unlink()
         for extra in (db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
             extra.unlink(missing_ok=True)
-    if engine is None:
+    if engine is None:  # the app's assembly for the app's options, on the study's index (no photo gallery)
+        from interactive_ir.assembly.app import assemble
+        from interactive_ir.assembly.options import app_config
         from interactive_ir.study.index_choice import with_study_index
-        from interactive_ir.ui.startup import app_config, load_app
 
         cfg = with_study_index(app_config(llm=llm, embedder=embedder, study=Path(study_file), index=index))
-        engine = load_app(cfg).engine
+        engine = assemble(cfg).engine
     clock = SimClock(1_800_000_000.0)
     outcomes: Counter = Counter()
     prompts = _study_prompts(study)  # target -> the prompt the study file gives it (never one made from the index)

@@ -79,46 +79,27 @@ def check_condition(engine, c: Condition) -> None:
 
 
 def _describe(engine, session, text):
-    """The first description: `start` when the session asks its questions in the round, else a text search
-    (under `run_round` the question comes afterwards from `ask_step`, so the round searches the text)."""
-    return engine.start(session, text) if session.meta.get("ask_questions") else engine.search_text(session, text)
+    """The first description: the session's `describe` (on the belief a text search; otherwise the
+    conversation's `start`) when it asks its questions in the round, else a text search (under `run_round`
+    the question comes afterwards from `ask_step`, so the round searches the text)."""
+    return engine.describe(session, text) if session.options.ask_questions else engine.search_text(session, text)
 
 
-def _on_belief(session) -> bool:
-    return bool(session.meta.get("belief"))
-
-
-def _choose(engine, session, index, question):
-    """A click on an option: on the belief, a yes or no to its yes/no question is what is said."""
-    q = session.question
-    if _on_belief(session) and q is not None and q.kind == "yesno" and 0 <= int(index) < len(q.options):
-        return engine.tell(session, q.options[int(index)].label)
-    return engine.answer_choice(session, index, question or None)
-
-
-def _relative(engine, session, caption, reference, method):
-    """A relative caption; on the belief, about a shown image: "like this, but ..." (a click with what differs)."""
-    last = session.last
-    if _on_belief(session) and last is not None and last.shown:
-        return engine.closest(session, reference if reference in last.shown else last.shown[0], caption)
-    return engine.relative(session, caption, reference=reference, method=method)
-
-
-# the engine action behind each kind of search round: action -> call(engine, session, *args) -> Turn; a session
-# on the belief (`mode: belief`) sends answers, marks, skips and references to the belief's actions
+# the engine action behind each kind of search round: action -> call(engine, session, *args) -> Turn. The
+# engine sends each to the session's mode (`Session.options.mode`): on the belief (`mode: belief`) answers,
+# clicks, marks, skips and references are all evidence for it
 ROUND_CALLS: dict[str, Callable[..., Any]] = {
-    "describe": lambda engine, session, text: (engine.search_text(session, text) if _on_belief(session)
-                                               else _describe(engine, session, text)),
-    "answer": lambda engine, session, text: (engine.tell(session, text) if _on_belief(session)
-                                             else engine.answer(session, text)),
+    "describe": _describe,
+    "answer": lambda engine, session, text: engine.reply(session, text),
     # a click on option `index` (0-based) of `question` (the typed Question, or its text, the page showed);
     # the engine refuses a question that is no longer the pending one
-    "choose": _choose,
-    "skip": lambda engine, session: engine.skip_belief(session) if _on_belief(session) else engine.skip(session),
-    "feedback": lambda engine, session, relevant, irrelevant, method: (
-        engine.marks(session, relevant, irrelevant) if _on_belief(session)
-        else engine.feedback(session, relevant, irrelevant, method=method)),
-    "relative": _relative,
+    "choose": lambda engine, session, index, question: engine.choose(session, index, question or None),
+    "skip": lambda engine, session: engine.skip(session),
+    "feedback": lambda engine, session, relevant, irrelevant, method: engine.mark(session, relevant, irrelevant,
+                                                                                   method=method),
+    # a relative caption about `reference` (None: the top result); on the belief "like this, but ..."
+    "relative": lambda engine, session, caption, reference, method: engine.reference(
+        session, caption, reference=reference, method=method),
     "search": lambda engine, session, text: engine.search_text(session, text, kind="search"),
 }
 
@@ -131,19 +112,19 @@ def run_round(engine, session, action: str, *args):
 def retrieve_step(engine, session, call):
     """Run `call(engine, session)` (a round: start, answer, skip, feedback, ...) without asking the next
     question: the results are ready at once; `ask_step` asks about them afterwards."""
-    asks = session.meta.get("ask_questions")
-    session.meta["ask_questions"] = False
+    asks = session.options.ask_questions
+    session.options.ask_questions = False
     try:
         turn = call(engine, session)
     finally:
-        session.meta["ask_questions"] = asks
-    session.meta["question_due"] = bool(asks) and bool(getattr(engine, "questions_enabled", False))
+        session.options.ask_questions = asks
+    session.options.question_due = bool(asks) and bool(getattr(engine, "questions_enabled", False))
     return turn
 
 
 def ask_step(engine, session):
     """Ask the question about the last round's results (the conversation mode's LLM step); the turn."""
-    session.meta["question_due"] = False
+    session.options.question_due = False
     turn = session.last
     if turn is None:
         return None

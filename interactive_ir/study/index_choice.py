@@ -73,7 +73,7 @@ def index_for_app(study: StudyConfig, given: Path | None) -> IndexChoice:
 
 
 def with_study_index(cfg):
-    """The app's options `cfg` (`ui.startup.AppConfig`) with the index its study file runs on (`index_for_app`);
+    """The app's options `cfg` (`assembly.options.AppConfig`) with the index its study file runs on (`index_for_app`);
     unchanged without a study. Raises StudyConfigError for an invalid study file or an `--index` the study file
     contradicts."""
     if cfg.study is None:
@@ -87,7 +87,7 @@ def with_study_index(cfg):
 def study_index_ids(study: StudyConfig, index: Path | None = None) -> tuple[list[str], dict[str, str]]:
     """(image ids, {id: first caption}) of the index a study runs on (`index` overrides the study's), without
     loading any model."""
-    from interactive_ir.ui.demo import DEMO_CAPTIONS, DEMO_IMAGES
+    from interactive_ir.assembly.app_index import DEMO_CAPTIONS, DEMO_IMAGES
 
     if index is None:
         index = study_index_path(study)

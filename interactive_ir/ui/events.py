@@ -13,15 +13,15 @@ import contextvars
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent import futures
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import gradio as gr
 
 from interactive_ir.backends.guard import pause_mark, status_note
 from interactive_ir.errors import IIRError
-from interactive_ir.ui import handlers, render, signin, work
+from interactive_ir.ui import card_actions, handlers, render, signin, work
 from interactive_ir.ui.handlers import Modes, modes
 from interactive_ir.ui.serving.tabs import on_tab_closed
 from interactive_ir.ui.state import UIState
@@ -49,18 +49,20 @@ class PageContext:
     modes: Modes  # which modes the engine offers (`handlers.modes`)
     questions_off: str  # the dialogue panel's text when questions are off
     examples: Sequence[str]  # descriptions offered on the empty page
-    act_step: Callable  # an action's retrieval: (handler name, UIState, args) -> UIState
+    act_step: Callable  # an action's retrieval: (handler, UIState, args) -> UIState
     model_step: Callable  # a model step: (work.Work, its visitor's LLMAccess or None) -> its result
     sign_in: object = None  # `signin.SignIn` when visitors may sign in with Hugging Face (None: off)
     photo_note: object = None  # `photos.note.PhotoNote` where the photo demo is on (None: off)
+    facets: Mapping = field(default_factory=dict)  # the collection's `Engine.facets` (the filter row's choices)
 
 
 @dataclass(frozen=True)
 class Action:
-    """An action's event: the handler it calls (`handlers.<name>`) and the boxes it clears once done."""
+    """An action's event: the handler it calls (a function of `handlers`, or `filter_handlers`) and the boxes it
+    clears once done."""
 
     ctx: PageContext
-    name: str
+    handler: Callable  # (engine, UIState, *the inputs' values) -> UIState
     clear: tuple[str, ...] = ()
 
 
@@ -69,9 +71,9 @@ def _engine_steps(engine, sign_in=None) -> tuple[Callable, Callable]:
     on the CPU there, and a model step's LLM, captioner and VLM calls each take their own
     (`serving.gpu.gpu_slots`). A model step uses the LLM its visitor may use (`signin.access_for`)."""
 
-    def act_step(name: str, st: UIState, args: tuple) -> UIState:
+    def act_step(handler: Callable, st: UIState, args: tuple) -> UIState:
         """An action's retrieval (`later`: the models' part is left to `follow_up`)."""
-        return getattr(handlers, name)(engine, st, *args, later=True)
+        return handler(engine, st, *args, later=True)
 
     def model_step(job: work.Work, access=None):
         return work.run_as(engine, job, access, sign_in.budget if sign_in is not None else None)
@@ -96,7 +98,7 @@ def page_context(engine, questions_off_reason: str = "", examples: Sequence[str]
     sign_in = signin.sign_in_for(engine, sign_in_config)
     act_step, model_step = _engine_steps(engine, sign_in)
     return PageContext(engine, modes(engine), plain_reason(questions_off_reason), examples, act_step, model_step,
-                       sign_in, photo_note)
+                       sign_in, photo_note, getattr(engine, "facets", dict)())
 
 
 # --- the page's outputs --------------------------------------------------------------------------------
@@ -196,7 +198,7 @@ def act(action: Action, tab: UIState, *args):
     args = tuple("" if a is None else a for a in args)
     with tab.lock:  # rendered under the lock too: the page shows the tab's changes in order
         try:
-            tab.take(action.ctx.act_step(action.name, tab, args))
+            tab.take(action.ctx.act_step(action.handler, tab, args))
         except Exception as e:
             return refused(action.ctx, tab, e)
         return view(action.ctx, tab, action.clear)
@@ -205,7 +207,7 @@ def act(action: Action, tab: UIState, *args):
 def on_choose(ctx: PageContext, st: UIState, evt: gr.EventData):
     """A click on one of the question's options (thumbnails, none of these, yes/no)."""
     data = getattr(evt, "_data", None) or {}
-    return act(Action(ctx, "choose"), st, data.get("index"), str(data.get("question") or ""))
+    return act(Action(ctx, handlers.choose), st, data.get("index"), str(data.get("question") or ""))
 
 
 def in_background(fn, *args) -> futures.Future:
@@ -296,27 +298,21 @@ def quick(ctx: PageContext, fn, st: UIState, *args, clear=(), on_error_clear=())
         return view(ctx, new, clear)
 
 
+# An action without models (the filter row's parts: `filter_handlers`): its handler runs at once, as `quick`.
+def quick_act(action: Action, st: UIState, *args):
+    return quick(action.ctx, action.handler, st, *args, clear=action.clear)
+
+
 # A button on a result card, through the HTTP API (for scripts): its parameters are named `a` (the action) and
 # `i` (the image id) there.
 def card(ctx: PageContext, st: UIState, a, i):
-    return quick(ctx, _card_action, st, a or "", i or "")
-
-
-def _card_action(engine, st: UIState, action: str, image_id: str) -> UIState:
-    """A card's button, or "Refined results ready: show" (action "refined") in the results' heading."""
-    if action == "refined":
-        return work.show_offer(engine, st)
-    if action in ("unfilter", "when"):  # a filter chip's removal, a date histogram's bar (`filter_row`)
-        from interactive_ir.ui import filter_row
-
-        return filter_row.from_summary(engine, st, action, image_id)
-    return handlers.card_action(engine, st, action, image_id)
+    return quick(ctx, card_actions.run, st, a or "", i or "")
 
 
 # A button on a result card, or "Found" under an earlier round's thumbnail.
 def on_card(ctx: PageContext, st: UIState, evt: gr.EventData):
     data = getattr(evt, "_data", None) or {}
-    return quick(ctx, _card_action, st, str(data.get("action", "")), str(data.get("id", "")))
+    return quick(ctx, card_actions.run, st, str(data.get("action", "")), str(data.get("id", "")))
 
 
 def on_upload(ctx: PageContext, st: UIState, path, request: gr.Request):
@@ -353,7 +349,7 @@ def on_sign_in_note(ctx: PageContext, request: gr.Request = None):
     return signin.note(ctx.sign_in, "" if visitor.expired else visitor.user, visitor.expired)
 
 
-def on_close(request: gr.Request):
+def on_close(ctx: PageContext, request: gr.Request):
     """The tab closed: its state and Gradio's record of it go now (`tabs.on_tab_closed`)."""
     on_tab_closed(request)
 
@@ -375,6 +371,18 @@ def export_file(ctx: PageContext, st: UIState, kind: str, ids=None):
         except IIRError as e:
             gr.Warning(message(e), title="Nothing to download")
             return None
+def on_export_csv(ctx: PageContext, st: UIState):
+    return export_file(ctx, st, "csv")
+
+
+def on_export_json(ctx: PageContext, st: UIState):
+    return export_file(ctx, st, "json")
+
+
+def on_export_zip(ctx: PageContext, st: UIState):
+    return export_file(ctx, st, "zip")
+
+
 # the page's load events have run (a shared link's search, the options' sync): `body[data-iir-loaded]`, a state
 # that scripts and the browser tests wait for instead of a fixed sleep
 LOADED_JS = "() => { document.body.dataset.iirLoaded = '1'; return []; }"
@@ -393,6 +401,14 @@ def export_selection(ctx: PageContext, st: UIState, kind: str, selection: str):
     return export_file(ctx, st, kind, ids)
 
 
+def on_export_selected_zip(ctx: PageContext, st: UIState, selection: str):
+    return export_selection(ctx, st, "zip", selection)
+
+
+def on_export_selected_csv(ctx: PageContext, st: UIState, selection: str):
+    return export_selection(ctx, st, "csv", selection)
+
+
 # --- sharing a search (issue 25): its link in the address bar, Copy link, Save search / Open saved search ---
 def share_html(st: UIState) -> str:
     """The Copy link button; `data-share` holds the search's query string (page.js puts it in the address
@@ -407,9 +423,8 @@ def share_html(st: UIState) -> str:
 def saved_folder() -> str:
     """Where Save search writes its files (a temporary folder Gradio may serve)."""
     import tempfile
-    from pathlib import Path
-
     import time
+    from pathlib import Path
 
     folder = Path(tempfile.gettempdir()) / "iir-saved-searches"
     folder.mkdir(parents=True, exist_ok=True)
@@ -436,7 +451,7 @@ def on_shared_link(ctx: PageContext, st: UIState, request: gr.Request):
         return _outputs({})
     with st.lock:
         q = handlers.shared_settings(ctx.engine, st, params)
-    out = list(act(Action(ctx, "start"), st, q))
+    out = list(act(Action(ctx, handlers.start), st, q))
     out[OUTPUTS.index("desc")] = gr.Textbox(value=q[:2000], label=DESC_AGAIN if st.started else DESC_FIRST)
     return tuple(out)
 

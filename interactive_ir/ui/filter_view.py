@@ -1,7 +1,7 @@
 """The page's view of a search's filters (issue 26): chips for the active filters and NOT terms (a click
 removes one), a histogram of the matches' dates (a click on a bar keeps that year or month), and the
 results' order by date. Plain HTML; the buttons go through the results' click handler (`cards.js`), as
-actions "unfilter" and "when" (`ui/filter_row.py`)."""
+actions "unfilter" and "when" (`card_actions`, `filter_handlers`)."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from interactive_ir.core.options import BELIEF, SessionOptions
 from interactive_ir.errors import BadInputError, SessionError
 from interactive_ir.modes import registry
 from interactive_ir.ui.state import Redo, UIState
@@ -87,15 +88,16 @@ def _on_page(st: UIState, image_id: str) -> str:
 @contextmanager
 def _question_later(engine, st: UIState, session, defer: bool):
     """With `defer`, the engine call inside shows its results without asking the round's question
-    (`session.meta["ask_questions"] = False` for that call); the "ask" step asks it afterwards."""
-    later = defer and modes(engine).questions and session.meta.get("ask_questions") is not False
+    (`session.options.ask_questions = False` for that call); the "ask" step asks it afterwards."""
+    asks = session.options.ask_questions
+    later = defer and modes(engine).questions and asks is not False
     if later:
-        session.meta["ask_questions"] = False
+        session.options.ask_questions = False
     try:
         yield
     finally:
         if later:
-            session.meta.pop("ask_questions", None)
+            session.options.ask_questions = asks
     st.todo = [s for s in st.todo if s != "ask"] + (["ask"] if later else [])  # reached only on success
 
 
@@ -144,20 +146,17 @@ def set_questioner(engine, st: UIState, questioner: str) -> UIState:
         raise BadInputError("written questions need a language model, and this demo has none: it asks picture questions")
     st.questioner = questioner
     if st.session is not None:
-        if questioner:
-            st.session.meta["questioner"] = questioner
-        else:
-            st.session.meta.pop("questioner", None)
+        st.session.options.questioner = questioner
     st.notice = "The next question will follow your choice." if st.started and not st.ended else ""
     return st
 
 
 def set_hide_seen(engine, st: UIState, hide: bool) -> UIState:
     """The user's choice to see only images not shown before in this tab (this search and the next ones);
-    it applies from the next round (the engine reads `session.meta["hide_seen"]`)."""
+    it applies from the next round (the engine reads `session.options.hide_seen`)."""
     st.hide_seen = bool(hide)
     if st.session is not None:
-        st.session.meta["hide_seen"] = st.hide_seen
+        st.session.options.hide_seen = st.hide_seen
     if st.started and not st.ended:
         st.notice = ("The next rounds show only images not shown before." if st.hide_seen
                      else "The next rounds show the best images again, those already shown marked as seen.")
@@ -168,25 +167,21 @@ def set_hide_seen(engine, st: UIState, hide: bool) -> UIState:
 
 def on_belief(engine) -> bool:
     """Whether this app's searches run on the belief over the collection (`BeliefConfig.on_page`)."""
-    rounds = getattr(engine, "belief_rounds", None)
-    return bool(rounds is not None and rounds.belief_config.on_page)
+    config = getattr(engine, "belief_config", None)
+    return bool(config is not None and config.on_page)
 
 
-def _belief(st: UIState) -> bool:
-    """Whether the tab's search runs on the belief (its actions go to `engine.closest/tell/marks`)."""
-    return bool(st.session is not None and st.session.meta.get("belief"))
+def _new_session(engine, st: UIState):
+    """A new search of this tab: its mode (the belief, when the app runs on it: every action is evidence and
+    pages come from it) and what it takes from the tab's Options (kind of questions, hide seen)."""
+    options = SessionOptions(mode=BELIEF if on_belief(engine) else "", questioner=st.questioner,
+                             hide_seen=st.hide_seen)
+    return engine.new_session(options=options, source="web")
 
 
-def _session_meta(engine, st: UIState) -> dict:
-    """What a new search of this tab takes from its Options (kind of questions, hide seen)."""
-    meta: dict = {"source": "web"}
-    if on_belief(engine):
-        meta["belief"] = True  # every action is evidence for the belief over the collection; pages come from it
-    if st.questioner:
-        meta["questioner"] = st.questioner
-    if st.hide_seen is not None:
-        meta["hide_seen"] = st.hide_seen
-    return meta
+def _takes_over(engine, session, mode: str) -> bool:
+    """Whether the session's mode takes `mode`'s controls (`Mode.takes_over`): then they need not be offered."""
+    return mode in registry.mode(session.options.mode).takes_over if session.options.mode else False
 
 
 # --- starting and resetting --------------------------------------------------------------------
@@ -198,12 +193,10 @@ def start(engine, st: UIState, description: str, *, defer_question: bool = False
     "refine" step (`interactive_ir.ui.work`): the round is shown from retrieval alone, then replaced.
     """
     text = engine.check_text(description, "description")
-    session = engine.new_session(**_session_meta(engine, st))
+    session = _new_session(engine, st)
     with _question_later(engine, st, session, defer_question or later):
-        if session.meta.get("belief"):
-            engine.search_text(session, text)  # then the belief's own question (no LLM)
-        elif modes(engine).conversation:
-            engine.start(session, text)
+        if modes(engine).conversation:
+            engine.describe(session, text)  # on the session's mode: the belief, or the conversation's start
         else:
             engine.search_text(session, text)
     st.session = session
@@ -244,13 +237,10 @@ def answer(engine, st: UIState, text: str, *, defer_question: bool = False, late
     """An answer to the pending question. With `later`, the dialogue as typed is searched at once and the
     LLM's rewrite of it (when the method has one) follows in the "refine" step."""
     s = _open(st)
-    if _belief(st):  # what is said is evidence (a yes or no to the belief's question: its word)
-        with _question_later(engine, st, s, defer_question or later):
-            engine.tell(s, text)
-        return _new_round(st)
-    _require_questions(engine)
+    if not _takes_over(engine, s, "conversation"):
+        _require_questions(engine)
     with _question_later(engine, st, s, defer_question or later):
-        turn = engine.answer(s, text, refine=not later)  # later: the dialogue as typed, rewritten by "refine"
+        turn = engine.reply(s, text, refine=not later)  # later: the dialogue as typed, rewritten by "refine"
     _moved(st, ENGINE_REFINE if turn.extra.get("plugir", {}).get("refine_due") else None)
     st.new_page()
     st.notice = language_note(engine, text)
@@ -259,10 +249,10 @@ def answer(engine, st: UIState, text: str, *, defer_question: bool = False, late
 
 def skip(engine, st: UIState, *, defer_question: bool = False, later: bool = False) -> UIState:
     s = _open(st)
-    if not _belief(st):
+    if not _takes_over(engine, s, "conversation"):
         _require_questions(engine)
     with _question_later(engine, st, s, defer_question or later):
-        engine.skip_belief(s) if _belief(st) else engine.skip(s)
+        engine.skip(s)
     return _new_round(st, notice="Question skipped.")
 
 
@@ -277,17 +267,8 @@ def choose(engine, st: UIState, index, question: str = "", *, defer_question: bo
         index = int(index)
     except (TypeError, ValueError):
         raise BadInputError(f"not an option: {index!r}") from None
-    pending = s.question
-    if _belief(st) and pending is not None and pending.kind == "yesno":  # the belief's yes/no question
-        if question and question != pending.text:
-            raise SessionError("that question was replaced by a newer one: answer the one shown")
-        if not 0 <= index < len(pending.options):
-            raise BadInputError(f"not an option: {index}")
-        with _question_later(engine, st, s, defer_question or later):
-            engine.tell(s, pending.options[index].label)
-        return _new_round(st)
     with _question_later(engine, st, s, defer_question or later):
-        engine.answer_choice(s, index, question or None)
+        engine.choose(s, index, question or None)  # on the belief, a yes or no to its question is what is said
     return _new_round(st)
 
 
@@ -309,21 +290,18 @@ def feedback(engine, st: UIState, method: str | None = None, *, defer_question: 
     """A new page of unseen results from the marks on this page. With `later`, an LLM method's rewrite
     follows in the "refine" step (the captions are added to the query at once)."""
     s = _open(st)
-    if not _belief(st) and not modes(engine).feedback:
+    if not _takes_over(engine, s, "feedback") and not modes(engine).feedback:
         raise BadInputError("relevance feedback is not available in this app")
     rel, irr = st.marked()
     if not rel and not irr:
         raise BadInputError("mark at least one result as relevant or not relevant first")
-    if _belief(st):  # marks are evidence: the closest image is among those marked relevant
-        with _question_later(engine, st, s, defer_question or later):
-            engine.marks(s, rel, irr)
-        return _new_round(st)
     if method:
         FEEDBACK.method(method)  # UnknownMethodError naming the methods
     plain = later and FEEDBACK.method(engine.resolve_feedback_method(method or None)).needs_llm
-    redo = Redo("feedback", st.snapshot(), (method,)) if plain else None
+    before = st.snapshot() if plain else None
     with _question_later(engine, st, s, defer_question or later):
-        engine.feedback(s, rel, irr, method=FEEDBACK.plain if plain else method or None)
+        turn = engine.mark(s, rel, irr, method=FEEDBACK.plain if plain else method or None)  # on the belief: evidence
+    redo = Redo("feedback", before, (method,), feedback) if plain and turn.kind == "feedback" else None  # its LLM rewrite next
     return _new_round(st, redo)
 
 
@@ -428,20 +406,22 @@ def relative(engine, st: UIState, caption: str, method: str | None = None, *,
     if method:
         COMPOSED.method(method)  # UnknownMethodError naming the methods
     caption = engine.check_text(caption, "relative caption")
-    if _belief(st) and st.reference and not st.upload and not st.ended:  # "like this, but ...": belief evidence
-        return closest(engine, st, st.reference, caption, defer_question=defer_question or later)
     if st.started:
         session, fresh = _open(st), False
     elif st.upload:
-        session, fresh = engine.new_session(**_session_meta(engine, st)), True
+        session, fresh = _new_session(engine, st), True
     else:
         raise SessionError("choose a reference first: upload an image, or start with a description")
     image = st.upload or None  # the engine opens (and checks) it
     plain = later and COMPOSED.method(engine.resolve_method(method or None)).needs_llm
-    redo = Redo("relative", st.snapshot(), (caption, method)) if plain else None
+    before = st.snapshot() if plain else None
+    # a shown image picked as the reference goes to the session's mode (on the belief: "like this, but ...", a
+    # closest click with what differs); an upload, or no pick (the top result), to the composed search
+    act = engine.reference if st.reference else engine.relative
     with _question_later(engine, st, session, defer_question or later):
-        engine.relative(session, caption, reference=st.reference or None, image=image,
-                        method=COMPOSED.plain if plain else method or None)
+        turn = act(session, caption, reference=st.reference or None, image=image,
+                   method=COMPOSED.plain if plain else method or None)
+    redo = Redo("relative", before, (caption, method), relative) if plain and turn.kind == "relative" else None
     if fresh:
         st.session = session
     _moved(st, redo)
@@ -489,34 +469,13 @@ def found(engine, st: UIState, image_id: str) -> UIState:
 # --- more like this ------------------------------------------------------------------------------
 def more_like(engine, st: UIState, image_id: str, *, defer_question: bool = False, later: bool = False) -> UIState:
     """"More like this" on a result on the page: a new round of this search ranked by that image (its own
-    vector: `Engine.more_like`); the search's filters stay, the marks of the page before are dropped."""
-    if _belief(st):  # on the belief, "more like this one" is a click on the closest: every earlier action still counts
-        return closest(engine, st, image_id, defer_question=defer_question or later)
+    vector: `Engine.more_like`; on the belief a click on it as the closest, every earlier action still
+    counting); the search's filters stay, the marks of the page before are dropped."""
     s = _open(st)
     image_id = _on_page(st, image_id)
     with _question_later(engine, st, s, defer_question or later):
         engine.more_like(s, image_id)
     return _new_round(st)
-
-
-CARD_ACTIONS = ("closest", "relevant", "irrelevant", "reference", "found", "like")
-
-
-def card_action(engine, st: UIState, action: str, image_id: str) -> UIState:
-    """A button on a result card."""
-    if action == "closest":
-        return closest(engine, st, image_id)
-    if action == "relevant":
-        return toggle_mark(engine, st, image_id, True)
-    if action == "irrelevant":
-        return toggle_mark(engine, st, image_id, False)
-    if action == "reference":
-        return use_reference(engine, st, image_id)
-    if action == "found":
-        return found(engine, st, image_id)
-    if action == "like":  # its question (when the page asks one) follows in the "model" queue (`listeners`)
-        return more_like(engine, st, image_id, defer_question=True)
-    raise BadInputError(f"unknown action {action!r}")
 
 
 # --- sharing a search: its link, and the session saved as JSON (the CLI's `chat --save` format) --------
@@ -595,9 +554,9 @@ def open_search(engine, st: UIState, path) -> UIState:
     _drop_upload(st)
     st.reset()
     st.session = session
-    if session.meta.get("questioner") in QUESTIONERS:
-        st.questioner = session.meta["questioner"]
-    if isinstance(session.meta.get("hide_seen"), bool):
-        st.hide_seen = session.meta["hide_seen"]
+    if session.options.questioner in QUESTIONERS:
+        st.questioner = session.options.questioner
+    if session.options.hide_seen is not None:
+        st.hide_seen = session.options.hide_seen
     st.notice = f"Opened a saved search: {len(session.turns)} round{'s' if len(session.turns) != 1 else ''}."
     return st

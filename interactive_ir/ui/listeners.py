@@ -1,18 +1,41 @@
-"""The page's listeners, in one block: which event runs on which trigger, with which inputs, in which queue
-group and under which HTTP API name.
+"""The page's listeners, in one table (`actions`): per row the trigger (a component's event), the event function
+(`events`) and the handler it runs (`handlers`, `filter_handlers`), the inputs, the queue group, the HTTP API
+name and what follows in a chain (`then`: an action's model step, a browser-side step). `wire` wires every row
+the same way, in the table's order (the order of Gradio's endpoints).
 
 Queue groups: retrieval ("act") and clicks ("mark", "ui") never wait behind model steps ("model", the
 queue's default limit); every submit counts (`trigger_mode="multiple"`: nothing is dropped), and each
-action's model work follows it (`.then`).
+action's model work follows it (`.then`). The buttons in the results send card actions (`card_actions`).
 """
 
 from __future__ import annotations
 
 import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from interactive_ir.ui import events
+from interactive_ir.ui import events, filter_events, filter_handlers, handlers
 from interactive_ir.ui.events import Action, PageContext
 from interactive_ir.ui.layout import Page
+
+NO_API = False  # `api_name` of an event the HTTP API does not offer
+
+
+@dataclass(frozen=True)
+class Row:
+    """One listener of the page (or a step in a row's chain, `then`, whose `trigger` is None)."""
+
+    trigger: Callable | None  # the component's event (`page.desc.submit`, `demo.load`); None: follows the row before
+    event: Callable | None  # the event function (`events.*`, context first); None: a browser-side step (`js`)
+    inputs: Sequence = ()  # the components whose values it takes (the tab's state first)
+    outputs: Sequence = ()  # the components it sets (most: the page's `events.OUTPUTS`)
+    group: str = "ui"  # queue group (`queue_groups`): "act", "model", "mark", "ui" or "browser" (no queue)
+    handler: Callable | None = None  # what an action's event (`events.act`, `events.quick_act`) runs
+    clear: tuple[str, ...] = ()  # the boxes an action empties once done (`events.view`)
+    api_name: str | bool | None = None  # its HTTP API name (None: the event's own name; NO_API: none)
+    js: str | None = None  # JavaScript run in the browser (with `event` None: all it does)
+    then: tuple[Row, ...] = ()  # what follows it, one after the other (an action's model step: `model_step`)
+    fn_only: bool = False  # the trigger takes the function alone (Gradio's `unload`: no inputs, no queue)
 
 
 def bind(fn, ctx):
@@ -24,8 +47,8 @@ def bind(fn, ctx):
 def queue_groups(search_concurrency: int, click_concurrency: int, results) -> dict[str, dict]:
     """Each group's listener options: "act" (an action's retrieval, its progress shown on `results`), "model"
     (model steps), "mark" (marks: a group of their own, so they never wait behind another tab's New search
-    or upload) and "ui" (the other clicks). Clicks take milliseconds; within a tab, `events.quick` keeps
-    them in order."""
+    or upload), "ui" (the other clicks) and "browser" (steps that run in the browser only). Clicks take
+    milliseconds; within a tab, `events.quick` keeps them in order."""
     return {
         "act": {"concurrency_id": "act", "concurrency_limit": search_concurrency, "trigger_mode": "multiple",
                 "show_progress": "minimal", "show_progress_on": [results]},
@@ -35,87 +58,132 @@ def queue_groups(search_concurrency: int, click_concurrency: int, results) -> di
                  "show_progress": "hidden"},
         "ui": {"concurrency_id": "ui", "concurrency_limit": click_concurrency, "trigger_mode": "multiple",
                "show_progress": "hidden"},
+        "browser": {"queue": False},
     }
 
 
-def wire(demo, page: Page, ctx: PageContext, *, search_concurrency: int, click_concurrency: int) -> None:
-    """Every listener of the page (call inside its `gr.Blocks`)."""
-    groups = queue_groups(search_concurrency, click_concurrency, page.results)
-    act, model, marks, cheap = groups["act"], groups["model"], groups["mark"], groups["ui"]
-    state, outputs = page.state, page.outputs(events.OUTPUTS)
-    follow_up = bind(events.follow_up, ctx)
-    for trigger, name, inputs, clear in (
-            (page.desc.submit, "start", [state, page.desc], ("upload",)),  # a new search drops a pending upload
-            (page.answer_box.submit, "answer", [state, page.answer_box], ("answer",)),
-            (page.skip_btn.click, "skip", [state], ()),
-            (page.fb_btn.click, "feedback", [state, page.fb_method], ()),
-            (page.caption_box.submit, "relative", [state, page.caption_box, page.comp_method], ("caption", "upload"))):
-        trigger(bind(events.act, Action(ctx, name, clear)), inputs, outputs, api_name=name, **act).then(
-            follow_up, [state], outputs, api_name=f"{name}_model", **model)
-    page.dialogue.click(bind(events.on_choose, ctx), [state], outputs, api_name="on_choose", **act).then(
-        follow_up, [state], outputs, api_name="choose_model", **model)
-    # the same through the HTTP API (option number from 0, the question's text as shown): for scripts
-    page.api_choose.click(bind(events.act, Action(ctx, "choose")), [state, page.api_option, page.api_question],
-                          outputs, api_name="choose", **act)
-    page.api_card.click(bind(events.card, ctx), [state, page.api_action, page.api_id], outputs, api_name="card",
-                        **marks)
-    page.results.click(bind(events.on_card, ctx), [state], outputs, **marks).then(  # "More like this": its question
-        follow_up, [state], outputs, api_name=False, **model)
-    page.strip.click(bind(events.on_card, ctx), [state], outputs, **marks)  # "Found" under an earlier round
-    page.upload.upload(bind(events.on_upload, ctx), [state, page.upload], outputs, **cheap)
-    page.upload.clear(bind(events.on_clear_upload, ctx), [state], outputs, **cheap)
-    page.clear_ref_btn.click(bind(events.on_clear_reference, ctx), [state], outputs, **cheap)
-    page.new_btn.click(bind(events.on_new, ctx), [state], outputs, **cheap)
-    page.questioner.change(bind(events.on_questioner, ctx), [state, page.questioner], outputs, **cheap)
-    page.hide_seen.input(bind(events.on_hide_seen, ctx), [state, page.hide_seen], outputs, **cheap)
-    _wire_share(demo, page, ctx, act, model, cheap)
-    if page.sign_in_note is not None:  # whose model this visitor uses, said on load (signing in reloads the page)
-        demo.load(bind(events.on_sign_in_note, ctx), None, [page.sign_in_note], api_name="sign_in_note",
-                  **cheap)
-    if page.filters is not None:  # the filter row (issue 26): it edits the query and searches again
-        from interactive_ir.ui import filter_row
+def model_step(page: Page, api_name: str | bool = NO_API) -> Row:
+    """An action's model step (`events.follow_up`: refine, then ask), after its retrieval."""
+    return Row(None, events.follow_up, [page.state], page.outputs(events.OUTPUTS), "model", api_name=api_name)
 
-        filter_row.wire(page, page.filters, ctx, groups)
-    demo.unload(events.on_close)
-    wire_export(page, ctx, cheap)
+
+def actions(demo, page: Page) -> list[Row]:
+    """The page's listeners, in the order they are wired."""
+    state, out = page.state, page.outputs(events.OUTPUTS)
+    return [
+        # actions: retrieval at once ("act"), the models' part after it
+        Row(page.desc.submit, events.act, [state, page.desc], out, "act", handler=handlers.start,
+            clear=("upload",), api_name="start", then=(model_step(page, "start_model"),)),  # drops a pending upload
+        Row(page.answer_box.submit, events.act, [state, page.answer_box], out, "act", handler=handlers.answer,
+            clear=("answer",), api_name="answer", then=(model_step(page, "answer_model"),)),
+        Row(page.skip_btn.click, events.act, [state], out, "act", handler=handlers.skip, api_name="skip",
+            then=(model_step(page, "skip_model"),)),
+        Row(page.fb_btn.click, events.act, [state, page.fb_method], out, "act", handler=handlers.feedback,
+            api_name="feedback", then=(model_step(page, "feedback_model"),)),
+        Row(page.caption_box.submit, events.act, [state, page.caption_box, page.comp_method], out, "act",
+            handler=handlers.relative, clear=("caption", "upload"), api_name="relative",
+            then=(model_step(page, "relative_model"),)),
+        Row(page.dialogue.click, events.on_choose, [state], out, "act", api_name="on_choose",
+            then=(model_step(page, "choose_model"),)),  # a question's option (its handler: `handlers.choose`)
+        # the same through the HTTP API (option number from 0, the question's text as shown): for scripts
+        Row(page.api_choose.click, events.act, [state, page.api_option, page.api_question], out, "act",
+            handler=handlers.choose, api_name="choose"),
+        Row(page.api_card.click, events.card, [state, page.api_action, page.api_id], out, "mark", api_name="card"),
+        # the buttons in the results (`card_actions`); "More like this" asks its question after
+        Row(page.results.click, events.on_card, [state], out, "mark", then=(model_step(page),)),
+        Row(page.strip.click, events.on_card, [state], out, "mark"),  # "Found" under an earlier round
+        # clicks without models
+        Row(page.upload.upload, events.on_upload, [state, page.upload], out),
+        Row(page.upload.clear, events.on_clear_upload, [state], out),
+        Row(page.clear_ref_btn.click, events.on_clear_reference, [state], out),
+        Row(page.new_btn.click, events.on_new, [state], out),
+        Row(page.questioner.change, events.on_questioner, [state, page.questioner], out),
+        Row(page.hide_seen.input, events.on_hide_seen, [state, page.hide_seen], out),
+        *_share_rows(demo, page),
+        *_sign_in_rows(demo, page),
+        *_filter_rows(page),
+        Row(demo.unload, events.on_close, fn_only=True),  # the tab closed: its state goes now
+        *_export_rows(page),
+    ]
+
+
+def _share_rows(demo, page: Page) -> list[Row]:
+    """A shared link (`?q=...`) runs its search on load; the link and Save search follow the results; Open
+    saved search restores a saved session. The Options panel then shows the tab's settings."""
+    state, out = page.state, page.outputs(events.OUTPUTS)
+    sync = Row(None, events.on_sync_options, [state], [page.questioner, page.hide_seen], api_name=NO_API)
+    loaded = Row(None, None, api_name=NO_API, group="browser", js=events.LOADED_JS)  # scripts wait for this
+    return [
+        Row(demo.load, events.on_shared_link, [state], out, "act", api_name=NO_API,
+            then=(sync, model_step(page), loaded)),
+        Row(page.results.change, events.on_share_refresh, [state], [page.share, page.save_btn], api_name=NO_API),
+        Row(page.open_btn.upload, events.on_open_saved, [state, page.open_btn], out, api_name=NO_API,
+            then=(sync,)),
+    ]
+
+
+def _sign_in_rows(demo, page: Page) -> list[Row]:
+    """Whose model this visitor uses, said on load (signing in reloads the page); none with sign-in off."""
+    if page.sign_in_note is None:
+        return []
+    return [Row(demo.load, events.on_sign_in_note, [], [page.sign_in_note], api_name="sign_in_note")]
+
+
+def _filter_rows(page: Page) -> list[Row]:
+    """The filter row (issue 26): a change the person makes (`.input`) edits the query and searches again (its
+    question follows); each new round sets the row. None for an index without metadata."""
+    row = page.filters
+    if row is None:
+        return []
+    state, out, values = page.state, page.outputs(events.OUTPUTS), [page.state, page.desc, *row.inputs()]
+    parts = ((row.date_from, filter_handlers.filter_dates), (row.date_to, filter_handlers.filter_dates),
+             (row.folder, filter_handlers.filter_folder), (row.tags, filter_handlers.filter_tags),
+             (row.camera, filter_handlers.filter_camera))
+    return [*(Row(comp.input, events.quick_act, values, out, "act", handler=handler, api_name=NO_API,
+                  then=(model_step(page),)) for comp, handler in parts),
+            Row(row.sort.input, events.quick_act, [state, row.sort], out, handler=filter_handlers.set_sort,
+                api_name=NO_API),
+            Row(page.results.change, filter_events.on_filter_round, [state], row.inputs(), api_name=NO_API)]
+
+
+def _export_rows(page: Page) -> list[Row]:
+    """The Export buttons: each writes its file into the hidden file component, then the browser downloads it;
+    the selection bar's (cards.js clicks these hidden buttons) first read the selected ids."""
+    state, file = page.state, page.export_file
+    download = Row(None, None, [file], group="browser", js=events.DOWNLOAD_JS)
+    return [
+        Row(page.export_csv.click, events.on_export_csv, [state], [file], api_name="export_csv", then=(download,)),
+        Row(page.export_json.click, events.on_export_json, [state], [file], api_name="export_json",
+            then=(download,)),
+        Row(page.export_zip.click, events.on_export_zip, [state], [file], api_name="export_zip", then=(download,)),
+        *(Row(btn.click, None, [], [page.selection], "browser", api_name=NO_API, js=events.SELECTED_JS,
+              then=(Row(None, fn, [state, page.selection], [file], api_name=NO_API), download))
+          for btn, fn in ((page.sel_zip, events.on_export_selected_zip),
+                          (page.sel_csv, events.on_export_selected_csv))),
+    ]
+
+
+def _listen(row: Row, after, ctx: PageContext, groups: dict):
+    """Wire one row: on its trigger, or after `after` (the row before it in a chain); returns the dependency."""
+    fn = None
+    if row.event is not None:
+        fn = bind(row.event, Action(ctx, row.handler, row.clear) if row.handler is not None else ctx)
+    kwargs = {"api_name": row.api_name} if row.api_name is not None else {}
+    if row.js is not None:
+        kwargs["js"] = row.js
+    if row.fn_only:
+        return row.trigger(fn)
+    listen = row.trigger if after is None else after.then
+    return listen(fn, list(row.inputs), list(row.outputs), **kwargs, **groups.get(row.group, {}))
+
+
+def wire(demo, page: Page, ctx: PageContext, *, search_concurrency: int, click_concurrency: int) -> None:
+    """Every listener of the page (call inside its `gr.Blocks`): each row of `actions`, then its chain."""
+    groups = queue_groups(search_concurrency, click_concurrency, page.results)
+    for row in actions(demo, page):
+        dep = _listen(row, None, ctx, groups)
+        for step in row.then:
+            dep = _listen(step, dep, ctx, groups)
     from interactive_ir.ui.photos import note as photo_note
 
-    photo_note.wire(demo, page, ctx, cheap)  # the photo demo's progress note (when it is on)
-
-
-def wire_export(page: Page, ctx: PageContext, cheap: dict) -> None:
-    """The Export buttons: each writes its file into the hidden file component, then the browser downloads it."""
-    def export_of(kind: str):
-        def export(st):
-            return events.export_file(ctx, st, kind)
-        return export
-
-    for btn, kind in ((page.export_csv, "csv"), (page.export_json, "json"), (page.export_zip, "zip")):
-        btn.click(export_of(kind), [page.state], [page.export_file], api_name=f"export_{kind}", **cheap).then(
-            None, [page.export_file], None, js=events.DOWNLOAD_JS)
-
-    def selection_of(kind: str):
-        def export(st, selection):
-            return events.export_selection(ctx, st, kind, selection)
-        return export
-
-    # the selection bar's downloads (cards.js clicks these hidden buttons): the selected ids, then the file
-    for btn, kind in ((page.sel_zip, "zip"), (page.sel_csv, "csv")):
-        btn.click(None, None, [page.selection], js=events.SELECTED_JS, api_name=False, queue=False).then(
-            selection_of(kind), [page.state, page.selection], [page.export_file], api_name=False, **cheap).then(
-            None, [page.export_file], None, js=events.DOWNLOAD_JS)
-
-
-def _wire_share(demo, page: Page, ctx: PageContext, act: dict, model: dict, cheap: dict) -> None:
-    """A shared link (`?q=...`) runs its search on load; the link and Save search follow the results; Open
-    saved search restores a saved session."""
-    state, outputs = page.state, page.outputs(events.OUTPUTS)
-    options = [page.questioner, page.hide_seen]
-    demo.load(bind(events.on_shared_link, ctx), [state], outputs, api_name=False, **act).then(
-        bind(events.on_sync_options, ctx), [state], options, api_name=False, **cheap).then(
-        bind(events.follow_up, ctx), [state], outputs, api_name=False, **model).then(
-        None, None, None, js=events.LOADED_JS, api_name=False, queue=False)
-    page.results.change(bind(events.on_share_refresh, ctx), [state], [page.share, page.save_btn], api_name=False,
-                        **cheap)
-    page.open_btn.upload(bind(events.on_open_saved, ctx), [state, page.open_btn], outputs, api_name=False,
-                         **cheap).then(bind(events.on_sync_options, ctx), [state], options, api_name=False, **cheap)
+    photo_note.wire(demo, page, ctx, groups["ui"])  # the photo demo's progress note (when it is on)

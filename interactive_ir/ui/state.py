@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from interactive_ir.core.session import Session
@@ -22,6 +23,7 @@ class Redo:
     action: str  # "answer", "feedback" or "relative": the handler that made the round
     tab: UIState  # a copy of the tab as it was before that round (its session, marks, reference, upload)
     args: tuple = ()  # the handler's other arguments (the answer text, the method, the caption)
+    handler: Callable | None = None  # that handler itself (`handlers.feedback`, `handlers.relative`); None: "engine"
 
 
 @dataclass

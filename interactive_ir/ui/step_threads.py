@@ -3,8 +3,8 @@
 A model step used to start a thread of its own. Under a steady load that is a new thread every few events,
 and each new thread costs more than its stack: its own SQLite connection (`index/metadata.py`), its own faiss
 scratch indices (`index/rerank.py`), its own OpenMP team and Python frame stacks, all made again and freed
-again, which left the server's memory creeping up in steps under `bench/soak.py` (bench/README.md, "Memory at
-200 tabs"). `StepThreads` keeps finished threads for `idle_s` and hands them the next step. It never makes a
+again, which left the server's memory creeping up in steps under `bench/soak.py` (docs/benchmarks/memory-soak.md).
+`StepThreads` keeps finished threads for `idle_s` and hands them the next step. It never makes a
 step wait: when no thread is idle (every one is busy, perhaps with a hung model call that was superseded) a new
 one starts, as before. A thread idle for `idle_s` ends, so a quiet server keeps none.
 """

@@ -19,9 +19,10 @@ import copy
 import logging
 from dataclasses import dataclass, field
 
-from interactive_ir.backends.cancel import CancellableLLM, CancelToken
-from interactive_ir.errors import Cancelled, IIRError
+from interactive_ir.assembly.step_llm import cancellable
+from interactive_ir.backends.cancel import CancelToken
 from interactive_ir.core.session import Session
+from interactive_ir.errors import Cancelled, IIRError
 from interactive_ir.ui.state import Redo, UIState
 
 log = logging.getLogger(__name__)
@@ -62,30 +63,28 @@ def run(engine, work: Work):
     """Do the step on copies (the tab is not touched): a `QuestionStep` ("ask"), a `Refinement` (an
     answer's rewrite, by the engine), or a new `Session` (a round made again with its LLM method). The
     engine's LLM calls carry `work.cancel`: once it is set they stop and this raises `Cancelled`."""
-    from interactive_ir.ui import handlers
-
     if engine.llm is not None:
-        engine = engine.with_llm(CancellableLLM(engine.llm, work.cancel))
+        engine = engine.with_llm(cancellable(engine.llm, work.cancel))
     if work.step == "ask":
         return engine.prepare_question(work.session)
     if work.redo.action == "engine":
         return engine.prepare_refine(work.session)
     tab = copy.deepcopy(work.redo.tab)
     held = {"held_by_caller": True} if work.redo.action == "relative" else {}  # the tab releases its upload
-    getattr(handlers, work.redo.action)(engine, tab, *work.redo.args, defer_question=True, **held)
+    work.redo.handler(engine, tab, *work.redo.args, defer_question=True, **held)
     return tab.session
 
 
 def run_as(engine, work: Work, access=None, budget=None):
-    """`run` with the LLM this step's visitor may use (`backends.visitor_llm.llm_for`: `access` None is the
+    """`run` with the LLM this step's visitor may use (`assembly.step_llm.visitor_llm`: `access` None is the
     engine's own). When their token is refused or the anonymous budget is spent, a question is made again
     without the LLM (a picture question), saying why; a refinement keeps the results as typed, saying why."""
     from dataclasses import replace
 
-    from interactive_ir.backends.visitor_llm import llm_for
+    from interactive_ir.assembly.step_llm import visitor_llm
     from interactive_ir.core.steps import QuestionStep
 
-    llm = llm_for(engine.llm, access, budget)
+    llm = visitor_llm(engine.llm, access, budget)
     if llm is engine.llm:
         return run(engine, work)
     try:

@@ -77,7 +77,7 @@ def serve_in_process(engine, notes, **page_options):
 @pytest.fixture(scope="session")
 def demo_retriever(app_url, app_env):
     """The demo index the app_url server built (fake:32), loaded in this process."""
-    from interactive_ir.ui.demo import prepare
+    from interactive_ir.assembly.app_index import prepare
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IIR_INDICES_DIR", app_env["IIR_INDICES_DIR"])

@@ -17,7 +17,7 @@ def url(demo_retriever, app_env):
     from interactive_ir.retrieval.belief import BeliefConfig
 
     engine = build_engine(demo_retriever.retriever, llm=None, config=EngineConfig(k=K), belief=BeliefConfig())
-    assert engine.belief_rounds.belief_config.on_page  # the default
+    assert engine.belief_mode.belief_config.on_page  # the default
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IIR_CACHE_DIR", app_env["IIR_CACHE_DIR"])
         with serve_in_process(engine, demo_retriever.notes) as u:

@@ -157,7 +157,7 @@ def test_each_section_prefix_is_the_one_its_factory_reads(clean_env):
 
 
 def test_config_prints_every_setting_with_its_value(clean_env, capsys):
-    clean_env.setenv("IIR_K", "20")
+    clean_env.setenv("IIR_K", "6")
     clean_env.setenv("IIR_MEDIA_SECRET", "do not print me")
     assert main(["config"]) == 0
     out = capsys.readouterr().out
@@ -165,7 +165,7 @@ def test_config_prints_every_setting_with_its_value(clean_env, capsys):
         assert row.env in out or row.env == ""
         assert row.help[:40] in out
     k_row = next(line for line in out.splitlines() if line.split()[:2] == ["IIR_K", "k"])
-    assert "10" in k_row and "* 20" in k_row and "results shown per round" in k_row
+    assert "20" in k_row and "* 6" in k_row and "results per round on the page" in k_row
     assert "do not print me" not in out and "(set)" in out
     assert "EngineConfig (core/text_search.py)" in out and "PlugIRConfig" in out
 
@@ -183,25 +183,38 @@ def test_changed_shows_only_what_the_environment_changes(clean_env, capsys):
 
 
 def test_markdown_is_the_defaults_whatever_the_environment(clean_env, capsys):
-    clean_env.setenv("IIR_K", "20")
+    clean_env.setenv("IIR_K", "6")
     assert main(["config", "--markdown"]) == 0
     out = capsys.readouterr().out
     assert out == config_cmd.markdown(config.settings({}))
-    assert "| `IIR_K` | `k` | `10` | results shown per round |" in out
+    assert "| `IIR_K` | `k` | `20` | results per round on the page" in out
     assert "summary \\| keywords \\| cot" in out  # a | in a comment does not break the table
-    assert "20" not in out.split("| `IIR_K` |")[1].split("\n")[0]
+    assert "6" not in out.split("| `IIR_K` |")[1].split("\n")[0]
 
 
-# --- the README -----------------------------------------------------------------------------------------
-def test_the_readme_table_is_the_generated_one():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = config_cmd.between_markers(readme)
-    assert table, "README.md has no settings table markers"
+def test_iir_k_is_one_setting_with_the_pages_default(capsys):
+    """IIR_K is one row (AppConfig's, 20: what the page shows), and `app.py --help` names the same default."""
+    import app
+
+    rows = [r for r in config.settings({}) if r.env == "IIR_K"]
+    assert [(r.section, r.default) for r in rows] == [("AppConfig", str(config.PAGE_K))]
+    engine_k = next(r for r in config.settings({}) if r.section == "EngineConfig" and r.field == "k")
+    assert engine_k.env == ""  # the engine's k is given by each entry point, never read from IIR_K
+    with pytest.raises(SystemExit):
+        app.parse_args(["--help"])
+    assert f"(default {config.PAGE_K}, IIR_K)" in " ".join(capsys.readouterr().out.split())
+
+
+# --- docs/settings.md --------------------------------------------------------------------------------
+def test_the_settings_page_table_is_the_generated_one():
+    page = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    table = config_cmd.between_markers(page)
+    assert table, "docs/settings.md has no settings table markers"
     assert table == config_cmd.markdown(config.settings({})), \
-        "the README's settings table drifted: run `python -m interactive_ir config --readme README.md`"
+        "the settings table of docs/settings.md drifted: run `python -m interactive_ir config --readme`"
 
 
-def test_every_iir_name_in_the_code_and_the_readme_is_in_the_table():
+def test_every_iir_name_in_the_code_and_the_docs_is_in_the_table():
     def names(text: str) -> set[str]:
         return {n for n in re.findall(r"\bIIR_[A-Z0-9_]+", text) if not n.endswith("_")}  # not prefixes
 
@@ -209,11 +222,26 @@ def test_every_iir_name_in_the_code_and_the_readme_is_in_the_table():
     table = {r.env for r in config.settings({})}
     assert len(in_code) > 30
     assert in_code <= table, f"read in the code, missing from config.ENV_VARS or SECTIONS: {sorted(in_code - table)}"
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert names(readme) <= table, f"named in README.md, but no setting: {sorted(names(readme) - table)}"
-    assert in_code <= names(config_cmd.between_markers(readme))
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        # the benchmark scripts' own variables (bench/soak.py's IIR_SOAK_*, IIR_BENCH_CODE) are no app setting
+        named = {n for n in names(doc.read_text(encoding="utf-8")) if not n.startswith(("IIR_SOAK_", "IIR_BENCH_"))}
+        assert named <= table, f"named in {doc.relative_to(ROOT)}, but no setting: {sorted(named - table)}"
+    assert in_code <= names(config_cmd.between_markers((ROOT / "docs" / "settings.md").read_text(encoding="utf-8")))
 
 
+def test_readme_option_without_a_file_rewrites_docs_settings(tmp_path, monkeypatch, capsys):
+    page = tmp_path / "settings.md"
+    page.write_text(f"# Settings\n\n{config_cmd.BEGIN}\nold table\n{config_cmd.END}\n")
+    monkeypatch.setattr(config_cmd, "SETTINGS_DOC", page)
+    assert main(["config", "--readme"]) == 0
+    assert f"{page}: settings table rewritten" in capsys.readouterr().out
+    text = page.read_text()
+    assert text.startswith("# Settings\n\n") and "old table" not in text
+    assert config_cmd.between_markers(text) == config_cmd.markdown(config.settings({}))
+
+
+def test_the_default_settings_page_is_the_repositorys():
+    assert config_cmd.SETTINGS_DOC == ROOT / "docs" / "settings.md"
 def test_readme_option_rewrites_between_the_markers_only(tmp_path, capsys):
     doc = tmp_path / "DOC.md"
     doc.write_text(f"# title\n\n{config_cmd.BEGIN}\nold table\n{config_cmd.END}\n\nafter\n")

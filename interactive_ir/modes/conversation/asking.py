@@ -39,7 +39,7 @@ class Asker:
     # --- settings per session ------------------------------------------------------------------------
     def plugir_for(self, session: Session) -> PlugIRConfig:
         """The engine's config with the session's own method, if it chose one."""
-        return self.config.with_method(session.meta.get("plugir_method"))
+        return self.config.with_method(session.options.plugir_method or None)
 
     @property
     def questions_enabled(self) -> bool:
@@ -47,13 +47,13 @@ class Asker:
         return self.config.ask_questions and bool(resolve_questioner(self.config.questioner, self.llm))
 
     def questioner_for(self, session: Session) -> str:
-        """"llm", "grounded", or "" (no questions) for this session: `session.meta["questioner"]` (a study
+        """"llm", "grounded", or "" (no questions) for this session: `session.options.questioner` (a study
         condition, a user's choice) else `PlugIRConfig.questioner`; "auto" resolves by the LLM."""
-        return resolve_questioner(session.meta.get("questioner") or self.config.questioner, self.llm)
+        return resolve_questioner(session.options.questioner or self.config.questioner, self.llm)
 
     def asks(self, session: Session) -> bool:
         """Does this session get a question after each round?"""
-        return (self.config.ask_questions and session.meta.get("ask_questions") is not False
+        return (self.config.ask_questions and session.options.ask_questions is not False
                 and not session.ended and bool(self.questioner_for(session)))
 
     def n_candidates(self, cfg: PlugIRConfig | None = None) -> int:

@@ -7,8 +7,8 @@ batched call and all filter prompts in another. `answer(..., refine=False)` retr
 dialogue as typed and leaves the rewrite to `refine`, which replaces the results and marks the round
 refined. Methods (`PlugIRConfig.method`) follow the paper's ablation: "zs" (dialogue concatenated,
 Table 17 questioner), "cr" (+ reformulation), "cr+rce" (+ candidates' captions, Table 18), "plugir"
-(+ filtering, Algorithm 2). A session can pick its own method with `session.meta["plugir_method"]`, its
-questioner with `session.meta["questioner"]`, and turn questions off with `session.meta["ask_questions"] = False`.
+(+ filtering, Algorithm 2). A session can pick its own method with `session.options.plugir_method`, its
+questioner with `session.options.questioner`, and turn questions off with `session.options.ask_questions = False`.
 A grounded question (no LLM) is answered by a click: `answer_choice`.
 """
 

@@ -223,7 +223,7 @@ class Rounds:
         target, gave up or searched again) is dropped."""
         ps = self.participants
         with ps.locked(participant) as p:
-            if p.phase != "search" or p.ended or not p.session or not p.session.meta.get("question_due"):
+            if p.phase != "search" or p.ended or not p.session or not p.session.options.question_due:
                 return None
             session = copy_session(p.session)
             _keep_transient(p.session.last, session.last)
@@ -233,7 +233,7 @@ class Rounds:
         with ps.locked(participant) as p:
             current = (p.phase == "search" and not p.ended and p.current is not None and p.session is not None
                        and p.current.position == position and len(p.session.turns) == n_turns
-                       and p.session.meta.get("question_due"))
+                       and p.session.options.question_due)
             if not current:
                 return None
             events = []

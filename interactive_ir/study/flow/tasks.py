@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from interactive_ir.core.options import BELIEF, SessionOptions
 from interactive_ir.core.session import Session
 from interactive_ir.errors import BadInputError, SessionError
 from interactive_ir.study.engines import ConditionEngines
@@ -43,13 +44,11 @@ class TaskFlow:
         """A new search session for `p`'s current task, from its condition's engine."""
         a, c = p.current, self.participants.condition_of(p)
         meta = {"study_id": self.study.study_id, "participant": p.participant, "task": a.position,
-                "task_index": a.task.index, "condition": a.condition, "target": a.task.target,
-                "ask_questions": "conversation" in c.modes}
-        if c.conversation_method:
-            meta["plugir_method"] = c.conversation_method
-        if c.belief:
-            meta["belief"] = True  # every round is belief evidence (`engines.ROUND_CALLS`), its questions too
-        return self.engines.of(c).new_session(**meta)
+                "task_index": a.task.index, "condition": a.condition, "target": a.task.target}
+        # `mode: belief`: every round is belief evidence (the engine's generic actions), its questions too
+        options = SessionOptions(mode=BELIEF if c.belief else "", ask_questions="conversation" in c.modes,
+                                 plugir_method=c.conversation_method or "")
+        return self.engines.of(c).new_session(options=options, **meta)
 
     def start_task(self, participant: str, client_ts: float | None = None) -> Progress:
         """Leave the briefing: the clock of this task starts now."""

@@ -243,7 +243,7 @@ def question_html(p: Progress, engine=None) -> str:
             opts = opts.replace("Click the closest one (or type an answer below).", "Click the closest one.")
         return (f'{past}<div class="iir-question" role="status"><b class="iir-who">System asks:</b> '
                 f"{esc(s.pending_question)}{opts}</div>")
-    if s.meta.get("question_due"):
+    if s.options.question_due:
         return (f'{past}<div class="iir-working" role="status" id="iir-question-working">The system is writing a '
                 "question about these results: look through them meanwhile</div>")
     return f'{past}<div class="iir-msg iir-note">No question this round: skip to get one, or end the task.</div>'

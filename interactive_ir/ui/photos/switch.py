@@ -1,6 +1,6 @@
 """From the clipart to the photos without a restart: `PhotoSwitch.run`.
 
-The clipart page serves while the photo index is built in the background (`build.PhotoBuild`). When it is
+The clipart page serves while the photo index is built in the background (`assembly.photo_build.PhotoBuild`). When it is
 ready, a new page is built over it with the same models (nothing is loaded again), the open tabs are told
 ("Photos are ready: this page reloads with them in a moment", polled by each tab), and after a grace period
 longer than a poll the clipart page is closed (Gradio's public `Blocks.close()`) and the photo page is
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from interactive_ir.ui.photos.build import PhotoBuild, PhotoStatus
+from interactive_ir.assembly.photo_build import PhotoBuild, PhotoStatus
 from interactive_ir.ui.photos.note import POLL_S, PhotoNote
 
 log = logging.getLogger(__name__)
@@ -87,21 +87,20 @@ def _launch_retrying(launch, page, engine) -> None:
 
 
 def page_maker(parts, make_page: Callable) -> Callable:
-    """`page_over(folder)` for `PhotoSwitch`: the photo index opened with the clipart's embedder, an engine over
-    it with the same models (`AppParts.engine_over`), and `make_page(engine, notes, photo_note)`, the same
-    page as the clipart's with its note saying the photos are served."""
+    """`page_over(folder)` for `PhotoSwitch`: the photo index opened with the clipart's embedder
+    (`assembly.photo_index.serve_photos`), an engine over it with the same models (`AppParts.engine_over`), and
+    `make_page(engine, notes, photo_note)`, the same page as the clipart's with its note saying the photos are
+    served."""
     def page_over(folder: Path):
+        from interactive_ir.assembly.photo_index import serve_photos
         from interactive_ir.errors import IndexLoadError
-        from interactive_ir.retrieval.retriever import Retriever
-        from interactive_ir.ui.photos.gallery import open_photo_index, photo_note
 
         build: PhotoBuild = parts.photos
-        embedder = parts.engine.retriever.embedder
-        index = open_photo_index(build.cfg, folder, embedder)
-        if index is None:
+        served = serve_photos(build.cfg, folder, parts.engine.retriever.embedder)
+        if served is None:
             raise IndexLoadError(f"the photo index {Path(folder).name} does not open")
-        engine = parts.engine_over(Retriever(index, embedder).warm())
-        notes = [photo_note(index, embedder.spec)] + [n for n in parts.notes if not n.startswith(GALLERY_NOTES)]
+        engine = parts.engine_over(served.retriever.warm())
+        notes = served.notes + [n for n in parts.notes if not n.startswith(GALLERY_NOTES)]
         return make_page(engine, notes, PhotoNote(build.cfg, serving)), engine
 
     return page_over

@@ -2,7 +2,7 @@
 
 - faiss's "Loading faiss with AVX2/AVX512 support" and HTTP client request lines (httpx, urllib3): WARNING up;
 - open_clip's INFO lines and its "Failed to download weights" ERROR are dropped: the app then falls back to its offline index and
-  says so itself, calmly, with the reason (interactive_ir.ui.demo);
+  says so itself, calmly, with the reason (interactive_ir.assembly.app_index);
 - Hugging Face progress bars stay off unless asked for (HF_HUB_DISABLE_PROGRESS_BARS=0); no tqdm bar goes to a
   log that is not a terminal (TQDM_DISABLE=1, and the app's own bars check the terminal).
 """

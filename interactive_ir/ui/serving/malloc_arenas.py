@@ -1,11 +1,11 @@
 """One glibc malloc arena for the web app's process: the last of the per-event memory growth (issue 15).
 
-Once Python-level state was bounded (ui/session_ids.py, ui/tabs.py), the app's RSS still grew about
+Once Python-level state was bounded (ui/serving/session_ids.py, ui/serving/tabs.py), the app's RSS still grew about
 11 MB per 10,000 events while Python's live blocks and malloc's in-use bytes stayed flat: the growth was
 free memory kept inside glibc's per-thread arenas (Gradio runs handlers in a pool of worker threads, the
 model steps in threads of their own, and each thread may get an arena; freed chunks scattered over up to
 8 arenas per core are neither reused across arenas nor handed back, and malloc_trim did not release
-them). With a single arena the same soak grows under 1 MB per 10,000 events (bench/README.md, issue 15).
+them). With a single arena the same soak grows under 1 MB per 10,000 events (docs/benchmarks/memory-soak.md).
 Allocations that matter here happen under Python's GIL, so one arena costs no measurable latency.
 
 `limit_malloc_arenas()` sets glibc's limit with `mallopt(M_ARENA_MAX, n)` before the server's threads

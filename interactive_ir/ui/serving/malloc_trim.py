@@ -3,8 +3,8 @@
 With Python's records per tab bounded (ui/serving/tabs.py, session_ids.py), what was left of the web app's
 memory growth at 200 tabs opening and closing came in steps: a burst of events (many tabs' pages built at
 once while the machine was slow) pushed glibc's heap up by several MB, and the heap kept those pages after
-the burst, as free chunks that glibc does not return while anything live sits above them (bench/README.md,
-"Memory at 200 tabs"). `malloc_trim(0)` returns every whole free page of the heap to the system
+the burst, as free chunks that glibc does not return while anything live sits above them
+(docs/benchmarks/memory-soak.md). `malloc_trim(0)` returns every whole free page of the heap to the system
 (`madvise`), wherever it lies. It takes milliseconds (17-58 ms for a 170 MB heap with 70% freed, on a loaded
 2-core VM) and holds malloc's lock meanwhile, so it runs once every `IIR_MALLOC_TRIM_S` seconds (default
 60; 0 = never) on a daemon thread started by `start_malloc_trim()`, once per process. Off glibc nothing is

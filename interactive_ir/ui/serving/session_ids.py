@@ -12,7 +12,7 @@ event (about 10 KB per event in the 15-line repro, more in the app, which update
 `keep_session_ids()` makes a replacement component take the id it is stored under, so every event
 writes to the same key; Gradio's page config for the tab then also holds the component's latest
 value, as intended. Where Gradio's internals differ (another version), nothing is patched and the log
-says so. tests/test_session_ids.py shows the growth without it.
+says so. tests/unit/ui/test_session_ids.py shows the growth without it.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def test_a_failing_or_slow_router_is_a_clear_error(server_factory, monkeypatch):
 
 
 def test_startup_says_in_plain_words_where_the_llm_runs():
-    from interactive_ir.ui.startup import llm_note
+    from interactive_ir.assembly.model_notes import llm_note
 
     assert "Hugging Face inference router" in llm_note("hf-router:org/m") and "org/m" in llm_note("hf-router:org/m")
     tiny = llm_note("transformers:smollm2")

@@ -70,3 +70,18 @@ def test_import_is_light():
            "print(sorted(m for m in ('torch','transformers','gradio','open_clip','sentence_transformers','faiss') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+@pytest.mark.parametrize("word", ["none", "off", "OFF"])
+def test_index_reads_captioner_and_embedder_as_the_assembly_does(tmp_path, capsys, monkeypatch, word):
+    """`--captioner none|off` is no captioner (the one "no model" vocabulary, not a spec the backend refuses), and
+    without --embedder the index is built with IIR_EMBEDDER (the one default-embedder rule)."""
+    from interactive_ir.index import load_index
+
+    make_images(tmp_path / "images", 4)
+    monkeypatch.setenv("IIR_EMBEDDER", "fake:8")
+    assert main(["index", "--images", str(tmp_path / "images"), "--out", str(tmp_path / "idx"),
+                 "--captioner", word]) == 0
+    assert "indexed 4 images" in capsys.readouterr().out
+    index = load_index(tmp_path / "idx")
+    assert index.embedder_spec == "fake:8" and not index.has_captions

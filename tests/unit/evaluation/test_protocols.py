@@ -328,6 +328,25 @@ def test_expand_protocols_aliases_and_refusals():
         expand_protocols(" , ", True)
 
 
+def test_the_belief_protocols_are_read_from_its_row_of_the_mode_table():
+    """`eval` takes the belief's protocols from `modes/belief` (no family tuple of its own): each method with
+    a protocol is one, in the table's order, and a simulated round exists for each."""
+    from interactive_ir.evaluation import protocols
+    from interactive_ir.modes import registry
+
+    table = [m for m in registry.methods("belief") if m.protocol]
+    assert BELIEF == tuple(m.protocol for m in table) == (
+        "belief", "closest", "belief:references", "belief:questions", "belief:marks")
+    for m in table:
+        p = get_protocol(m.protocol)
+        assert (p.family, p.variant, p.needs_llm, p.asks_questions) == ("belief", m.name, False, False)
+        assert m.name in protocols._BELIEF_ROUNDS
+    assert set(protocols._BELIEF_ROUNDS) == {m.name for m in table}
+    assert get_protocol("belief").session_options().mode == ""  # eval calls the belief's actions by name
+    assert not {m.name for m in registry.methods("belief")} - {"page", "closest", "references", "questions",
+                                                                "marks", "tell", "skip"}
+
+
 # --- dialogue files ------------------------------------------------------------------------------------
 
 CHATIR = [

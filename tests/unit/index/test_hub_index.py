@@ -205,7 +205,7 @@ def test_another_embedders_index_is_refused_before_download(hub, tmp_path):
 def test_unreachable_hub_at_start_serves_the_demo_with_a_note(hub, tmp_path, monkeypatch):
     from iir_testutils import make_images, write_captions
 
-    from interactive_ir.ui import demo
+    from interactive_ir.assembly import app_index as demo
 
     caps = make_images(tmp_path / "gallery", 6)
     write_captions(tmp_path / "gallery" / "manifest.jsonl", caps)

@@ -1,4 +1,4 @@
-"""The belief over the collection (retrieval/belief.py) and the "closest image" round (core/belief_rounds.py):
+"""The belief over the collection (retrieval/belief.py) and the "closest image" round (modes/belief/mode.py):
 the posterior against a per-image loop written from the formulas, its display, bad input, and the engine."""
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def test_closest_pages_by_the_belief_and_says_which_images_are_there_to_learn_fr
     assert turn.kind == "closest" and turn.method == "belief" and len(turn.shown) == 4
     assert not set(turn.shown) & set(first.shown)  # shown and not found: not the one
     assert set(turn.extra["learn"]) <= set(turn.shown) and turn.extra["clicked"] == first.shown[1]
-    assert len(turn.extra["learn"]) == max(0, 4 - max(1, 4 - engine.belief_rounds.belief_config.explore))
+    assert len(turn.extra["learn"]) == max(0, 4 - max(1, 4 - engine.belief_config.explore))
     n = len(engine.index)
     assert turn.ranking.shape == (n,) and np.isneginf(turn.ranking[[engine.index.row_of[i] for i in first.shown]]).all()
     best = [i for i in turn.shown if i not in turn.extra["learn"]]
@@ -224,7 +224,7 @@ def test_the_closest_protocol_ranks_by_the_belief_the_clicks_make(tiny_index):
                         on_session=seen.append)
         session = seen[-1]
         assert [t.kind for t in session.turns][1:] == ["closest"] * (len(session.turns) - 1)
-        b = Belief.over(retriever, session.turns[0].query_row, engine.belief_rounds.belief_config)
+        b = Belief.over(retriever, session.turns[0].query_row, engine.belief_config)
         row = retriever.index.row_of
         for t, turn in enumerate(session.turns):
             if t:

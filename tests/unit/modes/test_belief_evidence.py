@@ -100,7 +100,7 @@ def test_like_this_but_moves_the_page_toward_what_is_said(engine, tiny_index):
     # the statement's evidence is the encoded new words, by the formula
     row_pos = engine.retriever.text_query_row(engine.retriever.encode_text("blue circle"))
     row_neg = engine.retriever.text_query_row(engine.retriever.encode_text("square"))
-    cfg = engine.belief_rounds.belief_config
+    cfg = engine.belief_config
     diff = said.ranking - plain.ranking
     live = np.isfinite(diff)
     term = (b.vectors @ row_pos - cfg.unsay_weight * (b.vectors @ row_neg)) / cfg.say_temperature
@@ -111,7 +111,7 @@ def test_like_this_but_moves_the_page_toward_what_is_said(engine, tiny_index):
 
 
 def test_belief_questions_are_open_ones_first_then_yes_or_no_on_a_splitting_word(tiny_index):
-    from interactive_ir.core.belief_rounds import OPEN_QUESTIONS
+    from interactive_ir.modes.belief.questions import OPEN_QUESTIONS
 
     engine = build_engine(tiny_index[0], config=EngineConfig(k=1))
     assert len(engine.index) >= len(OPEN_QUESTIONS) + 6

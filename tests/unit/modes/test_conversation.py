@@ -357,10 +357,10 @@ def test_deferred_question_equals_the_immediate_one(tiny_index):
     for step in (lambda e, s: e.start(s, "a red dog on the beach"), lambda e, s: e.answer(s, "yes"),
                  lambda e, s: e.skip(s)):
         t1 = step(now, s1)
-        s2.meta["ask_questions"] = False
+        s2.options.ask_questions = False
         t2 = step(later, s2)
         assert t2.question == "" and s2.pending_question == ""
-        s2.meta.pop("ask_questions")
+        s2.options.ask_questions = None
         later.ask(s2)
         assert t2.shown == t1.shown and t2.query == t1.query
         assert t2.extra["plugir"]["rce"] == t1.extra["plugir"]["rce"]

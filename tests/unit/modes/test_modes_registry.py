@@ -24,7 +24,8 @@ WITH_METHODS = ("conversation", "feedback", "composed")
 
 # --- the table itself --------------------------------------------------------------------------------------
 def test_every_entry_is_registered_once_under_its_own_mode():
-    assert registry.mode_names() == ("conversation", "feedback", "composed", "text")
+    assert registry.mode_names() == ("conversation", "feedback", "composed", "text", "belief")
+    assert registry.page_mode_names() == ("conversation", "feedback", "composed", "text")  # the belief takes theirs
     for mode in registry.modes():
         entries = (*mode.methods, *mode.questioners)
         assert all(m.mode == mode.name for m in entries), mode.name
@@ -195,9 +196,10 @@ def test_the_page_offers_automatic_or_a_questioner_and_the_config_takes_every_ch
     assert h.QUESTIONERS == registry.questioner_names()
     assert set(h.QUESTIONERS) < set(registry.questioner_values())
     eng = build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=3), belief=query_modes())
-    for q in h.QUESTIONERS:  # what the page stores in session.meta is what the asker resolves
+    for q in h.QUESTIONERS:  # what the page stores in the session's options is what the asker resolves
         st = h.set_questioner(eng, h.start(eng, UIState(), "a dog"), q)
-        assert st.session.meta["questioner"] == q and eng.questioner_for(st.session) == q
+        assert st.session.options.questioner == q and eng.questioner_for(st.session) == q
+        assert st.session.to_dict()["meta"]["questioner"] == q  # written as records always had it
     with pytest.raises(BadInputError, match="unknown kind of question 'auto'; choose one of grounded, llm"):
         h.set_questioner(eng, UIState(), "auto")
     no_llm = build_engine(tiny_index[0], config=EngineConfig(k=3), belief=query_modes())
@@ -227,7 +229,7 @@ def test_study_conditions_take_the_table_s_names(tiny_index):
     from interactive_ir.study import config as sc
     from interactive_ir.study.engines import check_condition
 
-    assert sc.MODES == registry.mode_names() and sc.SETTINGS_SECTIONS == registry.sections()
+    assert sc.MODES == registry.page_mode_names() and sc.SETTINGS_SECTIONS == registry.sections()
     for preset, (modes, conv) in sc.PRESETS.items():
         assert set(modes) <= set(registry.mode_names()) and (conv is None or conv in registry.method_names(
             "conversation")), preset

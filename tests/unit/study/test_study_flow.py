@@ -165,7 +165,7 @@ def test_the_question_step_does_not_hold_the_participant(tiny, tmp_path):
     runner.consent("p", True)
     runner.start_task("p")
     turn = runner.describe("p", "a photo", ask=False)
-    assert turn.question == "" and runner.progress("p").session.meta["question_due"]
+    assert turn.question == "" and runner.progress("p").session.options.question_due
     out = {}
     t = threading.Thread(target=lambda: out.setdefault("turn", runner.ask("p")))
     t.start()
@@ -177,7 +177,7 @@ def test_the_question_step_does_not_hold_the_participant(tiny, tmp_path):
     t.join(20)
     assert out["turn"] is None  # the question about the old round is dropped
     p = runner.progress("p")
-    assert p.rounds_used == 1 and p.session.pending_question == "" and p.session.meta["question_due"]
+    assert p.rounds_used == 1 and p.session.pending_question == "" and p.session.options.question_due
     assert runner.ask("p").question and runner.progress("p").session.pending_question
 
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from interactive_ir.ui import demo
+from interactive_ir.assembly import app_index as demo
 
 
 @pytest.fixture

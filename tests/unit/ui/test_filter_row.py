@@ -87,14 +87,14 @@ def test_the_row_replaces_only_its_own_fields_and_a_chip_removes_one_token():
 
 # --- the page's handlers ------------------------------------------------------------------------------------
 def test_a_folder_from_the_row_searches_like_the_same_typed_query_and_its_chip_removal_restores(dated):
-    from interactive_ir.ui import filter_row, filter_view
+    from interactive_ir.ui import card_actions, filter_handlers, filter_view
     from interactive_ir.ui.handlers import start
     from interactive_ir.ui.state import UIState
 
     engine, ids = dated
     st = start(engine, UIState(), "a red dog on the beach")
     plain = list(st.session.last.shown)
-    st = filter_row.apply(engine, st, "a red dog on the beach", "folder", folder="sub")
+    st = filter_handlers.apply(engine, st, "a red dog on the beach", "folder", folder="sub")
     assert st.box == "a red dog on the beach folder:sub" and st.session.filters == "folder:sub"
     shown = st.session.last.shown
     assert shown and all(i.startswith("sub/") for i in shown)
@@ -102,40 +102,40 @@ def test_a_folder_from_the_row_searches_like_the_same_typed_query_and_its_chip_r
     assert shown == typed  # one code path: the row's filter is the typed one
     assert filter_view.chips(st.session) == ["folder:sub"]
     assert 'data-action="unfilter" data-id="folder:sub"' in filter_view.summary_html(engine, st)
-    st = filter_row.from_summary(engine, st, "unfilter", "folder:sub")
+    st = card_actions.run(engine, st, "unfilter", "folder:sub")
     assert st.session.filters == "" and list(st.session.last.shown) == plain and st.box == "a red dog on the beach"
 
 
 def test_the_row_keeps_typed_filters_of_other_fields_and_a_bar_keeps_its_year(dated):
-    from interactive_ir.ui import filter_row
+    from interactive_ir.ui import card_actions, filter_handlers
     from interactive_ir.ui.handlers import start
     from interactive_ir.ui.state import UIState
 
     engine, ids = dated
     st = start(engine, UIState(), "a dog -blue date:2016..2019")
-    st = filter_row.apply(engine, st, "", "tags", tags=["family"])  # an empty box: the search's own query
+    st = filter_handlers.apply(engine, st, "", "tags", tags=["family"])  # an empty box: the search's own query
     assert st.query == "a dog -blue date:2016..2019 tag:family"
-    assert filter_row.synced(st, engine.facets()) == ("2016", "2019", "", ["family"], "")
-    st = filter_row.from_summary(engine, st, "when", "2018")
+    assert filter_handlers.synced(st, engine.facets()) == ("2016", "2019", "", ["family"], "")
+    st = card_actions.run(engine, st, "when", "2018")
     assert st.query == "a dog -blue tag:family date:2018"
     dates = engine.dates_of(st.session.last.shown)
     assert dates and all(2018 == int(np.datetime64(int(t), "s").astype(object).year) for t in dates.values())
     with pytest.raises(BadInputError, match="unknown filter"):
-        filter_row.apply(engine, st, "", "colour")
+        filter_handlers.apply(engine, st, "", "colour")
 
 
 def test_filters_without_words_wait_for_a_description(dated):
-    from interactive_ir.ui import filter_row
+    from interactive_ir.ui import filter_handlers
     from interactive_ir.ui.state import UIState
 
     engine, _ = dated
-    st = filter_row.apply(engine, UIState(), "", "folder", folder="sub")
+    st = filter_handlers.apply(engine, UIState(), "", "folder", folder="sub")
     assert not st.started and st.box == "folder:sub" and "describe" in st.notice.lower()
 
 
 # --- sort by date, histogram ----------------------------------------------------------------------------------
 def test_sort_by_date_orders_the_cards_and_keeps_their_ranks(dated):
-    from interactive_ir.ui import filter_row, render
+    from interactive_ir.ui import filter_handlers, render
     from interactive_ir.ui.handlers import start
     from interactive_ir.ui.state import UIState
 
@@ -150,12 +150,12 @@ def test_sort_by_date_orders_the_cards_and_keeps_their_ranks(dated):
 
     assert [i for i, _ in order(render.results_html(engine, st))] == shown
     for sort, rev in (("newest", True), ("oldest", False)):
-        st = filter_row.set_sort(engine, st, sort)
+        st = filter_handlers.set_sort(engine, st, sort)
         got = order(render.results_html(engine, st))
         assert [i for i, _ in got] == sorted(shown, key=lambda i: dates[i], reverse=rev)
         assert {i: int(r) for i, r in got} == {i: n for n, i in enumerate(shown, 1)}  # each card keeps its rank
     with pytest.raises(BadInputError, match="unknown order"):
-        filter_row.set_sort(engine, st, "random")
+        filter_handlers.set_sort(engine, st, "random")
 
 
 def test_by_date_puts_undated_results_last_in_their_order():
@@ -187,14 +187,14 @@ def test_the_histogram_counts_the_filtered_matches(dated):
 
 def test_a_chip_of_a_search_opened_another_way_removes_from_its_own_query(dated):
     """A saved search opened (no query typed in this tab, or another one): the chip edits the search's own query."""
-    from interactive_ir.ui import filter_row
+    from interactive_ir.ui import card_actions, filter_handlers
     from interactive_ir.ui.handlers import start
     from interactive_ir.ui.state import UIState
 
     engine, _ = dated
     st = start(engine, UIState(), 'a dog "red dog" -blue folder:sub tag:family')
     st.query = "a cat folder:other"  # stale: as after Open saved search
-    assert filter_row.query_of(st) == 'a dog -blue "red dog" folder:sub tag:family'
-    st = filter_row.from_summary(engine, st, "unfilter", "tag:family")
+    assert filter_handlers.query_of(st) == 'a dog -blue "red dog" folder:sub tag:family'
+    st = card_actions.run(engine, st, "unfilter", "tag:family")
     assert st.session.filters == '"red dog" folder:sub' and st.session.not_terms == ["blue"]
     assert st.session.description == "a dog red dog"

@@ -60,7 +60,7 @@ def test_when_the_indexs_embedder_cannot_be_loaded_the_space_says_so_and_falls_b
                                                                                    tmp_path, monkeypatch):
     from iir_testutils import make_images, write_captions
 
-    from interactive_ir.ui import demo
+    from interactive_ir.assembly import app_index as demo
 
     repo = hub.repos[("dataset", REPO)]
     manifest = json.loads(repo.files["manifest.json"])

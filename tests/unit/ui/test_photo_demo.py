@@ -16,8 +16,8 @@ import pytest
 from hub_standin import StandInHub
 from photo_standin import REPO, sample_rows, serve_docci
 
-from interactive_ir.ui import demo
-from interactive_ir.ui.photos.config import Decision, PhotoDemoConfig, decide, photo_demo_config
+from interactive_ir.assembly import app_index as demo
+from interactive_ir.assembly.photo_config import Decision, PhotoDemoConfig, decide, photo_demo_config
 
 ROOT = Path(__file__).resolve().parents[3]
 N = 8  # photos in the stand-in dataset
@@ -63,7 +63,7 @@ def on(**fields) -> PhotoDemoConfig:
 
 def build_now(cfg: PhotoDemoConfig, spec: str = "fake:16"):
     """The photo index built as the app builds it (the child process), waited for."""
-    from interactive_ir.ui.photos.build import PhotoBuild
+    from interactive_ir.assembly.photo_build import PhotoBuild
 
     build = PhotoBuild(cfg, spec, cfg.index_dir(demo.indices_dir(), spec))
     build.start()
@@ -100,7 +100,7 @@ def test_auto_is_on_only_on_a_space_with_the_hub_reachable(mode, env, given, rea
 
 
 def test_the_space_decision_asks_the_real_hub_address(hub, monkeypatch):
-    from interactive_ir.ui.photos.start import photo_plan
+    from interactive_ir.assembly.photo_index import photo_plan
 
     assert photo_plan(index_given=False, environ={}) is None  # not a Space
     assert photo_plan(index_given=False, environ={"SPACE_ID": "alice/iir"})[1].build  # the stand-in answers
@@ -226,7 +226,7 @@ def test_a_failed_build_keeps_the_clipart_with_a_note_and_is_not_retried(hub, tm
     app, cfg, clipart, engine, switch = _page(tmp_path, monkeypatch, on(caption_column="caption"))  # no such column
     app.launch(clipart, engine, cfg)
     try:
-        with caplog.at_level(logging.WARNING, logger="interactive_ir.ui.photos"):
+        with caplog.at_level(logging.WARNING, logger="interactive_ir.assembly"):
             page = switch.run(clipart, lambda p, e: pytest.fail("a failed build must not switch"))
         assert page is clipart and clipart.is_running
         st = switch.build.status()
@@ -333,8 +333,8 @@ def test_the_child_says_its_progress_in_lines(hub, tmp_path):
 def test_a_second_process_waits_for_the_first_ones_build(hub, monkeypatch):
     """Two app processes behind nginx share IIR_INDICES_DIR: one builds, the other waits for its index (the
     lock is per open file, so two builds in one process stand in for two processes)."""
-    from interactive_ir.ui.photos import build as build_mod
-    from interactive_ir.ui.photos.build import PhotoBuild
+    from interactive_ir.assembly import photo_build as build_mod
+    from interactive_ir.assembly.photo_build import PhotoBuild
 
     monkeypatch.setattr(build_mod, "WAIT_POLL_S", 0.2)
     cfg = on()

@@ -90,9 +90,10 @@ def test_the_demo_fallback_warning_is_logged_once(tmp_path, monkeypatch, caplog)
     import logging
 
     import interactive_ir.backends as backends
+    from interactive_ir.assembly import app_index as demo
     from interactive_ir.backends.embedders import FakeEmbedder
     from interactive_ir.errors import BackendUnavailable
-    from interactive_ir.ui import demo, startup
+    from interactive_ir.ui import startup
 
     def unavailable(spec):
         raise BackendUnavailable(f"{spec} needs weights from the model hub, which cannot be reached")

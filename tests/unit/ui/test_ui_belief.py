@@ -8,6 +8,7 @@ import pytest
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import SessionError
+from interactive_ir.ui import card_actions
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui import render
 from interactive_ir.ui.state import UIState
@@ -29,7 +30,7 @@ def _seen(st) -> set[str]:
 def test_a_search_runs_on_the_belief_and_asks_its_own_question(started):
     engine, st = started
     s = st.session
-    assert s.meta["belief"] is True and len(s.last.shown) == K
+    assert s.on_belief and s.to_dict()["meta"]["belief"] is True and len(s.last.shown) == K
     assert s.question is not None and s.question.kind == "open"  # no LLM question, though an LLM is there
     html = render.results_html(engine, st)
     assert 'data-action="like"' in html  # "More like this": on the belief, a click on the closest
@@ -41,13 +42,13 @@ def test_each_action_is_a_belief_round_with_a_new_page(started):
     h.answer(engine, st, "a red square on a table")
     assert st.session.last.kind == "tell" and not set(st.session.last.shown) & before
     pick = st.session.last.shown[0]
-    h.card_action(engine, st, "closest", pick)
+    card_actions.run(engine, st, "closest", pick)
     assert st.session.last.kind == "closest" and st.session.last.extra["clicked"] == pick
-    h.card_action(engine, st, "like", st.session.last.shown[2])
+    card_actions.run(engine, st, "like", st.session.last.shown[2])
     assert st.session.last.kind == "closest" and st.session.last.extra["clicked"] == st.session.turns[-2].shown[2]
     page = st.session.last.shown
-    h.card_action(engine, st, "relevant", page[0])
-    h.card_action(engine, st, "irrelevant", page[1])
+    card_actions.run(engine, st, "relevant", page[0])
+    card_actions.run(engine, st, "irrelevant", page[1])
     h.feedback(engine, st)
     assert st.session.last.kind == "marks" and st.session.last.extra["relevant"] == [page[0]]
     ref = st.session.last.shown[1]
@@ -75,7 +76,7 @@ def test_a_yes_or_no_click_answers_the_belief_question(started):
     h.choose(engine, st, 1, text)
     assert s.last.kind == "tell" and s.last.extra["said"] == f"no {word}" and s.last.answered_question == text
     with pytest.raises(SessionError, match="not among the results"):
-        h.card_action(engine, st, "closest", "nope.png")
+        card_actions.run(engine, st, "closest", "nope.png")
 
 
 def test_the_images_shown_to_learn_from_say_so(tiny_index):
@@ -83,7 +84,7 @@ def test_the_images_shown_to_learn_from_say_so(tiny_index):
 
     engine = build_engine(tiny_index[0], config=EngineConfig(k=4), belief=BeliefConfig(explore=2, explore_depth=12))
     st = h.start(engine, UIState(), "a red square")
-    h.card_action(engine, st, "like", st.session.last.shown[0])
+    card_actions.run(engine, st, "like", st.session.last.shown[0])
     learn = st.session.last.extra["learn"]
     assert len(learn) == 2
     html = render.results_html(engine, st)

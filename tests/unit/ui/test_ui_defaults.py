@@ -8,7 +8,7 @@ import pytest
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import SessionError
-from interactive_ir.ui import events, render, work
+from interactive_ir.ui import card_actions, render, work
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui.state import UIState
 from iir_testutils import query_modes
@@ -16,6 +16,7 @@ from iir_testutils import query_modes
 
 # --- start-up: no LLM rather than SmolLM2 -----------------------------------------------------------
 def test_the_app_loads_no_llm_when_only_smollm2_could_run(tiny_index, monkeypatch):
+    from interactive_ir.assembly.llm_choice import LLMChoice, choose_llm
     from interactive_ir.ui import startup
 
     index = tiny_index[0].index.path
@@ -31,11 +32,11 @@ def test_the_app_loads_no_llm_when_only_smollm2_could_run(tiny_index, monkeypatc
     parts = startup.load_app(startup.app_config(environ={}, index=index, llm="transformers:smollm2"))
     assert built == ["transformers:smollm2"] and parts.engine.llm is not None
     monkeypatch.setenv("IIR_LLM", "transformers:smollm2")
-    assert startup.default_app_llm() == ("transformers:smollm2", "")
+    assert choose_llm() == LLMChoice("transformers:smollm2")
     # a capable default is loaded as before
     monkeypatch.delenv("IIR_LLM")
     monkeypatch.setattr("interactive_ir.backends.llms.default_llm_spec", lambda environ=None: "hf-router:org/m")
-    assert startup.default_app_llm() == ("hf-router:org/m", "")
+    assert choose_llm() == LLMChoice("hf-router:org/m")
 
 
 # --- the refined round: an offer once the person has acted -------------------------------------------
@@ -84,7 +85,7 @@ def test_a_refined_round_is_offered_once_the_person_acted_and_shown_on_request(e
     while (j := work.claim(st)) is not None:  # the next question comes about the results on the page
         work.settle(engine, st, j, work.run(engine, j))
     question = st.session.pending_question
-    events._card_action(engine, st, "refined", "")  # "show"
+    card_actions.run(engine, st, "refined", "")  # "show"
     assert st.offer is None and st.refined and st.current_ids != quick
     assert st.session.pending_question == question  # the question stays
     assert all(i in st.current_ids for i in st.marks)  # marks only on images still shown

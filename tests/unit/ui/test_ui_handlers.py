@@ -18,6 +18,7 @@ from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BadInputError, SessionError
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.types import Hit
+from interactive_ir.ui import card_actions
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui import render
 from interactive_ir.ui.state import UIState
@@ -321,15 +322,15 @@ def test_found_an_image_from_an_earlier_round(started):
 def test_card_actions_dispatch(started):
     engine, st = started
     i = st.current_ids[0]
-    h.card_action(engine, st, "relevant", i)
+    card_actions.run(engine, st, "relevant", i)
     assert st.marks == {i: True}
-    h.card_action(engine, st, "irrelevant", i)
+    card_actions.run(engine, st, "irrelevant", i)
     assert st.marks == {i: False}
-    h.card_action(engine, st, "reference", i)
+    card_actions.run(engine, st, "reference", i)
     assert st.reference == i
     with pytest.raises(BadInputError, match="unknown action"):
-        h.card_action(engine, st, "delete", i)
-    h.card_action(engine, st, "found", i)
+        card_actions.run(engine, st, "delete", i)
+    card_actions.run(engine, st, "found", i)
     assert st.session.found["id"] == i
 
 
@@ -475,8 +476,8 @@ def test_app_config_precedence():
 
 
 def test_optional_models_fail_into_notes():
+    from interactive_ir.assembly.models import load_optional
     from interactive_ir.errors import BackendUnavailable
-    from interactive_ir.ui.startup import load_optional
 
     def broken(spec):
         raise BackendUnavailable("weights missing: pip install them\nsecond line")
@@ -627,10 +628,10 @@ def test_deferring_respects_sessions_without_questions(engine, engine_no_llm):
     assert not st.question_due  # no LLM: nothing to ask
     st = h.start(engine, UIState(), "a red dog", defer_question=True)
     h.ask_question(engine, st)
-    st.session.meta["ask_questions"] = False  # e.g. a study condition without questions
+    st.session.options.ask_questions = False  # e.g. a study condition without questions
     h.toggle_mark(engine, st, st.current_ids[0], True)
     h.feedback(engine, st, "expand", defer_question=True)
-    assert not st.question_due and st.session.meta["ask_questions"] is False
+    assert not st.question_due and st.session.options.ask_questions is False
 
 
 def test_a_refused_deferred_step_changes_nothing(started):

@@ -24,4 +24,4 @@ def test_open_clip_noise_is_dropped_but_real_errors_stay():
     assert not f.filter(record("/x/open_clip/factory.py", logging.ERROR, "Failed to download weights for tag 'x'"))
     assert not f.filter(record("/x/open_clip/factory.py", logging.INFO, "Loaded built-in ViT-B-32 model config."))
     assert f.filter(record("/x/open_clip/factory.py", logging.ERROR, "Error loading image tower weights"))
-    assert f.filter(record("/x/interactive_ir/ui/demo.py", logging.ERROR, "Failed to download weights"))
+    assert f.filter(record("/x/interactive_ir/assembly/app_index.py", logging.ERROR, "Failed to download weights"))

@@ -87,11 +87,11 @@ def test_tab_limits_are_read_when_the_page_is_built(engine, monkeypatch):
 
 def test_events_are_plain_functions_of_the_tab(engine):
     pytest.importorskip("gradio")
-    from interactive_ir.ui import events
+    from interactive_ir.ui import events, handlers
 
     ctx = events.page_context(engine)
     st = UIState()
-    out = events.act(events.Action(ctx, "start", ("upload",)), st, "a red dog")
+    out = events.act(events.Action(ctx, handlers.start, ("upload",)), st, "a red dog")
     assert len(out) == len(events.OUTPUTS) and out[0] is st and st.started
     assert out[events.OUTPUTS.index("upload")] is None  # the cleared upload
     first = st.current_ids[0]
@@ -100,5 +100,5 @@ def test_events_are_plain_functions_of_the_tab(engine):
     out = events.on_new(ctx, st)
     assert not st.started and out[events.OUTPUTS.index("desc")].label == events.DESC_FIRST
     with pytest.warns(UserWarning, match="no search yet"):  # gr.Warning, outside a request
-        refused = events.act(events.Action(ctx, "answer"), st, "blue")  # refused: the state stays
+        refused = events.act(events.Action(ctx, handlers.answer), st, "blue")  # refused: the state stays
     assert refused[0] is st and st.notice.startswith("⚠") and not st.started

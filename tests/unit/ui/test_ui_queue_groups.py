@@ -124,17 +124,13 @@ def test_a_mark_is_handled_while_other_tabs_fill_the_search_and_click_groups(ser
     could never be answered while they hold, so each would give up waiting (a timeout, reported)."""
     from interactive_ir.ui import handlers
 
-    demo = served(search_concurrency=1, click_concurrency=1)
-    client, (me, *others) = _tabs(demo, 5)
-    ids = _started(me)
-    for t in others:
-        t.ids = _started(t)
     start, new_search = handlers.start, handlers.new_search
-    entered, mark_answered, held_until_mark = [], threading.Event(), []
+    entered, mark_answered, held_until_mark, holding = [], threading.Event(), [], threading.Event()
 
     def hold():
-        entered.append(1)
-        held_until_mark.append(mark_answered.wait(HOLD_S))
+        if holding.is_set():  # once every tab has its first results
+            entered.append(1)
+            held_until_mark.append(mark_answered.wait(HOLD_S))
 
     def slow_start(engine, st, description, **kw):
         hold()
@@ -144,8 +140,15 @@ def test_a_mark_is_handled_while_other_tabs_fill_the_search_and_click_groups(ser
         hold()
         return new_search(engine, st)
 
+    # patched before the page is built: its action table holds the handler functions themselves
     monkeypatch.setattr(handlers, "start", slow_start)
     monkeypatch.setattr(handlers, "new_search", slow_new)
+    demo = served(search_concurrency=1, click_concurrency=1)
+    client, (me, *others) = _tabs(demo, 5)
+    ids = _started(me)
+    for t in others:
+        t.ids = _started(t)
+    holding.set()
     busy_threads = [threading.Thread(target=t.send, args=("start", [None, "a slow search"])) for t in others[:2]]
     busy_threads += [threading.Thread(target=t.send, args=("on_new", [None])) for t in others[2:]]
     for th in busy_threads:
@@ -165,7 +168,10 @@ def test_two_quick_marks_of_one_tab_both_land_and_the_last_page_shows_both(serve
     """One tab's two marks run one after the other (the tab's lock) while another tab's mark runs beside
     them: the other tab's handler holds until one of this tab's is inside its own, which it could not be if
     the click group ran one event at a time (then one would give up waiting for the other: reported)."""
-    from interactive_ir.ui import handlers
+    from types import MappingProxyType
+
+    from interactive_ir.ui import card_actions, handlers
+    from interactive_ir.ui.card_actions import CardAction
 
     demo = served(click_concurrency=8)
     client, (me, other) = _tabs(demo, 2)
@@ -192,7 +198,10 @@ def test_two_quick_marks_of_one_tab_both_land_and_the_last_page_shows_both(serve
             with lock:
                 inside[0] -= 1
 
-    monkeypatch.setattr(handlers, "toggle_mark", slow_toggle)
+    # the card table's mark rows (`card_actions`: it holds the handler functions themselves)
+    rows = dict(card_actions.CARD_ACTIONS)
+    rows["relevant"], rows["irrelevant"] = CardAction(slow_toggle, (True,)), CardAction(slow_toggle, (False,))
+    monkeypatch.setattr(card_actions, "CARD_ACTIONS", MappingProxyType(rows))
     theirs = threading.Thread(target=lambda: other.send("card", [None, "relevant", other_ids[0]]))
     theirs.start()
     # a browser sends both clicks at once and reads their answers from one stream

@@ -102,14 +102,14 @@ def test_the_chosen_kind_of_question_holds_for_this_and_later_searches(grounded,
 
     st = h.set_questioner(grounded, UIState(), "grounded")
     st = h.start(grounded, st, "a red dog")
-    assert st.session.meta["questioner"] == "grounded"
+    assert st.session.options.questioner == "grounded"
     with pytest.raises(BadInputError, match="need a language model"):
         h.set_questioner(grounded, st, "llm")
     eng = build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=K), belief=query_modes())
     st = h.set_questioner(eng, st, "llm")
-    assert st.session.meta["questioner"] == "llm"
+    assert st.session.options.questioner == "llm"
     h.new_search(eng, st)
-    assert h.start(eng, st, "a cat").session.meta["questioner"] == "llm"
+    assert h.start(eng, st, "a cat").session.options.questioner == "llm"
     assert "questioner" not in h.set_questioner(eng, st, "").session.meta
 
 
@@ -119,7 +119,7 @@ def test_hide_seen_option_holds_for_this_tab_and_its_next_searches(tiny_index):
     st = h.start(eng, UIState(), "a red dog on the beach")
     assert "hide_seen" not in st.session.meta  # the engine's default until the option is touched
     st = h.set_hide_seen(eng, st, True)
-    assert st.session.meta["hide_seen"] is True and "only images not shown before" in st.notice
+    assert st.session.options.hide_seen is True and "only images not shown before" in st.notice
     first = set(st.session.last.shown)
     t = eng.search_text(st.session, "a red dog on the beach in the sun")
     assert not set(t.shown) & first and t.seen == []
@@ -127,9 +127,9 @@ def test_hide_seen_option_holds_for_this_tab_and_its_next_searches(tiny_index):
     assert t_other.seen
     h.new_search(eng, st)
     st = h.start(eng, st, "a cat")
-    assert st.session.meta["hide_seen"] is True
+    assert st.session.options.hide_seen is True
     st = h.set_hide_seen(eng, st, False)
-    assert st.session.meta["hide_seen"] is False and "marked as seen" in st.notice
+    assert st.session.options.hide_seen is False and "marked as seen" in st.notice
 
 
 def test_a_clicked_picture_option_reads_in_plain_words_in_the_dialogue_and_its_tooltip():

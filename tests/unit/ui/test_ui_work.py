@@ -61,7 +61,7 @@ def test_an_answer_shows_the_plain_dialogue_then_the_llms_rewrite(engine):
 def test_without_a_rewrite_an_answer_is_final_at_once(tiny_index):
     eng = build_engine(tiny_index[0], llm=FakeLLM(), config=EngineConfig(k=K), belief=query_modes())
     st = asked(eng)
-    st.session.meta["plugir_method"] = "zs"  # the method does not rewrite
+    st.session.options.plugir_method = "zs"  # the method does not rewrite
     h.answer(eng, st, "brown", later=True)
     assert st.todo == ["ask"] and st.redo is None
 

@@ -49,7 +49,7 @@ class PlugIRConfig:
     questioner: str = "auto"  # who writes the questions: "llm" (PlugIR's questioner), "grounded" (no LLM: clickable
     #                           options from the candidate clusters, or yes/no on a splitting word), "auto": grounded
     #                           when there is no LLM or only the offline SmolLM2 fallback, llm otherwise.
-    #                           A session may choose its own with session.meta["questioner"]
+    #                           A session may choose its own with session.options.questioner
     grounded_style: str = "choice"  # grounded questions: "choice" (which cluster is closest), "yesno" (a splitting
     #                                 word), "alternate" (choice, then yes/no, in turn)
     grounded_options: int = 4  # clusters offered by a choice question (plus "none of these")
@@ -140,7 +140,7 @@ MODE = Mode(
 
 
 def questioner_values() -> tuple[str, ...]:
-    """What `PlugIRConfig.questioner` (and `session.meta["questioner"]`) accepts: "auto" and the questioners."""
+    """What `PlugIRConfig.questioner` (and `session.options.questioner`) accepts: "auto" and the questioners."""
     return (AUTO_QUESTIONER, *MODE.questioner_names)
 
 

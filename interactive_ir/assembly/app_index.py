@@ -1,10 +1,10 @@
-"""Choosing the app's index and models at start-up, building the demo index on first start.
+"""The app's index and its embedder at start-up (`prepare`), building the demo index on first start.
 
 `python app.py` with no `--index` serves the demo gallery in `assets/demo/`. Its index is built on
 first start. When the chosen embedder cannot be loaded (no network, no weights), the app falls back
 to a caption index of the gallery with a text embedder that runs offline, and says why. Where the photo
-demo is on (`ui.photos`), a photo index built before is served instead; a missing one is named in
-`Setup.photos_to_build` (built in the background while the clipart serves).
+demo is on (`photo_index.photo_setup`, handed in as `prepare`'s `gallery`), a photo index built before is served instead;
+a missing one is named in `Setup.photos_to_build` (built in the background while the clipart serves).
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
-from interactive_ir.config import DEFAULT_EMBEDDER, OFFLINE_TEXT_EMBEDDER
+from interactive_ir.assembly.specs import embedder_spec as default_embedder
+from interactive_ir.config import OFFLINE_TEXT_EMBEDDER
 from interactive_ir.errors import BackendError, HubError, IIRError, IndexLoadError
 from interactive_ir.index.credit import Credit
 
@@ -42,6 +44,16 @@ class Setup:
     photos_to_build: Path | None = None  # the photo index to build in the background (the clipart serves meanwhile)
 
 
+class Served(Protocol):
+    """An index another gallery serves in place of the clipart (`photo_index.ServedPhotos`)."""
+
+    retriever: object  # its Retriever
+    notes: list[str]  # what the page says about it
+
+
+Gallery = Callable[[object, Path], tuple[Served | None, Path | None]]  # (embedder, indices dir) -> (served, to build)
+
+
 def _slug(spec: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", spec).strip("-").lower()[:60]
 
@@ -61,11 +73,26 @@ def _try_embedder(spec: str):
                            "and they are not in the local cache") from e
 
 
+def open_credited(path: Path, credit: Credit, embedder_spec: str, index=None):
+    """The index at `path` (or `index`, opened from it) for `embedder_spec`, with `credit` recorded: written into
+    it and opened again when it records another (built before indices recorded their credit; an owner's corrected
+    credit), since the page reads the credit from the index. Raises as `load_index` and `write_credit` do
+    (IIRError, OSError). The demo gallery's index and the photo demo's (`photo_index`) both open this way."""
+    from interactive_ir.index import load_index
+    from interactive_ir.index.credit import credit_of, write_credit
+
+    index = index if index is not None else load_index(path, expect_embedder=embedder_spec)
+    if credit_of(index.manifest) != credit:
+        write_credit(path, credit)
+        index = load_index(path, expect_embedder=embedder_spec)
+    return index
+
+
 def demo_index(embedder, progress: Callable[[int, int, str], None] | None = None) -> Path:
     """The demo gallery's index for this embedder, built (or updated) if needed."""
     from interactive_ir.index import load_index
     from interactive_ir.index.builder import BuildConfig, build_index
-    from interactive_ir.index.credit import credit_of, write_credit
+    from interactive_ir.index.credit import write_credit
 
     out = indices_dir() / f"demo-{_slug(embedder.spec)}"
     try:
@@ -73,11 +100,10 @@ def demo_index(embedder, progress: Callable[[int, int, str], None] | None = None
     except IndexLoadError:
         pass
     else:
-        if credit_of(index.manifest) != DEMO_CREDIT:  # built before indices recorded their credit
-            try:
-                write_credit(out, DEMO_CREDIT)
-            except OSError as e:  # a read-only copy: served as it is, without the credit line
-                log.warning("the demo index %s could not record its credit (%s)", out.name, e)
+        try:
+            open_credited(out, DEMO_CREDIT, embedder.spec, index)
+        except OSError as e:  # a read-only copy: served as it is, without the credit line
+            log.warning("the demo index %s could not record its credit (%s)", out.name, e)
         return out
     if not DEMO_CAPTIONS.exists():
         raise IndexLoadError(f"the demo gallery is missing ({DEMO_CAPTIONS}); pass --index DIR")
@@ -135,10 +161,11 @@ def _index_embedder(index, spec: str):
 
 
 def prepare(index: Path | None = None, embedder_spec: str | None = None,
-            progress: Callable[[int, int, str], None] | None = None, photos=None) -> Setup:
-    """Load `index` (with its own embedder unless one is given), or the demo gallery's index. `photos`: the
-    photo demo's `(PhotoDemoConfig, Decision)` when it is on: its index is served when built, else the
-    clipart, with the photo index to build named in the Setup when the decision allows a build."""
+            progress: Callable[[int, int, str], None] | None = None, gallery: Gallery | None = None) -> Setup:
+    """Load `index` (with its own embedder unless one is given), or the demo gallery's index. `gallery`: where
+    the photo demo is on, `gallery(embedder, indices_dir())` gives (a `Served` index or None, the photo index
+    folder to build or None): a served one is served, else the clipart, with the folder to build named in the
+    Setup."""
     from interactive_ir.backends import make_embedder
     from interactive_ir.index import load_index
     from interactive_ir.retrieval.retriever import Retriever
@@ -152,7 +179,7 @@ def prepare(index: Path | None = None, embedder_spec: str | None = None,
                 log.info("index %s: %d images", Path(index).resolve(), len(idx))  # the full path for the log only
                 return Setup(Retriever(idx, emb), [f"index {_shown(index)} ({len(idx)} images) with {emb.spec}"])
         notes.append(why)
-    wanted = embedder_spec or os.environ.get("IIR_EMBEDDER") or DEFAULT_EMBEDDER
+    wanted = default_embedder(embedder_spec)
     try:
         emb = _try_embedder(wanted)
     except (IIRError, OSError) as e:
@@ -164,10 +191,8 @@ def prepare(index: Path | None = None, embedder_spec: str | None = None,
         log.warning(notes[-1])
         emb = make_embedder(OFFLINE_TEXT_EMBEDDER)
     pending = None
-    if photos is not None:
-        from interactive_ir.ui.photos.gallery import photo_setup
-
-        served, pending = photo_setup(*photos, emb, indices_dir())
+    if gallery is not None:
+        served, pending = gallery(emb, indices_dir())
         if served is not None:
             return Setup(served.retriever, served.notes + notes, list(notes))
     path = demo_index(emb, progress)

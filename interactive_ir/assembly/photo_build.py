@@ -1,6 +1,7 @@
 """The photo index, built in the background while the page serves the clipart: `PhotoBuild`.
 
-`start()` runs `python -m interactive_ir.ui.photos.child` (low priority) into a hidden folder beside the
+`start()` runs `python -m interactive_ir.ui.photos.child` (low priority: the app's process with its logging,
+running `photo_child.build`) into a hidden folder beside the
 index's place, reads its progress lines, and when it succeeds records the credit, opens the result once
 (`load_index`) and renames it into place: nothing half-built is ever loaded. `status()` says where it
 stands (`PhotoStatus`), for the page's note; `finished` is set when it is ready or has failed.
@@ -23,12 +24,13 @@ from collections import deque
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from interactive_ir.ui.photos.child import PREFIX
-from interactive_ir.ui.photos.config import PhotoDemoConfig
+from interactive_ir.assembly.photo_child import PREFIX
+from interactive_ir.assembly.photo_config import PhotoDemoConfig
 
 log = logging.getLogger(__name__)
 
 WAIT_POLL_S = 5.0  # how often a process waiting for another's build looks for its index
+CHILD = "interactive_ir.ui.photos.child"  # the child process's entry (the app's logging; it runs photo_child.main)
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ class PhotoBuild:
 
     def _command(self) -> list[str]:
         c = self.cfg
-        return [self.python, "-m", "interactive_ir.ui.photos.child", "--out", str(self.building),
+        return [self.python, "-m", CHILD, "--out", str(self.building),
                 "--embedder", self.embedder_spec, "--dataset", c.dataset, "--config", c.config, "--split", c.split,
                 "--revision", c.revision, "--image-column", c.image_column, "--caption-column", c.caption_column,
                 "--id-column", c.id_column, "--limit", str(c.count), "--nice", str(c.nice)]
@@ -135,13 +137,11 @@ class PhotoBuild:
 
     def _finish(self) -> None:
         """Record the credit, open the index once, rename it into place."""
+        from interactive_ir.assembly.app_index import open_credited
         from interactive_ir.errors import IIRError
-        from interactive_ir.index import load_index
-        from interactive_ir.index.credit import write_credit
 
         try:
-            write_credit(self.building, self.cfg.credit())
-            index = load_index(self.building, expect_embedder=self.embedder_spec)
+            index = open_credited(self.building, self.cfg.credit(), self.embedder_spec)
             if self.out.exists():  # left by a build this lock did not see finish: replaced whole
                 shutil.rmtree(self.out)
             os.rename(self.building, self.out)

@@ -1,4 +1,4 @@
-"""Rounds moved by the belief over the collection (`retrieval.belief`): every action is evidence.
+"""The belief mode: rounds moved by the belief over the collection (`retrieval.belief`); every action is evidence.
 
 - "This one is closest" (or "none of these"), optionally with what differs: "like this, but at night"
   (`closest`): a click among the shown images, and the statement's new words as text evidence.
@@ -9,7 +9,8 @@ The next page shows the most probable unseen images and a few chosen to learn fr
 The belief's text term is the latest round's query row, so the belief follows whatever mode moved the query
 before; it lives on the session (`Session.belief`, never serialised) and is rebuilt from the session's
 rounds when missing (a session loaded from JSON): each belief round keeps its evidence in `Turn.extra`
-("options", "clicked" / "relevant", "said").
+("options", "clicked" / "relevant", "said"). Its questions (open ones, then yes/no on a word) are in
+`questions.py`; its row of the mode table in `config.py`.
 """
 
 from __future__ import annotations
@@ -19,27 +20,23 @@ import time
 import numpy as np
 
 from interactive_ir.core.session import Session, Turn
+from interactive_ir.core.steps import QuestionStep
 from interactive_ir.core.text_search import OnCore, TextSearch, left_out
-from interactive_ir.errors import SessionError
+from interactive_ir.errors import BadInputError, SessionError
+from interactive_ir.modes.belief.questions import NO, YES, next_question
 from interactive_ir.retrieval.belief import Belief, BeliefConfig
 from interactive_ir.retrieval.query_language import parse_query
 from interactive_ir.retrieval.words import STEERING, content_words, new_words, split_statement
-from interactive_ir.types import Hit
+from interactive_ir.types import Hit, Question
 
 CLOSEST = "closest"  # the turn kind of a click round ("this one is closest", maybe with "but ...")
 TELL = "tell"  # the turn kind of a statement round (an answer, "it also has ...")
 MARKS = "marks"  # the turn kind of a marks round
 SKIP = "skip"  # the turn kind of a round with no evidence but the page shown (the next page)
 KINDS = (CLOSEST, TELL, MARKS, SKIP)
-# the belief's open questions, in the order asked (then yes/no questions on a word): an answer's words that
-# were not said before are evidence; chosen on the Flickr8k dev split (bench/README.md, "A belief over the collection")
-OPEN_QUESTIONS = ("What is happening in the picture?", "Where was the picture taken?", "What colours stand out?",
-                  "Who is in the picture?", "What else is in the picture?")
-YES = frozenset("yes y yeah yep sure true correct right".split())  # a yes to a yes/no question
-NO = frozenset("no n nope not false wrong".split())  # a no
 
 
-class BeliefRounds(OnCore):
+class BeliefMode(OnCore):
     """The belief's actions over a shared `TextSearch` core."""
 
     def __init__(self, core: TextSearch, config: BeliefConfig):
@@ -153,10 +150,28 @@ class BeliefRounds(OnCore):
         return self._round(session, TELL, typed, {"said": self._answer_text(session, typed)},
                            answered=session.pending_question)
 
+    def choose(self, session: Session, index: int, question: Question | str | None = None) -> Turn | None:
+        """A click on option `index` of the pending yes/no question: that yes or no is what is said (`tell`).
+        None when the pending question is not a yes/no one (the conversation takes the click).
+        `question`: the question the click was made on (a newer one replaced it: SessionError)."""
+        pending = session.question
+        if pending is None or pending.kind != "yesno":
+            return None
+        text = question.text if isinstance(question, Question) else question
+        if text and text != pending.text:
+            raise SessionError("that question was replaced by a newer one: answer the one shown")
+        if not 0 <= int(index) < len(pending.options):
+            raise BadInputError(f"not an option: {index}")
+        return self.tell(session, pending.options[int(index)].label)
+
     def skip(self, session: Session) -> Turn:
         """Nothing to say about this page: the next most probable unseen images (the page is ruled out)."""
         self._last_shown(session, [])
         return self._round(session, SKIP, "skip", {}, answered="")
+
+    def question(self, session: Session) -> QuestionStep:
+        """The belief's next question (`questions.next_question`), not yet applied to the session."""
+        return next_question(session, self.splitting_word)
 
     def splitting_word(self, session: Session) -> str | None:
         """The content word of the most probable unseen images' captions whose images hold closest to half of
