@@ -9,8 +9,8 @@ import json
 import zipfile
 
 import pytest
-from pageobj import TIMEOUT_MS, AppPage, expect
 from iir_testutils import query_modes
+from pageobj import TIMEOUT_MS, AppPage, expect
 
 pytestmark = pytest.mark.browser
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from pageobj import TIMEOUT_MS, AppPage, K, expect
 from iir_testutils import query_modes
+from pageobj import TIMEOUT_MS, AppPage, K, expect
 
 pytestmark = pytest.mark.browser
 

@@ -5,8 +5,8 @@ box into view with the focus; captions in plain words. Screenshots of each state
 from __future__ import annotations
 
 import pytest
-from pageobj import TIMEOUT_MS, AppPage, expect
 from iir_testutils import query_modes
+from pageobj import TIMEOUT_MS, AppPage, expect
 
 pytestmark = pytest.mark.browser
 

@@ -4,8 +4,8 @@ the catalogue lacks; a German description on the English-only demo embedder brin
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import expect
 from pageobj import AppPage
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 

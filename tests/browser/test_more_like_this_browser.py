@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from pageobj import TIMEOUT_MS, AppPage, expect
 from iir_testutils import query_modes
+from pageobj import TIMEOUT_MS, AppPage, expect
 
 pytestmark = pytest.mark.browser
 

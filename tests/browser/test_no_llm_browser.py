@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from iir_testutils import query_modes
 from pageobj import AppPage, K, expect
 
 from interactive_ir.ui.events import QUESTIONS_OFF
-from iir_testutils import query_modes
 
 pytestmark = pytest.mark.browser
 

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from pageobj import AppPage, K, expect
 from iir_testutils import query_modes
+from pageobj import AppPage, K, expect
 
 pytestmark = pytest.mark.browser
 

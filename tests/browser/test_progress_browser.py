@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from pageobj import AppPage, K, expect
 from iir_testutils import query_modes
+from pageobj import AppPage, K, expect
 
 pytestmark = pytest.mark.browser
 

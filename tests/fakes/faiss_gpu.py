@@ -35,7 +35,7 @@ class GpuClonerOptions:
 class FakeGpuIndex:
     """A GPU copy: searches the CPU index it was cloned from, under the GPU's rules."""
 
-    def __init__(self, cpu_index, owner: "FakeFaissGpu", search_s: float):
+    def __init__(self, cpu_index, owner: FakeFaissGpu, search_s: float):
         self.cpu = cpu_index
         self.d = cpu_index.d
         self.nprobe = int(getattr(cpu_index, "nprobe", 1))  # the copy keeps the file's nprobe

@@ -86,7 +86,7 @@ def test_gpu_check_dry_run_starts_and_passes_on_the_cpu():
     stdout = run("gpu_check.py", "--dry-run", "--skip-models")
     for name in ("exact 3,000", "fp32 ranks 3,000", "ivf-pq 3,000", "concurrency 3,000", "out-of-memory fallback",
                  "out-of-memory in search"):
-        line = next(l for l in stdout.splitlines() if l.startswith(name))
+        line = next(ln for ln in stdout.splitlines() if ln.startswith(name))
         assert " yes " in line, line
     assert "device torch" in stdout and "device faiss-gpu" in stdout
 

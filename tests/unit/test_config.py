@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from iir_testutils import query_modes
 
 from interactive_ir import config
 from interactive_ir.cli import main
 from interactive_ir.commands import config_cmd
 from interactive_ir.errors import BadInputError
-from iir_testutils import query_modes
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "interactive_ir"

@@ -9,8 +9,8 @@ from PIL import Image
 
 from interactive_ir.backends.llms import FakeLLM, fake_reply
 from interactive_ir.backends.vlms import FakeVLM
-from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.core.session import Session
+from interactive_ir.engine import EngineConfig, build_engine
 
 COT = "Keywords: dog, beach\nDescription: A red dog runs on a sunny beach."
 STAGE1 = json.dumps({"step1": [["Modification", "Make it darker."]],

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from interactive_ir.engine import EngineConfig, build_engine, engine_config
 from interactive_ir.core.session import Session
+from interactive_ir.engine import EngineConfig, build_engine, engine_config
 
 
 def _exact(r, text, k, exclude=()):

@@ -10,17 +10,17 @@ import threading
 import types
 
 import pytest
+from iir_testutils import query_modes
 
 from interactive_ir.backends.base import LLM
 from interactive_ir.backends.cancel import CancellableLLM, CancelToken, check, holding
 from interactive_ir.backends.llms import FakeLLM
+from interactive_ir.core.model_calls import MeteredLLM
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BackendError, Cancelled, IIRError
-from interactive_ir.core.model_calls import MeteredLLM
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui import work
 from interactive_ir.ui.state import UIState
-from iir_testutils import query_modes
 
 JOIN_S = 20.0  # a generous bound on a thread that should end at once (only so a broken build cannot hang)
 

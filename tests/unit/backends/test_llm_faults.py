@@ -14,10 +14,11 @@ import pytest
 
 pytest.importorskip("openai")
 
+from iir_testutils import query_modes
+
 from interactive_ir.backends import make_llm  # noqa: E402
 from interactive_ir.backends.guard import BackendPaused, CircuitBreaker, MalformedReply, status_note  # noqa: E402
 from interactive_ir.errors import BackendError  # noqa: E402
-from iir_testutils import query_modes
 
 
 class RawServer:

@@ -27,8 +27,8 @@ from interactive_ir.backends.llms import (
     parse_openai_args,
     smollm2_gguf_path,
 )
-from interactive_ir.errors import BackendError, BackendUnavailable, BadInputError, UnknownSpecError
 from interactive_ir.core.model_calls import LLMCall, MeteredLLM
+from interactive_ir.errors import BackendError, BackendUnavailable, BadInputError, UnknownSpecError
 
 # --- spec parsing ----------------------------------------------------------------------------------
 
@@ -133,11 +133,11 @@ def test_fake_llm_keeps_only_its_latest_calls_so_a_long_run_stays_flat():
         llm.generate([f"Caption: cat {i}"])
     assert [c["prompts"][0] for c in llm.calls] == ["Caption: cat 2", "Caption: cat 3", "Caption: cat 4"]
     default = make_llm("fake")  # what `--llm fake` and the soak serve: bounded too
-    for i in range(FakeLLM.KEEP_CALLS + 5):
+    for _ in range(FakeLLM.KEEP_CALLS + 5):
         default.generate(["x"])
     assert len(default.calls) == FakeLLM.KEEP_CALLS
     keep_all = FakeLLM(keep_calls=None)
-    for i in range(FakeLLM.KEEP_CALLS + 5):
+    for _ in range(FakeLLM.KEEP_CALLS + 5):
         keep_all.generate(["x"])
     assert len(keep_all.calls) == FakeLLM.KEEP_CALLS + 5
 

@@ -12,9 +12,9 @@ from PIL import Image
 
 from interactive_ir.backends import list_backends, make_vlm
 from interactive_ir.backends.vlms import HFVLM, FakeVLM, fake_answer, side_by_side
-from interactive_ir.errors import BackendError, BackendUnavailable, BadInputError, UnknownSpecError
 from interactive_ir.core.model_calls import ask
 from interactive_ir.core.session import Turn
+from interactive_ir.errors import BackendError, BackendUnavailable, BadInputError, UnknownSpecError
 
 RED = Image.new("RGB", (40, 30), (200, 40, 40))
 BLUE = Image.new("RGB", (20, 30), (40, 70, 200))

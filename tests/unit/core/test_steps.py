@@ -5,18 +5,18 @@ from __future__ import annotations
 import pytest
 from test_conversation import Responder
 
-from interactive_ir.modes.conversation.asking import Asker
 from interactive_ir.backends.llms import FakeLLM
-from interactive_ir.modes.composed.mode import Composed
-from interactive_ir.modes.conversation.mode import Conversation
+from interactive_ir.core.session import Session
+from interactive_ir.core.steps import QuestionStep, Refinement
 from interactive_ir.core.text_search import TextSearch
 from interactive_ir.engine import Engine, EngineConfig, build_engine
 from interactive_ir.errors import BackendError, SessionError
-from interactive_ir.modes.feedback.mode import Feedback
+from interactive_ir.modes.composed.mode import Composed
+from interactive_ir.modes.conversation.asking import Asker
+from interactive_ir.modes.conversation.mode import Conversation
 from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
 from interactive_ir.modes.conversation.plugir.prompts import concat_dialogue
-from interactive_ir.core.session import Session
-from interactive_ir.core.steps import QuestionStep, Refinement
+from interactive_ir.modes.feedback.mode import Feedback
 
 
 def engine_for(r, llm, k=4, **cfg):

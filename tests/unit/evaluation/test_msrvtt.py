@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from interactive_ir.cli import main
-from interactive_ir.evaluation.datasets.msrvtt import make_msrvtt_queries, pick_frames, read_annotations
 from interactive_ir.errors import BadInputError
+from interactive_ir.evaluation.datasets.msrvtt import make_msrvtt_queries, pick_frames, read_annotations
 
 ROOT = Path(__file__).resolve().parents[3]
 TOPICS = ["cooking pasta in a kitchen", "playing football on grass", "singing on a stage", "driving a red car",

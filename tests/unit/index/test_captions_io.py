@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from interactive_ir.index.captions_io import match_captions, read_captions
 from interactive_ir.errors import CaptionsFormatError
+from interactive_ir.index.captions_io import match_captions, read_captions
 
 
 def test_jsonl_both_forms(tmp_path):

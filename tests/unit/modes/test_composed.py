@@ -14,9 +14,9 @@ from interactive_ir.backends.captioners import FakeCaptioner
 from interactive_ir.backends.embedders import FakeEmbedder
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.commands.composed_search import reference_id, run_composed
-from interactive_ir.modes.composed.mode import ComposedConfig, compose_vector, history_mean, load_upload
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BadInputError, SessionError
+from interactive_ir.modes.composed.mode import ComposedConfig, compose_vector, history_mean, load_upload
 
 TAU = 0.15  # the retriever's default on an index with captions
 

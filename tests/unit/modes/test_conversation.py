@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from interactive_ir.backends.llms import FakeLLM
+from interactive_ir.core.session import Session
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BackendError, BadInputError, SessionError
 from interactive_ir.modes.conversation.plugir import prompts as P
 from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
 from interactive_ir.modes.conversation.plugir.parsers import normalise
-from interactive_ir.core.session import Session
 
 # The questioner's five sampled replies, in turn: junk mixed with questions.
 QUESTION_REPLIES = [

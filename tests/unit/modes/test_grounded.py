@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from interactive_ir.backends.llms import FakeLLM
+from interactive_ir.core.session import Session
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BadInputError, SessionError
 from interactive_ir.modes.conversation.plugir import grounded
-from interactive_ir.retrieval import query_updates
 from interactive_ir.modes.conversation.plugir.config import PlugIRConfig, resolve_questioner
-from interactive_ir.core.session import Session
+from interactive_ir.retrieval import query_updates
 from interactive_ir.types import NONE_OF_THESE, Option, Question
 
 

@@ -11,7 +11,6 @@ import pytest
 
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.backends.vlms import FakeVLM
-from interactive_ir.modes.composed.mode import ComposedConfig
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BackendError
 from interactive_ir.index.imageio import open_image
@@ -31,6 +30,7 @@ from interactive_ir.modes.composed.imagescope.prompts import (
     build_verifier_question,
 )
 from interactive_ir.modes.composed.imagescope.rerank import move_first_yes, rerank_by_counts
+from interactive_ir.modes.composed.mode import ComposedConfig
 from interactive_ir.types import Hit
 
 # --- prompt builders ---------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from iir_testutils import query_modes
 
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.core.text_search import TextSearch
@@ -16,7 +17,6 @@ from interactive_ir.errors import BadInputError
 from interactive_ir.modes import registry
 from interactive_ir.modes.conversation.plugir.config import PlugIRConfig, resolve_questioner
 from interactive_ir.modes.entries import UnknownMethodError, UnknownModeError
-from iir_testutils import query_modes
 
 ROOT = Path(__file__).resolve().parents[3]
 WITH_METHODS = ("conversation", "feedback", "composed")

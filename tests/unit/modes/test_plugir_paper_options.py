@@ -8,8 +8,8 @@ import pytest
 from iir_testutils import build_tiny
 
 from interactive_ir.backends.llms import FakeLLM
-from interactive_ir.errors import BadInputError
 from interactive_ir.core.model_calls import MeteredLLM
+from interactive_ir.errors import BadInputError
 from interactive_ir.modes.conversation.plugir import prompts as P
 from interactive_ir.modes.conversation.plugir import rce
 from interactive_ir.modes.conversation.plugir.config import PlugIRConfig

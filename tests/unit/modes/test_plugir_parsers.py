@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from interactive_ir.modes.conversation.plugir.parsers import ANSWERED, EMPTY, UNCERTAIN, classify_answer, parse_caption, parse_questions
+from interactive_ir.modes.conversation.plugir.parsers import (
+    ANSWERED,
+    EMPTY,
+    UNCERTAIN,
+    classify_answer,
+    parse_caption,
+    parse_questions,
+)
 from interactive_ir.modes.conversation.plugir.questioner import collect_questions, fallback_question
 
 QUESTION_CASES = [

@@ -15,7 +15,12 @@ from interactive_ir.core.model_calls import MeteredLLM
 from interactive_ir.modes.conversation.plugir import pipeline, rce
 from interactive_ir.modes.conversation.plugir import prompts as P
 from interactive_ir.modes.conversation.plugir.config import PlugIRConfig
-from interactive_ir.modes.conversation.plugir.pipeline import CandidateVectors, QuestionState, candidate_matrix, next_question
+from interactive_ir.modes.conversation.plugir.pipeline import (
+    CandidateVectors,
+    QuestionState,
+    candidate_matrix,
+    next_question,
+)
 
 
 @pytest.mark.parametrize("captions", [True, False])

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from fakes.cuda import FakeCudaDevice
 from fakes.faiss_gpu import FakeFaissGpu
+from iir_testutils import query_modes
 from test_hf_vision import tiny  # noqa: F401 - the tiny vision models' fixture
 from test_index_kinds import write_index
 
 from interactive_ir.index import kinds as K
 from interactive_ir.retrieval import search_device as sd
 from interactive_ir.retrieval.retriever import Retriever, SearchConfig
-from iir_testutils import query_modes
 
 ROOT = Path(__file__).resolve().parents[3]
 FAKE_SPACES = Path(__file__).resolve().parents[2] / "fakes" / "zerogpu"

@@ -155,12 +155,13 @@ def test_fold_groups_nearly_identical_vectors_under_the_best_ranked():
 def test_a_page_folds_copies_of_an_image_into_one_card(tmp_path):
     import shutil
 
+    from iir_testutils import make_images, write_captions
+
     from interactive_ir.index import load_index
     from interactive_ir.index.builder import BuildConfig, build_index
     from interactive_ir.retrieval.retriever import Retriever
     from interactive_ir.ui import render
     from interactive_ir.ui.state import UIState
-    from iir_testutils import make_images, write_captions
 
     caps = make_images(tmp_path / "images", 12)
     shutil.copy(tmp_path / "images" / "img001.png", tmp_path / "images" / "img001-copy.png")

@@ -12,7 +12,6 @@ import pytest
 from iir_testutils import build_tiny, make_images, write_captions
 
 from interactive_ir.errors import QueryError
-from interactive_ir.index.filters import Filter
 from interactive_ir.retrieval import scoped_search
 from interactive_ir.retrieval.query_language import parse_query, parse_where
 

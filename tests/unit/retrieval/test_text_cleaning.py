@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from iir_testutils import query_modes
 
 from interactive_ir.errors import BadInputError
 from interactive_ir.retrieval.retriever import check_query_text
-from iir_testutils import query_modes
 
 
 def test_lone_surrogates_and_control_characters_are_cleaned():

@@ -35,8 +35,7 @@ def test_first_start_builds_then_reuses(small_gallery, tmp_path):
 
 
 def test_unreachable_hub_falls_back_to_offline_caption_index(small_gallery, monkeypatch):
-    from interactive_ir.backends import hub
-    from interactive_ir.backends import embedders
+    from interactive_ir.backends import embedders, hub
     from interactive_ir.backends.embedders import FakeEmbedder
     from interactive_ir.errors import BackendUnavailable
 
@@ -59,8 +58,7 @@ def test_unreachable_hub_falls_back_to_offline_caption_index(small_gallery, monk
 
 
 def test_unreachable_hub_still_uses_weights_cached_earlier(small_gallery, monkeypatch):
-    from interactive_ir.backends import hub
-    from interactive_ir.backends import embedders
+    from interactive_ir.backends import embedders, hub
     from interactive_ir.backends.embedders import FakeEmbedder
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from iir_testutils import query_modes
 
 from interactive_ir.backends.embedders import MULTILINGUAL_EMBEDDER, is_multilingual
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.ui import handlers, i18n
 from interactive_ir.ui.language import english_only_note, query_language
 from interactive_ir.ui.state import UIState
-from iir_testutils import query_modes
 
 ENGLISH = ["a dog on the beach", "A man in a red shirt", "die hard poster", "Le Mans race car", "two girls in the park",
            "a café in Paris", "Three boys do hear no evil , see no evil", "A black dog is running after a white dog .",

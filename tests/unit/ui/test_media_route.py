@@ -7,13 +7,13 @@ import os
 from pathlib import Path
 
 import pytest
+from iir_testutils import query_modes
 from PIL import Image
 
 from interactive_ir.ui.serving import files, media, uploads
 
 fastapi = pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
-from iir_testutils import query_modes
 
 
 class StubIndex:

@@ -8,9 +8,8 @@ import pytest
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import SessionError
-from interactive_ir.ui import card_actions
+from interactive_ir.ui import card_actions, render
 from interactive_ir.ui import handlers as h
-from interactive_ir.ui import render
 from interactive_ir.ui.state import UIState
 
 K = 3

@@ -4,6 +4,7 @@ round offered, not swapped in, once the person acts on the quick results."""
 from __future__ import annotations
 
 import pytest
+from iir_testutils import query_modes
 
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.engine import EngineConfig, build_engine
@@ -11,7 +12,6 @@ from interactive_ir.errors import SessionError
 from interactive_ir.ui import card_actions, render, work
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui.state import UIState
-from iir_testutils import query_modes
 
 
 # --- start-up: no LLM rather than SmolLM2 -----------------------------------------------------------

@@ -9,6 +9,7 @@ import zipfile
 from dataclasses import replace
 
 import pytest
+from iir_testutils import query_modes
 
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.engine import EngineConfig, build_engine
@@ -16,7 +17,6 @@ from interactive_ir.errors import IndexLoadError, SessionError
 from interactive_ir.ui import export
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui.state import UIState
-from iir_testutils import query_modes
 
 K = 4
 AWKWARD = 'a dog, a "big" one\nby the sea, 50% off; c\'est la vie'

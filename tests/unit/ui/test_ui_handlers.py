@@ -10,19 +10,18 @@ import types
 from pathlib import Path
 
 import pytest
+from iir_testutils import query_modes
 from PIL import Image
 
 from interactive_ir.backends.llms import FakeLLM
+from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.text_search import TextSearch
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BadInputError, SessionError
-from interactive_ir.core.session import Session, Turn
 from interactive_ir.types import Hit
-from interactive_ir.ui import card_actions
+from interactive_ir.ui import card_actions, render
 from interactive_ir.ui import handlers as h
-from interactive_ir.ui import render
 from interactive_ir.ui.state import UIState
-from iir_testutils import query_modes
 
 K = 4
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import os
 
 import pytest
+from iir_testutils import query_modes
 
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.ui.state import UIState
-from iir_testutils import query_modes
 
 GRADIO_VARS = ("GRADIO_ANALYTICS_MAX_EVENTS", "GRADIO_ANALYTICS_CACHE_FREQUENCY")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from iir_testutils import query_modes
 
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import SessionError
@@ -12,7 +13,6 @@ from interactive_ir.types import Option, Question
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui import render, work
 from interactive_ir.ui.state import UIState
-from iir_testutils import query_modes
 
 K = 4
 

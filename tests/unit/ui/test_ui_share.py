@@ -7,6 +7,7 @@ import json
 from urllib.parse import parse_qs
 
 import pytest
+from iir_testutils import query_modes
 
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.core.session import Session
@@ -14,7 +15,6 @@ from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.errors import BadInputError
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui.state import UIState
-from iir_testutils import query_modes
 
 
 @pytest.fixture

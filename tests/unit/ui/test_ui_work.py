@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from iir_testutils import query_modes
 
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.engine import EngineConfig, build_engine
 from interactive_ir.ui import handlers as h
 from interactive_ir.ui import render, work
 from interactive_ir.ui.state import UIState
-from iir_testutils import query_modes
 
 K = 4
 
