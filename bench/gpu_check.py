@@ -103,7 +103,7 @@ def check_search(rows: list, tmp: Path, n: int, dry: bool) -> None:
         else:
             errors = []
 
-            def worker(seed):
+            def worker(seed, r=r, errors=errors):  # this pass's retriever and list (the threads end within it)
                 try:
                     for q in np.random.default_rng(seed).permutation(qs)[:20]:
                         r.search_rows(q, 100)
