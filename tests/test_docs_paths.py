@@ -17,17 +17,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "interactive_ir"
 
-# Paths that other helpers of issue 37 create on their own branches at the same time as this test: allowed
-# to be missing until those branches are merged. The integrator removes this set after merging them.
-BEING_CREATED = frozenset({
-    "interactive_ir/assembly",
-    "interactive_ir/modes/belief",
-    "tests/unit",
-    "tests/integration",
-    "tests/system",
-    "tests/test_architecture.py",
-})
-
 # the repository's own top-level entries that a path may start at (`indices/` holds built indices: an
 # example's output, not a file of the repository)
 ROOTS = ("interactive_ir", "tests", "bench", "docs", "scripts", "assets", "deploy", ".ci", "app.py",
@@ -85,16 +74,11 @@ def resolve(word: str) -> Path:
     return at_root if at_root.exists() or word.split("/", 1)[0] in ROOTS else PACKAGE / word
 
 
-def allowed_missing(path: Path) -> bool:
-    rel = path.relative_to(ROOT).as_posix().rstrip("/")
-    return any(rel == p or rel.startswith(p + "/") for p in BEING_CREATED)
-
-
 def missing_paths(text: str, package_relative: bool) -> list[str]:
     out = []
     for word in candidates(text, package_relative):
         path = resolve(word)
-        if not path.exists() and not allowed_missing(path):
+        if not path.exists():
             out.append(word)
     return out
 
@@ -108,8 +92,7 @@ def broken_links(page: Path) -> list[str]:
         file, _, frag = target.partition("#")
         dest = (page.parent / file).resolve() if file else page
         if not dest.exists():
-            if not (dest.is_relative_to(ROOT) and allowed_missing(dest)):
-                out.append(target)
+            out.append(target)
         elif frag and dest.suffix == ".md" and frag not in anchors(dest):
             out.append(target)
     return out

@@ -13,8 +13,15 @@ from pathlib import Path
 
 import numpy as np
 
-from interactive_ir.backends._torch import (bars_wanted, batches, half_on_cuda, l2_normalise, pick_device, require,
-                                           to_numpy)
+from interactive_ir.backends._torch import (
+    bars_wanted,
+    batches,
+    half_on_cuda,
+    l2_normalise,
+    pick_device,
+    require,
+    to_numpy,
+)
 from interactive_ir.backends.local_models import (  # noqa: F401 - re-exported
     MINILM_NAMES,
     local_text_model_available,

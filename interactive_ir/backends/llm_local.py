@@ -19,8 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from interactive_ir.backends._torch import (batches, gpu_layers, gpu_present, load_options, pick_device, require,
-                                            zero_gpu)
+from interactive_ir.backends._torch import (
+    batches,
+    gpu_layers,
+    gpu_present,
+    load_options,
+    pick_device,
+    require,
+    zero_gpu,
+)
 from interactive_ir.backends.cancel import CancelToken, check, holding
 from interactive_ir.backends.llm_config import LLMConfig
 from interactive_ir.backends.local_models import importable
