@@ -25,9 +25,11 @@ PACKAGE = ROOT / "interactive_ir"
 
 @pytest.fixture
 def clean_env(monkeypatch):
-    """No IIR_* variable from the machine running the tests."""
+    """No IIR_* variable, and none of the other variables the settings table lists (HF_HUB_OFFLINE, PORT, ...),
+    from the machine running the tests or from an earlier test (the hub check sets HF_HUB_OFFLINE itself)."""
+    listed = {v.name for v in config.ENV_VARS}
     for name in list(os.environ):
-        if name.startswith("IIR_"):
+        if name.startswith("IIR_") or name in listed:
             monkeypatch.delenv(name)
     return monkeypatch
 
