@@ -104,6 +104,7 @@ def write_split(data: Path, split: str, n: int, out: Path) -> None:
     with open(out / "index_captions.jsonl", "w") as f, open(out / "queries.jsonl", "w") as q:
         for r in rows:
             link = out / "images" / r["image"]
+            link.parent.mkdir(parents=True, exist_ok=True)
             if not link.exists():
                 os.symlink((data / "images" / r["image"]).resolve(), link)
             f.write(json.dumps({"image": r["image"], "caption": r["captions"][0]}) + "\n")
