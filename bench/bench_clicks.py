@@ -256,7 +256,12 @@ def main(argv=None) -> int:
           "|---|---|---|---|---|---|---|---|---|", flush=True)
     found: dict[tuple[str, str], dict[str, bool]] = {}
     records = []
-    for judge in [j.strip() for j in args.judges.split(",") if j.strip()]:
+    judges = [j.strip() for j in args.judges.split(",") if j.strip()]
+    for judge in judges:
+        if judge in ("index", args.embedder):
+            print(f"note: the judge {judge!r} is the index's embedder: it shares the retriever's notion of alike, "
+                  "so its rows do not count for the goals", flush=True)
+    for judge in judges:
         for row in rows:
             free = row.protocol in JUDGE_FREE and (row.protocol, row.noise, row.overlook)
             cached = next((v for (j, n), v in found.items() if free and n == row.name), None)

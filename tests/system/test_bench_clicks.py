@@ -48,3 +48,34 @@ def test_bench_clicks_tiny(tmp_path):
         assert by[(judge, "typing@overlook")]["overlook"] == 0.2 and by[(judge, "click@25")]["noise"] == 0.25
     # judge-free rows ran once: the same figures under both judges
     assert by[("words", "paging")]["found"] == by[("bm25", "paging")]["found"]
+
+
+def load_bench():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_clicks", ROOT / "bench" / "bench_clicks.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_clicks"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_paired_interval_and_verdicts():
+    import numpy as np
+
+    b = load_bench()
+    same = np.array([True, False, True, False])
+    assert b.paired_interval(same, same, 0) == (0.0, 0.0, 0.0)
+    assert b.paired_interval(np.ones(8, bool), np.zeros(8, bool), 0) == (100.0, 100.0, 100.0)
+    better = np.array([True] * 30 + [False] * 70)
+    worse = np.array([False] * 30 + [False] * 70)
+    diff, lo, hi = b.paired_interval(better, worse, 0)
+    assert diff == 30.0 and 0 < lo < diff < hi
+    click = b.make_row("click@25")
+    assert (click.protocol, click.noise, click.goal, click.baseline) == ("user:click", 0.25, 10.0, "paging")
+    assert b.verdict(click, 12.0, 1.0, 20.0) == "PASS"
+    assert b.verdict(click, 12.0, -1.0, 20.0) == "FAIL"  # the interval touches zero
+    assert b.verdict(click, 8.0, 2.0, 14.0) == "FAIL"  # short of the goal
+    bad = b.make_row("wrong-marks")
+    assert b.verdict(bad, -5.0, -9.0, -1.0) == "PASS" and b.verdict(bad, -5.0, -9.0, 0.5) == "FAIL"
+    assert b.make_row("typing@overlook").baseline == "paging@overlook"
