@@ -42,7 +42,7 @@ def test_a_participant_through_the_page(tiny, tmp_path):
     pid, tab = page.act("join", "", tab, True, client_ts=NOW)  # pid: the participant's token from here on
     assert len(pid) >= 40 and tab.notice == ""
     v = page.view(pid, tab)
-    assert v.phase == "briefing" and "Task 1 of 2" in v.header and "<b>System F</b>" in v.brief
+    assert v.phase == "briefing" and "Task 1 of 2" in v.header and "You will use **System F**." in v.brief
     assert "<img" in v.brief_target
     pid, tab = page.act("start", pid, tab)
     v = page.view(pid, tab)
@@ -303,6 +303,22 @@ def test_the_question_panel_keeps_the_dialogue_in_view():
         pending_question="What colour is it?")
     html = question_html(Progress(participant="p1", number=0, plan=[], session=s))
     assert html.index("Is it &lt;b&gt;big&lt;/b&gt;?") < html.index("yes, huge") < html.index("What colour is it?")
+
+
+def test_the_study_dialogue_shows_a_clicked_pictures_caption_in_plain_words():
+    """A picture answer is recorded with the index's caption; the participant reads plain words (issue 39)."""
+    from interactive_ir.core.session import Session, Turn
+    from interactive_ir.study.page.render import question_html
+    from interactive_ir.study.runner import Progress
+
+    raw = "clipart of mosquito; keywords: animals, bugs"
+    s = Session(description="a bug", turns=[
+        Turn(round=0, kind="describe", user_text="a bug"),
+        Turn(round=1, kind="answer", user_text=f"closest to: {raw}", answered_question="Which is closest to your image?",
+             extra={"choice": {"image_id": "m.png", "label": raw}})])
+    html = question_html(Progress(participant="p1", number=0, plan=[], session=s))
+    assert "closest to: Mosquito" in html or "closest to: mosquito" in html, html
+    assert "keywords" not in html and "clipart of" not in html
 
 
 def test_a_closed_study_and_the_next_participant_button(tiny, tmp_path):
