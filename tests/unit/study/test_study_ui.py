@@ -412,3 +412,21 @@ def test_the_served_study_logs_with_an_fsync_per_event(tiny, tmp_path, monkeypat
                                                                        "tasks": ids[:1]}))
     assert runner.log.synchronous == "FULL"
     assert runner.log._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # 2 = FULL in SQLite
+
+
+def test_an_age_out_of_range_gets_the_pages_sentence_not_gradios_error():
+    """Gradio's own range check answered an age of 12 with "Error: Value 12 is less than minimum value 16."; the
+    page's number input leaves the range to the questionnaire's check, which says what to do (issue 39)."""
+    import gradio as gr
+
+    from interactive_ir.errors import BadInputError
+    from interactive_ir.study.config_types import Question
+    from interactive_ir.study.page.layout import _form_input
+    from interactive_ir.study.questionnaire import check_one
+
+    q = Question(id="age", text="Your age", type="number", minimum=16, maximum=120)
+    box = _form_input(gr, q)
+    assert box.preprocess(12) == 12  # no Gradio error before the page's handler
+    assert "16" in box.info and "120" in box.info
+    with pytest.raises(BadInputError, match="Your age: give a number from 16 to 120"):
+        check_one(q, 12)
