@@ -43,6 +43,16 @@ STYLE = """<style>
 .iir-strip img { height: 64px; border-radius: 4px; }
 .iir-hidden { display: none !important; }
 .iir-scale .wrap { gap: 2px !important; } .iir-scale label { padding: 2px 6px !important; min-width: 0 !important; }
+/* issue 39: on a phone the first results are on the first screen (the first was at y=916 of 844): the search
+   page's two columns dissolve into one list ordered target (small), description, results, then the rest */
+@media (max-width: 600px) {
+  #iir-study-search > .row, #iir-study-search > .row > .column { display: contents !important; }
+  #iir-study-search { display: flex !important; flex-direction: column; }
+  #iir-study-search > * , #iir-study-search > .row > .column > * { order: 5; }
+  #iir-study-search #iir-study-target { order: 1; } #iir-study-search #iir-study-budget { order: 2; }
+  #iir-study-search #iir-desc { order: 3; } #iir-study-search #iir-working, #iir-study-search #iir-results { order: 4; }
+  .iir-study-target, .iir-study-target.small { max-height: 96px; }
+}
 </style>"""
 
 
