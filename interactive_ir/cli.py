@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 
 from interactive_ir import __version__
@@ -29,6 +30,26 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reproduce": ("interactive_ir.commands.reproduce_cmd", "run a paper's evaluation on its data, beside its figures"),
     "config": ("interactive_ir.commands.config_cmd", "print every setting: environment variable, default, value"),
 }
+
+
+# Libraries whose INFO lines (model paths, HTTP requests) and progress bars (weight loading) surround a command's
+# own output: WARNING and up only, and no bars, unless -v.
+THIRD_PARTIES = ("faiss", "faiss.loader", "sentence_transformers", "transformers", "httpx", "httpcore", "urllib3",
+                 "huggingface_hub", "filelock", "PIL", "matplotlib", "open_clip")
+QUIET_ENV = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error",
+             "TOKENIZERS_PARALLELISM": "false"}  # set unless the environment sets them (no -v)
+
+
+def quiet_third_parties(verbose: bool) -> None:
+    """Third-party chatter off on the command line unless `verbose` (-v); faiss's loader line is off always."""
+    logging.getLogger("faiss").setLevel(logging.WARNING)
+    if verbose:
+        return
+    for name in THIRD_PARTIES:
+        if name != "root":
+            logging.getLogger(name).setLevel(logging.WARNING)
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -60,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    logging.getLogger("faiss").setLevel(logging.WARNING)
+    quiet_third_parties(args.verbose)
     if not args.command:
         parser.print_help()
         return 2

@@ -54,7 +54,6 @@ def assemble(cfg: AppConfig, *, progress: Callable[[int, int, str], None] | None
     setup = prepare(index=cfg.index, embedder_spec=cfg.embedder or None, progress=progress, gallery=gallery)
     notes = list(setup.notes) + (after_index(setup) if after_index is not None else [])
     log.info("index and embedder ready in %.1f s", time.perf_counter() - t0)
-    log.info("loading the LLM (%s) ...", cfg.llm or "the default")
     loaded = load_llm(cfg.llm)
     notes += [loaded.says] if loaded.llm is not None else []
     off = "" if loaded.llm is not None else QUESTIONS_OFF.format(why=loaded.why)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from interactive_ir.assembly.specs import embedder_spec as default_embedder
-from interactive_ir.config import OFFLINE_TEXT_EMBEDDER
+from interactive_ir.config import DEFAULT_EMBEDDER, OFFLINE_TEXT_EMBEDDER
 from interactive_ir.errors import BackendError, HubError, IIRError, IndexLoadError
 from interactive_ir.index.credit import Credit
 
@@ -58,19 +58,44 @@ def _slug(spec: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", spec).strip("-").lower()[:60]
 
 
+# Where known embedders keep their weights on the hub (repo, files open_clip reads): with the hub unreachable, a
+# look in the local cache says at once whether they can load, before torch and open_clip are imported (10-30 s).
+HUB_WEIGHTS = {DEFAULT_EMBEDDER: ("laion/CLIP-ViT-B-32-laion2B-s34B-b79K",
+                                  ("open_clip_model.safetensors", "open_clip_pytorch_model.bin"))}
+
+
+def _weights_cached(spec: str) -> bool | None:
+    """True/False where the local Hugging Face cache does/does not hold `spec`'s weights; None when unknown."""
+    if spec not in HUB_WEIGHTS:
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    repo, files = HUB_WEIGHTS[spec]
+    return any(isinstance(try_to_load_from_cache(repo, f), str) for f in files)
+
+
 def _try_embedder(spec: str):
     """The embedder `spec`; with the hub unreachable, from the local Hugging Face cache only (weights cached on
-    an earlier, online start still load), failing fast when they are not there."""
+    an earlier, online start still load), failing fast when they are not there (at once for HUB_WEIGHTS' specs)."""
     from interactive_ir.backends import hub, make_embedder
 
-    if not hub.needs_hub(spec) or hub.hub_reachable():
+    if not hub.needs_hub(spec):
+        return make_embedder(spec)
+    log.info("checking that the model hub can be reached (for %s, at most 3 s) ...", spec)
+    if hub.hub_reachable():
+        log.info("loading the embedder %s (downloaded on a first start) ...", spec)
         return make_embedder(spec)
     hub.go_offline()
+    missing = BackendError(f"{spec} needs weights from the model hub, which cannot be reached, "
+                           "and they are not in the local cache")
+    if _weights_cached(spec) is False:
+        raise missing
     try:
         return make_embedder(spec)
     except (IIRError, OSError) as e:
-        raise BackendError(f"{spec} needs weights from the model hub, which cannot be reached, "
-                           "and they are not in the local cache") from e
+        raise missing from e
 
 
 def open_credited(path: Path, credit: Credit, embedder_spec: str, index=None):
@@ -189,6 +214,7 @@ def prepare(index: Path | None = None, embedder_spec: str | None = None,
         notes.append(f"{wanted} is unavailable ({reason}); falling back to a caption index of the demo gallery "
                      f"with {OFFLINE_TEXT_EMBEDDER}, which runs offline: search matches the images' captions")
         log.warning(notes[-1])
+        log.info("loading the offline text embedder %s ...", OFFLINE_TEXT_EMBEDDER)
         emb = make_embedder(OFFLINE_TEXT_EMBEDDER)
     pending = None
     if gallery is not None:

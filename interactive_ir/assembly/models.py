@@ -89,6 +89,9 @@ def load_llm(given: str = "") -> LoadedLLM:
     from interactive_ir.backends.guard import probe
 
     choice = choose_llm(given)
+    if not choice.spec:  # nothing to load: no "loading" line (the page's note says why, once)
+        return LoadedLLM(None, "", choice.why)
+    log.info("loading the LLM %s ...", choice.spec)
     t = time.perf_counter()
     llm, failed = load_optional("LLM", choice.spec, lambda spec: backends.make_llm(spec))
     if llm is not None:

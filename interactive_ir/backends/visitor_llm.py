@@ -16,6 +16,7 @@ without the LLM.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 import time
@@ -47,7 +48,31 @@ class SignInConfig:
         if mode in {"off", "0", "false", "no"}:
             return False
         env = os.environ if environ is None else environ
-        return bool(env.get("OAUTH_CLIENT_ID", "").strip())
+        if not env.get("OAUTH_CLIENT_ID", "").strip():
+            return False
+        if oauth_extra_missing(env):  # a Space whose requirements lack gradio[oauth]: it serves without sign-in
+            logging.getLogger(__name__).warning("%s; the page is served without it", _no_oauth_extra(env))
+            return False
+        return True
+
+
+OAUTH_EXTRA = ("authlib", "itsdangerous")  # what Gradio's sign-in imports (the `gradio[oauth]` extra)
+
+
+def oauth_extra_missing(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The modules of Gradio's OAuth extra that sign-in needs here and that are not installed: itsdangerous (its
+    session cookie) everywhere, authlib where Gradio signs in for real (OAUTH_CLIENT_ID: a Space), not mocked."""
+    import importlib.util
+
+    env = os.environ if environ is None else environ
+    needed = OAUTH_EXTRA if env.get("OAUTH_CLIENT_ID", "").strip() else ("itsdangerous",)
+    return [m for m in needed if importlib.util.find_spec(m) is None]
+
+
+def _no_oauth_extra(environ: Mapping[str, str] | None = None) -> str:
+    return (f"sign in with Hugging Face needs Gradio's OAuth extra, and {', '.join(oauth_extra_missing(environ))} is not "
+            "installed: pip install 'gradio[oauth]' (requirements.txt names it), or turn sign-in off "
+            "(IIR_SIGN_IN=off, --sign-in off)")
 
 
 def sign_in_config(config: SignInConfig | None = None, environ: Mapping[str, str] | None = None,
@@ -67,6 +92,8 @@ class SignInUnavailable(BadInputError):
 def check_sign_in_possible(environ: Mapping[str, str] | None = None) -> None:
     """On a Space Gradio signs visitors in with Hugging Face; elsewhere it mocks the sign-in with this
     machine's own login (HF_TOKEN or `hf auth login`) and refuses to build the page without one: say so first."""
+    if oauth_extra_missing(environ):
+        raise SignInUnavailable(_no_oauth_extra(environ))
     env = os.environ if environ is None else environ
     if env.get("SYSTEM") == "spaces" and env.get("SPACE_ID"):
         return

@@ -95,6 +95,7 @@ def check_out(out: Path) -> None:
 
 MAX_LINK_ROOTS = 1000  # distinct folders that indexed links may point into (recorded in the manifest)
 TEXT_GROUP = 512  # caption-only builds: images whose captions go to one encode() call (sorted by length there)
+PROGRESS_STEPS = 8  # caption-only builds: at least this many groups, so progress is reported during the build
 
 
 def _link_root(p: Path, root: Path) -> str | None:
@@ -161,7 +162,9 @@ def build_index(cfg: BuildConfig, embedder, captioner=None, progress: ProgressFn
     pairs = list(zip(files, rels))
     # caption-only rows: many images' captions per encode() call, which sorts them by length before its own
     # forward batches of --batch-size (less padding than a call per 32 images); images: a forward pass per batch
-    group = max(cfg.batch_size, TEXT_GROUP) if not reader.decode else cfg.batch_size
+    # (at most TEXT_GROUP, and small enough for PROGRESS_STEPS progress reports: the demo's 320 are 8 groups of 40)
+    group = max(cfg.batch_size, min(TEXT_GROUP, -(-len(pairs) // PROGRESS_STEPS))) if not reader.decode \
+        else cfg.batch_size
     batches = [pairs[i : i + group] for i in range(0, len(pairs), group)]
     writer = IndexWriter(Path(cfg.out), embedder.dim, caption_vectors=with_caps)
     t0 = time.perf_counter()

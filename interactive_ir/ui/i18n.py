@@ -94,6 +94,7 @@ def _make_keys() -> dict[str, str]:
 
 
 _KEYS = _make_keys()
+_ENGLISH = {key: english for english, key in _KEYS.items()}
 
 
 def translations() -> dict[str, dict[str, str]]:
@@ -125,7 +126,32 @@ def translate_page(demo) -> int:
             if isinstance(value, str) and value in _KEYS:
                 setattr(block, prop, str(I18nData(_KEYS[value])))
                 n += 1
+    plain_api_labels(demo)
     return n
+
+
+def _english(text):
+    """The English text of a translation key's marker (`__i18n__{"key": ...}`); other values as they are."""
+    if isinstance(text, str) and text.startswith("__i18n__"):
+        match = re.search(r'"key":\s*"([^"]+)"', text)
+        return _ENGLISH.get(match.group(1), text) if match else text
+    return text
+
+
+def plain_api_labels(demo) -> None:
+    """The HTTP API's description (`/gradio_api/info`, "Use via API") names each input and output by its English
+    label, not by the page's translation marker."""
+    original = demo.get_api_info
+
+    def get_api_info(*args, **kwargs):
+        info = original(*args, **kwargs)
+        for kind in ("named_endpoints", "unnamed_endpoints"):
+            for endpoint in (info or {}).get(kind, {}).values():
+                for row in endpoint.get("parameters", []) + endpoint.get("returns", []):
+                    row["label"] = _english(row.get("label"))
+        return info
+
+    demo.get_api_info = get_api_info
 
 
 def untranslated(demo) -> list[str]:

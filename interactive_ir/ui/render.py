@@ -20,7 +20,7 @@ ACTIONS = {  # data-action -> (label, tooltip)
     "irrelevant": ("Not it", "Mark as not what you look for (click again to unmark)"),
     "reference": ("Use as reference", "Describe how your image differs from this one"),
     "found": ("Found it", "This is the image I was looking for: end the search"),
-    "like": ("More like this", "Search for images like this one (a new round of this search; filters stay)"),
+    "like": ("Closest", "Closest to the image I have in mind: the next page is ranked by it (filters stay)"),
 }
 CARD_CHARS = 90  # a result card's caption is cut (at a word) beyond this; its full text is its tooltip
 OPTION_CHARS = 40  # the same for a picture option's label
@@ -234,7 +234,7 @@ def no_match_html(engine, s: Session) -> str:
         return ""
     where = "among the photos your filters keep" if s.filters else "in this collection"
     tips = ("other words for what you see (objects, colours, the place)", "a shorter description",
-            "removing a filter" if s.filters else "one of the results that comes closest: More like this")
+            "removing a filter" if s.filters else "Closest on the result nearest to your image")
     scores = ", ".join(f"{x:.3f}" for x in s.last.scores)
     return ('<div class="iir-no-match" role="note"><b>No close match</b> ' + esc(where) + ": the best result scores "
             f"lower than {100 - round(cm.quantile * 100)}% of descriptions usually do here. Try "

@@ -178,10 +178,23 @@ def test_changed_shows_only_what_the_environment_changes(clean_env, capsys):
     clean_env.setenv("IIR_TAB_TTL_S", "3600")  # the default: not a change
     assert main(["config", "--changed"]) == 0
     lines = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("  ")]
-    assert sorted(line[0] for line in lines) == ["IIR_MAX_PIXELS", "IIR_PLUGIR_N_QUESTIONS"]
+    assert sorted(line[0] for line in lines if line[0] != "variable") == ["IIR_MAX_PIXELS", "IIR_PLUGIR_N_QUESTIONS"]
     rows = [r for r in config.settings() if r.changed]
     assert {(r.env, r.default, r.current) for r in rows} == {("IIR_PLUGIR_N_QUESTIONS", "5", "3"),
                                                              ("IIR_MAX_PIXELS", "40000000", "1000")}
+
+
+def test_plain_table_has_a_header_row_above_each_section(clean_env, capsys):
+    assert main(["config"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    sections = [i for i, line in enumerate(lines) if line and not line.startswith(" ")]
+    assert len(sections) > 3
+    assert all(lines[i + 1].split()[:4] == ["variable", "field", "default", "value"] for i in sections)
+
+
+def test_changed_says_so_when_nothing_is_changed(clean_env, capsys):
+    assert main(["config", "--changed"]) == 0
+    assert capsys.readouterr().out.strip() == config_cmd.NOTHING_CHANGED
 
 
 def test_markdown_is_the_defaults_whatever_the_environment(clean_env, capsys):

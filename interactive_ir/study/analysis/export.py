@@ -1,7 +1,9 @@
 """Export the event log: one row per event, as CSV, JSON lines or Parquet.
 
 Columns: id, study_id, participant, participant_number, task, target, condition, round, type, payload,
-client_ts, server_ts, server_time (ISO 8601, UTC). In CSV and Parquet `payload` is a JSON string; in
+client_ts, server_ts, server_time (ISO 8601, UTC), page_round. `round` counts from 0 (the first description), as
+every export before issue 39 did; `page_round` is the "Round N" the page showed (round + 1), added last so readers
+of the older columns keep working. In CSV and Parquet `payload` is a JSON string; in
 JSON lines it is an object.
 """
 
@@ -18,7 +20,7 @@ from interactive_ir.study.log import StudyLog
 
 FORMATS = ("csv", "jsonl", "parquet")
 COLUMNS = ("id", "study_id", "participant", "participant_number", "task", "target", "condition", "round", "type",
-           "payload", "client_ts", "server_ts", "server_time")
+           "payload", "client_ts", "server_ts", "server_time", "page_round")
 
 
 def event_rows(log: StudyLog, study_id: str | None = None) -> list[dict]:
@@ -29,6 +31,7 @@ def event_rows(log: StudyLog, study_id: str | None = None) -> list[dict]:
         row = e.to_row()
         row["participant_number"] = numbers.get((e.study_id, e.participant))
         row["server_time"] = datetime.fromtimestamp(e.server_ts, timezone.utc).isoformat(timespec="milliseconds")
+        row["page_round"] = None if row["round"] is None else int(row["round"]) + 1  # the page's "Round N"
         rows.append({c: row[c] for c in COLUMNS})
     return rows
 
@@ -60,7 +63,7 @@ def to_bytes(rows: list[dict], fmt: str) -> bytes:
                             ("participant_number", pa.int64()), ("task", pa.int64()), ("target", pa.string()),
                             ("condition", pa.string()), ("round", pa.int64()), ("type", pa.string()),
                             ("payload", pa.string()), ("client_ts", pa.float64()), ("server_ts", pa.float64()),
-                            ("server_time", pa.string())])
+                            ("server_time", pa.string()), ("page_round", pa.int64())])
         table = pa.Table.from_pylist(flat, schema=schema)
         buf = io.BytesIO()
         pq.write_table(table, buf)

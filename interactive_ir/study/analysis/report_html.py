@@ -28,6 +28,7 @@ EVENT_DOC = {
     "client_ts": "the browser's clock (unix seconds) when the participant acted; empty when not sent",
     "server_ts": "the server's clock (unix seconds) when the event was written",
     "server_time": "server_ts as ISO 8601 UTC",
+    "page_round": "the round as the page showed it, \"Round 1\" first (round + 1; empty with no round)",
 }
 PAYLOAD_DOC = {  # event type -> the keys of its payload
     "enrol": "number (enrolment number), recruitment {platform, id, params: the URL parameters}",

@@ -83,7 +83,9 @@ def _form_input(gr, q):
         return gr.Slider(q.minimum, q.maximum, value=None, step=q.step, label=q.text,
                          info=f"{q.minimum:g} = {q.low_label}, {q.maximum:g} = {q.high_label}", elem_id=eid)
     if q.type == "number":
-        return gr.Number(label=q.text, minimum=q.minimum, maximum=q.maximum, value=None, elem_id=eid)
+        # no minimum/maximum on the component: Gradio would answer an age of 12 with its bare "Error: Value 12 is
+        # less than minimum value 16." before the page's own sentence (questionnaire.check_one) could say what to do
+        return gr.Number(label=q.text, info=f"a number from {q.minimum:g} to {q.maximum:g}", value=None, elem_id=eid)
     return gr.Textbox(label=q.text, lines=3, elem_id=eid)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from interactive_ir.study.config import Condition, StudyConfig
 from interactive_ir.study.progress import Progress
-from interactive_ir.ui.render import esc, options_html
+from interactive_ir.ui.render import answer_words, esc, options_html
 from interactive_ir.ui.serving.media import image_url
 
 CARD_ACTIONS = {  # data-action -> (label, tooltip, needed mode or None)
@@ -43,6 +43,16 @@ STYLE = """<style>
 .iir-strip img { height: 64px; border-radius: 4px; }
 .iir-hidden { display: none !important; }
 .iir-scale .wrap { gap: 2px !important; } .iir-scale label { padding: 2px 6px !important; min-width: 0 !important; }
+/* issue 39: on a phone the first results are on the first screen (the first was at y=916 of 844): the search
+   page's two columns dissolve into one list ordered target (small), description, results, then the rest */
+@media (max-width: 600px) {
+  #iir-study-search > .row, #iir-study-search > .row > .column { display: contents !important; }
+  #iir-study-search { display: flex !important; flex-direction: column; }
+  #iir-study-search > * , #iir-study-search > .row > .column > * { order: 5; }
+  #iir-study-search #iir-study-target { order: 1; } #iir-study-search #iir-study-budget { order: 2; }
+  #iir-study-search #iir-desc { order: 3; } #iir-study-search #iir-working, #iir-study-search #iir-results { order: 4; }
+  .iir-study-target, .iir-study-target.small { max-height: 96px; }
+}
 </style>"""
 
 
@@ -101,6 +111,11 @@ def target_html(engine, target: str, small: bool = False) -> str:
     return f'<img class="{cls}" src="{esc(url)}" alt="the target image">'
 
 
+def _md_plain(text: str) -> str:
+    """`text` as Markdown shows it literally: HTML escaped, Markdown's markup characters backslashed."""
+    return "".join("\\" + c if c in "\\`*_[]<>#|~" else c for c in esc(text))
+
+
 def brief_md(study: StudyConfig, p: Progress, condition: Condition) -> str:
     a = p.current
     lines = [f"## {task_name(p)}"]
@@ -111,7 +126,7 @@ def brief_md(study: StudyConfig, p: Progress, condition: Condition) -> str:
         lines.append('<div class="iir-study-prompt" id="iir-break">Time for a short break. The next tasks use '
                      "another system: take a minute, then press <b>Start searching</b> when you are ready.</div>")
     if condition.label:
-        lines.append(f"You will use <b>{esc(condition.label)}</b>.")
+        lines.append(f"You will use **{_md_plain(condition.label)}**.")  # one bold run (<b> in Markdown split it)
     if study.show_target:
         lines.append("Find the image shown here in the collection.")
     if a.task.prompt:
@@ -226,6 +241,12 @@ def strip_html(engine, p: Progress) -> str:
             f'<div class="iir-strip">{"".join(figures)}</div></details>')
 
 
+def _dialogue(s) -> list[tuple[str, str]]:
+    """(question, answer) as the participant sees them: a clicked picture's caption in plain words (`answer_words`:
+    "closest to: a mosquito", not the index's "clipart of mosquito; keywords: animals, bugs")."""
+    return [(t.answered_question, answer_words(t)) for t in s.turns if t.kind == "answer" and t.answered_question]
+
+
 def question_html(p: Progress, engine=None) -> str:
     """The dialogue so far and the pending question; a question with options (grounded: "Which is closest to
     your image?", yes/no) shows them as buttons (the main page's `options_html`: thumbnails with a short
@@ -235,7 +256,7 @@ def question_html(p: Progress, engine=None) -> str:
         return ""
     past = "".join(f'<div class="iir-msg iir-system"><b class="iir-who">System:</b> {esc(q)}</div>'
                    f'<div class="iir-msg iir-you"><b class="iir-who">You:</b> {esc(a)}</div>'
-                   for q, a in s.dialogue())  # what was asked and answered so far stays in view
+                   for q, a in _dialogue(s))  # what was asked and answered so far stays in view
     if s.pending_question:
         q = s.question
         opts = options_html(engine, q) if engine is not None and q is not None and q.options else ""

@@ -166,6 +166,22 @@ def test_caption_index_reads_image_headers_only(tmp_path, monkeypatch):
     assert rep.count == 5 and idx.records[idx.row_of["sub/img000.png"]].width == 48
 
 
+def test_caption_index_build_reports_progress_during_the_build(tmp_path):
+    """A caption-only build smaller than TEXT_GROUP still reports progress PROGRESS_STEPS times, not only at 100%."""
+    import interactive_ir.index.builder as b
+    from interactive_ir.backends.embedders import FakeEmbedder
+
+    class TextOnly(FakeEmbedder):
+        has_vision = False
+
+    caps = make_images(tmp_path / "images", 16)
+    f = write_captions(tmp_path / "c.jsonl", caps)
+    seen = []
+    build_index(BuildConfig(images=tmp_path / "images", out=tmp_path / "i", captions=f, batch_size=2),
+                TextOnly(8, spec="t"), progress=lambda done, total, msg="": seen.append((done, total)))
+    assert seen == [(2 * i, 16) for i in range(1, b.PROGRESS_STEPS + 1)]
+
+
 def test_caption_index_encodes_many_images_captions_per_call(tmp_path, monkeypatch):
     """Caption-only builds hand TEXT_GROUP images' captions to one encode() call (which sorts them by length
     before its forward batches), not one call per --batch-size images; the vectors are the same."""
@@ -184,6 +200,7 @@ def test_caption_index_encodes_many_images_captions_per_call(tmp_path, monkeypat
     caps = make_images(tmp_path / "images", 10)
     f = write_captions(tmp_path / "c.jsonl", caps)
     monkeypatch.setattr(b, "TEXT_GROUP", 4)
+    monkeypatch.setattr(b, "PROGRESS_STEPS", 1)
     emb = TextOnly(8, spec="t")
     build_index(BuildConfig(images=tmp_path / "images", out=tmp_path / "i", captions=f, batch_size=2), emb)
     per_image = sorted(len(caps[k]) for k in caps)

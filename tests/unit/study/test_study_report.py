@@ -221,6 +221,11 @@ def test_export_rows(db):
     r = next(r for r in rows if r["type"] == "questionnaire")
     assert r["payload"]["answers"]["effective"] == 5 and r["participant_number"] == 0
     assert r["server_time"].endswith("+00:00") and rows[0]["client_ts"] == 1000.0
+    numbered = [r for r in rows if r["round"] is not None]
+    assert numbered and all(r["page_round"] == r["round"] + 1 for r in numbered)  # the page's "Round N"
+    assert all(r["page_round"] is None for r in rows if r["round"] is None)
+    assert COLUMNS[:8] == ("id", "study_id", "participant", "participant_number", "task", "target", "condition",
+                           "round")  # older readers' columns keep their places
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])

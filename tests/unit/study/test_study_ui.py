@@ -42,7 +42,7 @@ def test_a_participant_through_the_page(tiny, tmp_path):
     pid, tab = page.act("join", "", tab, True, client_ts=NOW)  # pid: the participant's token from here on
     assert len(pid) >= 40 and tab.notice == ""
     v = page.view(pid, tab)
-    assert v.phase == "briefing" and "Task 1 of 2" in v.header and "<b>System F</b>" in v.brief
+    assert v.phase == "briefing" and "Task 1 of 2" in v.header and "You will use **System F**." in v.brief
     assert "<img" in v.brief_target
     pid, tab = page.act("start", pid, tab)
     v = page.view(pid, tab)
@@ -305,6 +305,22 @@ def test_the_question_panel_keeps_the_dialogue_in_view():
     assert html.index("Is it &lt;b&gt;big&lt;/b&gt;?") < html.index("yes, huge") < html.index("What colour is it?")
 
 
+def test_the_study_dialogue_shows_a_clicked_pictures_caption_in_plain_words():
+    """A picture answer is recorded with the index's caption; the participant reads plain words (issue 39)."""
+    from interactive_ir.core.session import Session, Turn
+    from interactive_ir.study.page.render import question_html
+    from interactive_ir.study.runner import Progress
+
+    raw = "clipart of mosquito; keywords: animals, bugs"
+    s = Session(description="a bug", turns=[
+        Turn(round=0, kind="describe", user_text="a bug"),
+        Turn(round=1, kind="answer", user_text=f"closest to: {raw}", answered_question="Which is closest to your image?",
+             extra={"choice": {"image_id": "m.png", "label": raw}})])
+    html = question_html(Progress(participant="p1", number=0, plan=[], session=s))
+    assert "closest to: Mosquito" in html or "closest to: mosquito" in html, html
+    assert "keywords" not in html and "clipart of" not in html
+
+
 def test_a_closed_study_and_the_next_participant_button(tiny, tmp_path):
     page, caps = make_page(tiny, tmp_path)
     tok, tab = page.act("join", "", TabState(), True)
@@ -396,3 +412,21 @@ def test_the_served_study_logs_with_an_fsync_per_event(tiny, tmp_path, monkeypat
                                                                        "tasks": ids[:1]}))
     assert runner.log.synchronous == "FULL"
     assert runner.log._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # 2 = FULL in SQLite
+
+
+def test_an_age_out_of_range_gets_the_pages_sentence_not_gradios_error():
+    """Gradio's own range check answered an age of 12 with "Error: Value 12 is less than minimum value 16."; the
+    page's number input leaves the range to the questionnaire's check, which says what to do (issue 39)."""
+    import gradio as gr
+
+    from interactive_ir.errors import BadInputError
+    from interactive_ir.study.config_types import Question
+    from interactive_ir.study.page.layout import _form_input
+    from interactive_ir.study.questionnaire import check_one
+
+    q = Question(id="age", text="Your age", type="number", minimum=16, maximum=120)
+    box = _form_input(gr, q)
+    assert box.preprocess(12) == 12  # no Gradio error before the page's handler
+    assert "16" in box.info and "120" in box.info
+    with pytest.raises(BadInputError, match="Your age: give a number from 16 to 120"):
+        check_one(q, 12)

@@ -64,6 +64,7 @@ def test_unreachable_hub_still_uses_weights_cached_earlier(small_gallery, monkey
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setattr(hub, "hub_reachable", lambda timeout=3.0: False)
     monkeypatch.setattr(embedders, "_open_clip", lambda args, spec, **o: FakeEmbedder(16, spec=spec))
+    monkeypatch.setattr(demo, "_weights_cached", lambda spec: True)  # the local cache holds them (issue 39's check)
     s = demo.prepare(embedder_spec="open_clip:ViT-B-32:laion2b_s34b_b79k")
     assert s.retriever.embedder.spec == "open_clip:ViT-B-32:laion2b_s34b_b79k"
     assert not any("falling back" in n for n in s.notes)

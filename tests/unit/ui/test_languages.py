@@ -69,3 +69,17 @@ def test_the_built_page_uses_the_catalogue_for_its_static_text(tiny_index):
     keyed = {i18n.key_of(e) for e in i18n.CATALOGUE if any(isinstance(x, str) and i18n.key_of(e) in x for x in texts)}
     assert len(keyed) >= len(i18n.CATALOGUE) - 2  # the rest depend on the page's modes (no LLM here)
     assert launch_options(engine)["i18n"].translations_dict["de"][i18n.key_of("Options")] == "Optionen"
+
+
+def test_the_http_apis_labels_are_plain_english(tiny_index):
+    """The page's labels are translation markers for the browser; the HTTP API's description (/gradio_api/info,
+    "Use via API") names inputs and outputs in plain words (issue 39)."""
+    from interactive_ir.ui import build_demo
+
+    engine = build_engine(tiny_index[0], llm=None, config=EngineConfig(k=4), belief=query_modes())
+    demo = build_demo(engine, ["notes"])
+    info = demo.get_api_info()
+    labels = [row.get("label") for kind in ("named_endpoints", "unnamed_endpoints")
+              for e in info[kind].values() for row in e["parameters"] + e["returns"]]
+    assert labels and not [x for x in labels if isinstance(x, str) and "__i18n__" in x]
+    assert set(labels) & set(i18n.CATALOGUE)  # the catalogue's English, where a marker was

@@ -66,12 +66,29 @@ def test_start_up_announces_each_stage_before_it_starts(tiny_index, caplog):
     from interactive_ir.ui.startup import app_config, load_app
 
     with caplog.at_level(logging.INFO, logger="interactive_ir"):
-        load_app(app_config(environ={}, index=tiny_index[0].index.path, llm="none"))
+        load_app(app_config(environ={}, index=tiny_index[0].index.path, llm="fake"))
     said = [r.getMessage() for r in caplog.records]
     first = next(i for i, m in enumerate(said) if m.startswith("loading the index"))
     ready = next(i for i, m in enumerate(said) if m.startswith("index and embedder ready"))
-    llm = next(i for i, m in enumerate(said) if m.startswith("loading the LLM"))
-    assert first < ready < llm
+    llm = next(i for i, m in enumerate(said) if m.startswith("loading the LLM fake"))
+    loaded = next(i for i, m in enumerate(said) if m.startswith("LLM fake loaded in"))
+    assert first < ready < llm < loaded
+
+
+def test_start_up_says_no_loading_line_for_an_llm_it_does_not_load(tiny_index, caplog):
+    """With no LLM to load (none chosen, or the default rule gives none) no "loading the LLM" line: the note says
+    why there is none."""
+    import logging
+
+    from interactive_ir.ui.startup import app_config, load_app
+
+    for llm in ("none", ""):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="interactive_ir"):
+            parts = load_app(app_config(environ={}, index=tiny_index[0].index.path, llm=llm))
+        said = [r.getMessage() for r in caplog.records]
+        assert not [m for m in said if "loading the LLM" in m or m.startswith("LLM ")], said
+        assert any("No LLM" in n or "Questions are off" in n for n in parts.notes), parts.notes
 
 
 def test_each_start_up_warning_is_logged_once(tiny_index, caplog):
