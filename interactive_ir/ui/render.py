@@ -30,7 +30,7 @@ NO_UPLOAD = ("You cannot upload a photo of your own here: this demo finds pictur
 KEYS = (("← → ↑ ↓ or j / k", "move between results"), ("Enter", "larger view"), ("Esc", "close it"),
         ("r / n", "mark relevant / not it"), ("f", "found it"), ("x", "select / unselect (to download)"),
         ("?", "show or hide these keys"))
-EXAMPLES = ("a puppy sitting on the grass", "a red sports car", "a slice of birthday cake",
+EXAMPLES = ("a puppy sitting on the grass", "a man riding a horse", "a slice of birthday cake",
             "a small house with a chimney")  # the empty page's example descriptions (demo gallery)
 
 
@@ -227,20 +227,21 @@ def keys_html() -> str:
 
 
 def no_match_html(engine, s: Session) -> str:
-    """The "no close match" note over a typed description's results (what to try, and the scores on demand),
-    or '' when the best score is usual for this collection or the index has no score profile."""
+    """The "no close match" note over a typed description's results, one compact line (what to try; the
+    measure on demand), or '' when the best result stands out as it does when the image is there, or the index
+    has no calibration (`retrieval/score_profile.py`)."""
     cm = engine.close_match(s) if not s.ended else None
     if cm is None or not cm.weak:
         return ""
-    where = "among the photos your filters keep" if s.filters else "in this collection"
-    tips = ("other words for what you see (objects, colours, the place)", "a shorter description",
-            "removing a filter" if s.filters else "one of the results that comes closest: More like this")
-    scores = ", ".join(f"{x:.3f}" for x in s.last.scores)
-    return ('<div class="iir-no-match" role="note"><b>No close match</b> ' + esc(where) + ": the best result scores "
-            f"lower than {100 - round(cm.quantile * 100)}% of descriptions usually do here. Try "
-            + "; ".join(esc(t) for t in tips) + ".<details class=\"iir-no-match-scores\"><summary>Scores</summary>"
-            f"best {cm.best:.3f}; a description's best is usually {cm.usual:.3f} here, and below {cm.cutoff:.3f} "
-            f"in {round(cm.quantile * 100)}% of cases. This page: {esc(scores)}</details></div>")
+    where = "among the photos your filters keep" if s.filters else "here"
+    tip = "remove a filter" if s.filters else "try other words, or More like this on the nearest result"
+    hit = f" Where the image is missing, this note shows {round(cm.absent_hit * 100)}% of the time." \
+        if cm.absent_hit is not None else ""
+    return ('<div class="iir-no-match" role="note"><b>No close match</b> ' + esc(where) + ": " + esc(tip) + "."
+            '<details class="iir-no-match-scores"><summary>Why</summary>'
+            f"The best result (score {cm.best:.3f}) stands out from the next ones by {cm.standout:.2f}; when the "
+            f"image is in this collection and comes first, fewer than {round(cm.quantile * 100)}% of searches "
+            f"stand out less than {cm.cutoff:.2f}.{esc(hit)}</details></div>")
 
 
 def fold_of(engine, turn: Turn) -> dict[str, tuple[str, int]]:
