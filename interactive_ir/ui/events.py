@@ -21,7 +21,7 @@ import gradio as gr
 
 from interactive_ir.backends.guard import pause_mark, status_note
 from interactive_ir.errors import IIRError
-from interactive_ir.ui import card_actions, handlers, render, signin, work
+from interactive_ir.ui import card_actions, handlers, render, share, signin, work
 from interactive_ir.ui.handlers import Modes, modes
 from interactive_ir.ui.serving.tabs import on_tab_closed
 from interactive_ir.ui.state import UIState
@@ -413,7 +413,7 @@ def on_export_selected_csv(ctx: PageContext, st: UIState, selection: str):
 def share_html(st: UIState) -> str:
     """The Copy link button; `data-share` holds the search's query string (page.js puts it in the address
     bar)."""
-    q = handlers.share_query(st)
+    q = share.share_query(st)
     off = "" if q else " disabled"
     return (f'<div class="iir-share" data-share="{render.esc(q)}">'
             f'<button type="button" id="iir-copy-link" class="iir-copy-link"{off}>Copy link</button>'
@@ -444,14 +444,14 @@ def on_share_refresh(ctx: PageContext, st: UIState):
         return share_html(st), gr.DownloadButton(value=str(path) if path else None, interactive=path is not None)
 
 
-# A page opened with `?q=...` (a shared link) runs that search at once, with the link's settings.
+# A page opened with `?q=...` (a shared link) runs that search at once, with the link's settings and rounds.
 def on_shared_link(ctx: PageContext, st: UIState, request: gr.Request):
     params = dict(getattr(request, "query_params", None) or {})
     if not str(params.get("q", "")).strip():
         return _outputs({})
     with st.lock:
-        q = handlers.shared_settings(ctx.engine, st, params)
-    out = list(act(Action(ctx, handlers.start), st, q))
+        q = share.shared_settings(ctx.engine, st, params)
+    out = list(act(Action(ctx, share.replay), st, q, str(params.get("rounds", "") or "")))
     out[OUTPUTS.index("desc")] = gr.Textbox(value=q[:2000], label=DESC_AGAIN if st.started else DESC_FIRST)
     return tuple(out)
 

@@ -482,38 +482,6 @@ def more_like(engine, st: UIState, image_id: str, *, defer_question: bool = Fals
 MAX_SAVED_BYTES = 2 * 1024 * 1024  # a saved search larger than this is refused
 
 
-def shared_settings(engine, st: UIState, params) -> str:
-    """Apply the settings of a shared link's query (`hide_seen=1|0`, `questioner=<kind>`) to the tab and return
-    its description (`q`, "" when none); a setting it cannot use is ignored."""
-    params = dict(params or {})
-    hide = str(params.get("hide_seen", "")).strip().lower()
-    if hide in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-        st.hide_seen = hide in ("1", "true", "yes", "on")
-    questioner = str(params.get("questioner", "")).strip().lower()
-    if questioner:
-        try:
-            set_questioner(engine, st, questioner)
-        except BadInputError:
-            log.info("shared link: questioner %r ignored", questioner)
-    st.notice = ""
-    return str(params.get("q", "") or "")
-
-
-def share_query(st: UIState) -> str:
-    """The query string (`?q=...&hide_seen=1&questioner=...`) that opens this tab's search again: its first
-    description and the settings that change its results ("" before a search, or when it began otherwise)."""
-    from urllib.parse import urlencode
-
-    if not st.started or st.session.turns[0].kind not in ("describe", "search") or not st.session.turns[0].user_text:
-        return ""
-    params = {"q": st.session.turns[0].user_text}
-    if st.hide_seen is not None:
-        params["hide_seen"] = "1" if st.hide_seen else "0"
-    if st.questioner:
-        params["questioner"] = st.questioner
-    return "?" + urlencode(params)
-
-
 def save_search(st: UIState, folder) -> Path | None:
     """This tab's search written as JSON (`Session.to_json`) in `folder`; None before a search."""
     if not st.started:
