@@ -34,6 +34,14 @@ POLL_S = 0.2  # how often a waiting step checks whether its job is done or no lo
 STEP_THREADS = StepThreads(idle_s=120.0)  # the threads model steps run on, reused (ui/step_threads.py)
 DESC_FIRST = "Describe the image you are looking for"
 DESC_AGAIN = "A new description starts a new search"  # short: narrowing the results is said by the status line
+DESC_REFINE = "Add words to this search (New search starts afresh)"  # on the belief: typing refines (`describe`)
+
+
+def desc_label(st: UIState) -> str:
+    """The search box's label: what Enter there does now (`handlers.describe`)."""
+    if not st.started:
+        return DESC_FIRST
+    return DESC_REFINE if st.session.on_belief and not st.ended else DESC_AGAIN
 QUESTIONS_OFF = ("The system does not ask questions in this demo. Mark results you like, or pick one as a "
                  "reference and say how your image differs.")
 # what every event returns, in this order (`listeners` passes the page's components in the same order)
@@ -163,7 +171,7 @@ def view(ctx: PageContext, st: UIState, clear: tuple[str, ...] = ()) -> tuple:
            "dialogue": dialogue + (f'<div class="iir-qoff" role="status">{render.esc(paused)}</div>' if paused else ""),
            "strip": render.strip_html(engine, st),
            "reference": render.reference_html(engine, st),
-           "desc": gr.Textbox(label=DESC_AGAIN if st.started else DESC_FIRST),  # Enter there starts over
+           "desc": gr.Textbox(label=desc_label(st)),  # what Enter there does now
            # controls that cannot act now are greyed out: Answer and Skip with no question, More like
            # my marks with no mark; the answer and caption boxes once the search ended
            "answer_box": gr.Textbox(interactive=asks(ctx, st), visible=not st.ended,
@@ -173,7 +181,7 @@ def view(ctx: PageContext, st: UIState, clear: tuple[str, ...] = ()) -> tuple:
                                interactive=bool(st.marks) and not st.ended),
            "caption_box": gr.Textbox(visible=not st.ended)}
     if st.box is not None:  # the filter row or a chip edited the query: the box shows it as the parser reads it
-        out["desc"] = gr.Textbox(value=st.box, label=DESC_AGAIN if st.started else DESC_FIRST)
+        out["desc"] = gr.Textbox(value=st.box, label=desc_label(st))
         st.box = None
     return _outputs(out | _cleared(ctx, st, clear))
 
@@ -452,7 +460,7 @@ def on_shared_link(ctx: PageContext, st: UIState, request: gr.Request):
     with st.lock:
         q = share.shared_settings(ctx.engine, st, params)
     out = list(act(Action(ctx, share.replay), st, q, str(params.get("rounds", "") or "")))
-    out[OUTPUTS.index("desc")] = gr.Textbox(value=q[:2000], label=DESC_AGAIN if st.started else DESC_FIRST)
+    out[OUTPUTS.index("desc")] = gr.Textbox(value=q[:2000], label=desc_label(st))
     return tuple(out)
 
 

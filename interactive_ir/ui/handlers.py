@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from interactive_ir.core.options import BELIEF, SessionOptions
-from interactive_ir.errors import BadInputError, SessionError
+from interactive_ir.errors import BadInputError, QueryError, SessionError
 from interactive_ir.modes import registry
 from interactive_ir.ui.state import Redo, UIState
 
@@ -205,6 +205,37 @@ def start(engine, st: UIState, description: str, *, defer_question: bool = False
     st.new_page()
     _drop_upload(st)
     st.notice = language_note(engine, text)  # "" unless the words look non-English and the embedder is not
+    return st
+
+
+def refines(st: UIState, description: str) -> bool:
+    """Whether a description typed in the search box refines this tab's search instead of starting a new one:
+    a search on the belief is open and the typed text keeps its filters and NOT terms (a changed scope is a new
+    search) and says something besides (a filter chip's edit re-runs the same words: a new search)."""
+    from interactive_ir.retrieval.query_language import parse_query
+
+    if not st.started or st.ended or not st.session.on_belief:
+        return False
+    try:
+        q = parse_query(description or "")
+    except QueryError:
+        return False
+    s = st.session
+    same_scope = " ".join(f.token for f in q.filters) == (s.filters or "") and list(q.nots) == list(s.not_terms)
+    return same_scope and bool(q.text.strip()) and " ".join(str(description).split()) != st.query
+
+
+def describe(engine, st: UIState, description: str, *, defer_question: bool = False, later: bool = False) -> UIState:
+    """The search box: during a search on the belief, what is typed is said about the image in mind
+    (`engine.reply`: its evidence and seen images kept, `refines`); otherwise (before a search, after New
+    search, a changed filter or NOT term) a new search (`start`)."""
+    if not refines(st, description):
+        return start(engine, st, description, defer_question=defer_question, later=later)
+    from interactive_ir.retrieval.query_language import parse_query
+
+    said = parse_query(description).text
+    answer(engine, st, said, defer_question=defer_question, later=later)
+    st.notice = (st.notice + " " if st.notice else "") + "Added to this search (press New search to start afresh)."
     return st
 
 

@@ -90,3 +90,25 @@ def test_the_images_shown_to_learn_from_say_so(tiny_index):
     cards = html.split('<article class="')[1:]
     marked = [c for c in cards if "To learn</span>" in c]
     assert len(marked) == 2 and all(f'data-id="{i}"' in "".join(marked) for i in learn)
+
+
+# --- issue 38 D4: typing in the search box during a search refines it, unless New search -----------------
+def test_typing_in_the_search_box_refines_the_belief_search(started):
+    engine, st = started
+    seen, n = _seen(st), len(st.session.turns)
+    h.describe(engine, st, "a red square with a green circle")
+    assert len(st.session.turns) == n + 1 and st.session.last.kind == "tell"  # said, not a new search
+    assert st.session.last.user_text == "a red square with a green circle" and "New search" in st.notice
+    assert not seen & set(st.session.last.shown)  # its seen images are kept (the belief's page: unseen ones)
+    assert st.query == "a red square"  # the shared link's first description stays
+
+
+def test_new_search_filters_or_the_same_words_start_afresh(started):
+    engine, st = started
+    h.describe(engine, st, "a red square")  # the same words again: run afresh
+    assert len(st.session.turns) == 1
+    h.describe(engine, st, "a red square -blue")  # a NOT term changes the scope: a new search
+    assert len(st.session.turns) == 1 and st.session.not_terms == ["blue"]
+    h.new_search(engine, st)
+    h.describe(engine, st, "a green circle")
+    assert len(st.session.turns) == 1 and st.query == "a green circle"
