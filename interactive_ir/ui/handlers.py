@@ -482,6 +482,15 @@ def closest(engine, st: UIState, image_id: str, text: str = "", *, defer_questio
     return st
 
 
+def unpin(engine, st: UIState, image_id: str) -> UIState:
+    """Take an image out of the pinned strip (what the person marked relevant, chose as closest or used as the
+    reference stays in view across rounds until then: `render.pinned_ids`); the evidence it gave stays."""
+    _session(st)
+    st.unpinned = set(st.unpinned) | {str(image_id)}
+    st.notice = ""
+    return st
+
+
 # --- the end -------------------------------------------------------------------------------------
 def found(engine, st: UIState, image_id: str) -> UIState:
     s = _session(st)

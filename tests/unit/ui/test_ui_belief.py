@@ -112,3 +112,35 @@ def test_new_search_filters_or_the_same_words_start_afresh(started):
     h.new_search(engine, st)
     h.describe(engine, st, "a green circle")
     assert len(st.session.turns) == 1 and st.query == "a green circle"
+
+
+# --- issue 38 D4: what the person showed stays in view; positions kept --------------------------------------
+def test_closest_marks_and_reference_stay_pinned_across_rounds_until_unpinned(started):
+    engine, st = started
+    chosen = st.current_ids[1]
+    h.closest(engine, st, chosen)
+    liked = st.current_ids[0]
+    st.marks = {liked: True}
+    h.feedback(engine, st)
+    h.skip(engine, st)  # two rounds later, both still in view
+    assert render.pinned_ids(st) == [(liked, "liked"), (chosen, "closest")]
+    html = render.results_html(engine, st)
+    assert html.index(f'data-id="{liked}"') < html.index(f'data-id="{chosen}"') < html.index(
+        f'data-id="{st.current_ids[0]}"')  # first on the page, the most recent first
+    assert "Your closest" in html and "You liked" in html and 'data-action="unpin"' in html
+    card_actions.run(engine, st, "unpin", chosen)
+    assert render.pinned_ids(st) == [(liked, "liked")] and len(st.session.turns) == 4  # no new round
+    h.new_search(engine, st)
+    assert st.unpinned == set()
+
+
+def test_results_still_on_the_page_keep_their_positions():
+    class Hit:
+        def __init__(self, i):
+            self.id = i
+
+    hits = [Hit(i) for i in ("d", "b", "e", "a")]  # by rank now
+    order = [x.id for x in render.keep_positions(["a", "b", "c", "x"], hits)]
+    assert order == ["a", "b", "d", "e"]  # a and b keep places 1 and 2; new ones fill the rest by rank
+    assert [x.id for x in render.keep_positions([], hits)] == ["d", "b", "e", "a"]
+    assert [x.id for x in render.keep_positions(["e"], hits[:2] + hits[2:])][0] == "e"
