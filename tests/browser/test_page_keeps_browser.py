@@ -11,6 +11,7 @@ from pageobj import TIMEOUT_MS, AppPage, expect
 pytestmark = pytest.mark.browser
 
 EMBEDDER = "text:all-MiniLM-L6-v2"
+_RETRIEVER: list = []  # the module's retriever, shared by its two servers
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +34,7 @@ def url(browser, tmp_path_factory):
         except Exception as e:  # noqa: BLE001 - the model is not on this machine: nothing to measure with
             pytest.skip(f"{EMBEDDER} is not available offline here ({e})")
         retriever = Retriever(load_index(demo_index(emb)), emb)
+        _RETRIEVER[:] = [retriever]
         engine = build_engine(retriever, llm=None, config=EngineConfig(k=8))
         with serve_in_process(engine, []) as u:
             yield u
@@ -131,5 +133,63 @@ def test_typing_refines_the_search_until_new_search(browser, url, shot):
         app.new_search()
         app.search("a penguin")
         app.expect_round(1)
+    finally:
+        ctx.close()
+
+
+def test_the_closest_and_the_liked_stay_pinned_across_rounds_until_unpinned(browser, url, shot):
+    ctx, app = _app(browser, url)
+    try:
+        app.search("a dog")
+        app.expect_round(1)
+        chosen = app.ids()[1]
+        app.button(1, "like").click()  # "More like this": on the belief, the closest so far
+        app.expect_round(2)
+        liked = app.ids()[0]
+        app.button(0, "relevant").click()
+        app.wait_idle()
+        app.more_like_marks()
+        app.expect_round(3)
+        app.skip()
+        app.expect_round(4)
+        app.wait_idle()
+        assert app.liked_ids() == [liked, chosen]  # kept in view, first, the most recent first
+        expect(app.page.locator("#iir-results .iir-card.is-pin-closest .iir-liked")).to_have_text("Your closest")
+        shot(app.page, "pinned")
+        app.page.locator(f'#iir-results .iir-card.is-liked[data-id="{chosen}"] [data-action="unpin"]').click()
+        expect(app.page.locator(f'#iir-results .iir-card.is-liked[data-id="{chosen}"]')).to_have_count(0)
+        assert app.liked_ids() == [liked]
+    finally:
+        ctx.close()
+
+
+@pytest.fixture(scope="module")
+def query_url(url):
+    """The same gallery on the query-vector modes (no belief): pages overlap, seen images come back marked Seen."""
+    from conftest import serve_in_process
+
+    from interactive_ir.engine import EngineConfig, build_engine
+    from interactive_ir.retrieval.belief import BeliefConfig
+
+    engine = build_engine(_RETRIEVER[0], llm=None, config=EngineConfig(k=8), belief=BeliefConfig(on_page=False))
+    with serve_in_process(engine, []) as u:
+        yield u
+
+
+def test_results_still_among_the_best_keep_their_positions(browser, query_url, shot):
+    ctx, app = _app(browser, query_url)
+    try:
+        app.search("a dog")
+        app.expect_round(1)
+        app.wait_idle()
+        first = app.ids()
+        app.answer("a dog running")
+        app.expect_round(2)
+        app.wait_idle()
+        second = app.ids()
+        kept = [i for i in second if i in first]
+        assert kept, "the rounds share no result: nothing to check"
+        assert all(second.index(i) == first.index(i) for i in kept if first.index(i) < len(second))
+        shot(app.page, "positions-kept")
     finally:
         ctx.close()
