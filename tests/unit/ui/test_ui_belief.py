@@ -144,3 +144,29 @@ def test_results_still_on_the_page_keep_their_positions():
     assert order == ["a", "b", "d", "e"]  # a and b keep places 1 and 2; new ones fill the rest by rank
     assert [x.id for x in render.keep_positions([], hits)] == ["d", "b", "e", "a"]
     assert [x.id for x in render.keep_positions(["e"], hits[:2] + hits[2:])][0] == "e"
+
+
+# --- issue 38 D3, the page's side: the Questions option reaches the belief's session; picture questions show --------
+@pytest.mark.parametrize("kind", ["grounded", "llm"])
+def test_the_questions_option_reaches_the_belief_search(tiny_index, kind):
+    from interactive_ir.backends.llms import FakeLLM as LLM
+
+    engine = build_engine(tiny_index[0], llm=LLM(), config=EngineConfig(k=K))
+    st = h.set_questioner(engine, UIState(), kind)
+    h.start(engine, st, "a red square")
+    assert st.session.on_belief and st.session.options.questioner == kind  # the belief's question writer reads it
+    h.set_questioner(engine, st, "")
+    assert st.session.options.questioner == ""  # changed mid-search: from the next question
+
+
+def test_a_picture_question_on_the_belief_page_shows_its_pictures(started):
+    from interactive_ir.types import Option, Question
+
+    engine, st = started
+    ids = st.current_ids
+    q = Question("Which is closest to your image?", "choice",
+                 (*(Option(i, image_id=i) for i in ids[:2]), Option("none of these")), st.session.last.round)
+    st.session.set_question(q)
+    html = render.dialogue_html(st, True, "", engine)
+    assert html.count('class="iir-opt iir-opt-pic"') == 2 and html.count('data-action="choose"') == 3
+    assert "Click the closest one" in html
