@@ -214,3 +214,19 @@ def test_a_page_folds_copies_of_an_image_into_one_card(tmp_path):
     assert f'data-id="{other}" data-rank="{t.shown.index(other) + 1}" role="listitem" data-fold="{head}" hidden' in html
     off = build_engine(r, config=EngineConfig(k=13, fold_similarity=0))  # the setting turns folding off
     assert all(len(g) == 1 for g in off.duplicate_groups(t)) and "+1 similar" not in render.results_html(off, st)
+
+
+def test_an_index_without_a_current_calibration_is_recalibrated_on_load(tmp_path):
+    from interactive_ir.assembly.app_index import _calibrate
+    from interactive_ir.index import load_index
+    from interactive_ir.retrieval.score_profile import PROFILE_KEY, needs_profile
+
+    r, _, _ = build_tiny(tmp_path, n=80, embedder=TextOnly(64))
+    assert needs_profile(r.index)
+    r.index.manifest[PROFILE_KEY] = {"tau": 1.0, "quantiles": {"0.05": 0.5}}  # issue 26's version 1
+    assert needs_profile(r.index)
+    _calibrate(r.index, r.embedder)  # what the demo gallery does on load
+    again = load_index(r.index.path)
+    assert again.manifest[PROFILE_KEY]["version"] == 2 and not needs_profile(again)
+    uncaptioned, _, _ = build_tiny(tmp_path / "bare", captions=False)
+    assert not needs_profile(uncaptioned.index)  # nothing to calibrate on
