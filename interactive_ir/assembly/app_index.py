@@ -126,9 +126,10 @@ def demo_index(embedder, progress: Callable[[int, int, str], None] | None = None
         pass
     else:
         try:
-            open_credited(out, DEMO_CREDIT, embedder.spec, index)
+            index = open_credited(out, DEMO_CREDIT, embedder.spec, index)
+            _calibrate(index, embedder)
         except OSError as e:  # a read-only copy: served as it is, without the credit line
-            log.warning("the demo index %s could not record its credit (%s)", out.name, e)
+            log.warning("the demo index %s could not record its credit or calibration (%s)", out.name, e)
         return out
     if not DEMO_CAPTIONS.exists():
         raise IndexLoadError(f"the demo gallery is missing ({DEMO_CAPTIONS}); pass --index DIR")
@@ -141,6 +142,15 @@ def demo_index(embedder, progress: Callable[[int, int, str], None] | None = None
 
     store_profile(Retriever(load_index(out), embedder))  # the "no close match" note's measure
     return out
+
+
+def _calibrate(index, embedder) -> None:
+    """Fit the "no close match" calibration of an index built before it (or with an older one): a few seconds."""
+    from interactive_ir.retrieval.retriever import Retriever
+    from interactive_ir.retrieval.score_profile import needs_profile, store_profile
+
+    if needs_profile(index):
+        store_profile(Retriever(index, embedder))
 
 
 def _given_index(index, embedder_spec: str | None):

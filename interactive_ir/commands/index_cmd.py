@@ -152,16 +152,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _fit_score_profile(out: Path, embedder) -> None:
-    """Fit what a description usually scores in this collection (the page's "no close match" note)."""
+    """Calibrate the page's "no close match" note on this collection (retrieval/score_profile.py)."""
     from interactive_ir.index import load_index
     from interactive_ir.retrieval.retriever import Retriever
     from interactive_ir.retrieval.score_profile import store_profile
 
     profile = store_profile(Retriever(load_index(out), embedder))
     if profile is not None:
-        q = profile["quantiles"]
-        print(f"score profile: a description's best score is usually {q['0.5']:.3f} (5% below {q['0.05']:.3f}; "
-              f"{profile['samples']} of the collection's captions searched)")
+        print(f"no-close-match calibration: {profile['false_alarm']:.1%} false alarms where the image is first, "
+              f"note shown on {profile['absent_hit']:.1%} of searches whose image was removed "
+              f"({profile['samples']['check_first'] + profile['samples']['check_absent']} held-out searches)")
 
 
 def _from_vectors(args: argparse.Namespace, kind: str) -> int:

@@ -39,8 +39,9 @@ class EngineConfig:
     caption_cache_size: int = 10_000  # captioner captions kept per engine (by image id); 0 turns the cache off
     fold_similarity: float = 0.95  # results whose vectors have at least this cosine show as one card, "+N similar"
     #                                (retrieval/duplicates.py; bench/bench_duplicates.py); 0 turns folding off
-    no_match_quantile: float = 0.05  # "no close match" when a description's best score is below this quantile of
-    #                                  what the index's own descriptions score (its manifest's score_profile); 0: off
+    no_match_quantile: float = 0.05  # "no close match" when a description's best result stands out less than in
+    #                                  this share of calibration searches whose image came first (the false alarms;
+    #                                  its manifest's score_profile, retrieval/score_profile.py); 0: off
 
 
 def engine_config(environ=None, **overrides) -> EngineConfig:
@@ -260,16 +261,19 @@ class TextSearch:
         return self.record(session, turn, hits, t_start)
 
     def close_match(self, session: Session, turn: Turn | None = None):
-        """How the best score of a typed description's round (`turn`, default the last) compares with what this
-        collection usually gives (`retrieval.score_profile.CloseMatch`); None for other rounds, a search with
-        NOT terms (they lower scores), or an index without a score profile."""
-        from interactive_ir.retrieval.score_profile import PROFILE_KEY, close_match
+        """Whether a typed description's round (`turn`, default the last) has a close match: how far its best
+        result stands out from the next ones, against this index's calibration (`retrieval.score_profile`);
+        None for other rounds, a search with NOT terms (they move scores), or an index without a current profile."""
+        from interactive_ir.retrieval.score_profile import PROFILE_KEY, STANDOUT_K, close_match
 
         turn = turn if turn is not None else session.last
         if turn is None or turn.kind not in NOTE_KINDS or not turn.scores or session.not_terms:
             return None
-        return close_match(self.index.manifest.get(PROFILE_KEY), turn.scores[0], self.retriever.default_tau,
-                           self.config.no_match_quantile)
+        profile = self.index.manifest.get(PROFILE_KEY)
+        if not isinstance(profile, dict) or turn.query_row is None:
+            return None
+        scores, _ = self.retriever.search_rows(turn.query_row, STANDOUT_K, **self.scope_for(session))
+        return close_match(profile, scores, self.retriever.default_tau, self.config.no_match_quantile)
 
     def duplicate_groups(self, turn: Turn) -> list[list[str]]:
         """The turn's shown ids as groups of near-duplicates (`retrieval.duplicates.fold`), each headed by its

@@ -35,6 +35,7 @@ CARD_ACTIONS: Mapping[str, CardAction] = MappingProxyType({
     "closest": CardAction(handlers.closest),  # "Closest" (the belief's page): this one is nearest my image
     "reference": CardAction(handlers.use_reference),  # "Use as reference" for a relative caption
     "found": CardAction(handlers.found),  # the search ends with this image
+    "unpin": CardAction(handlers.unpin),  # out of the pinned strip (marked, closest, reference: kept in view)
     # "More like this": its question (when the page asks one) follows in the "model" queue (`listeners`)
     "like": CardAction(handlers.more_like, kwargs={"defer_question": True}),
     "refined": CardAction(work.show_offer, uses_id=False),  # "Refined results ready: show"

@@ -21,7 +21,7 @@ import gradio as gr
 
 from interactive_ir.backends.guard import pause_mark, status_note
 from interactive_ir.errors import IIRError
-from interactive_ir.ui import card_actions, handlers, render, signin, work
+from interactive_ir.ui import card_actions, handlers, render, share, signin, work
 from interactive_ir.ui.handlers import Modes, modes
 from interactive_ir.ui.serving.tabs import on_tab_closed
 from interactive_ir.ui.state import UIState
@@ -34,6 +34,14 @@ POLL_S = 0.2  # how often a waiting step checks whether its job is done or no lo
 STEP_THREADS = StepThreads(idle_s=120.0)  # the threads model steps run on, reused (ui/step_threads.py)
 DESC_FIRST = "Describe the image you are looking for"
 DESC_AGAIN = "A new description starts a new search"  # short: narrowing the results is said by the status line
+DESC_REFINE = "Add words to this search (New search starts afresh)"  # on the belief: typing refines (`describe`)
+
+
+def desc_label(st: UIState) -> str:
+    """The search box's label: what Enter there does now (`handlers.describe`)."""
+    if not st.started:
+        return DESC_FIRST
+    return DESC_REFINE if st.session.on_belief and not st.ended else DESC_AGAIN
 QUESTIONS_OFF = ("The system does not ask questions in this demo. Mark results you like, or pick one as a "
                  "reference and say how your image differs.")
 # what every event returns, in this order (`listeners` passes the page's components in the same order)
@@ -163,7 +171,7 @@ def view(ctx: PageContext, st: UIState, clear: tuple[str, ...] = ()) -> tuple:
            "dialogue": dialogue + (f'<div class="iir-qoff" role="status">{render.esc(paused)}</div>' if paused else ""),
            "strip": render.strip_html(engine, st),
            "reference": render.reference_html(engine, st),
-           "desc": gr.Textbox(label=DESC_AGAIN if st.started else DESC_FIRST),  # Enter there starts over
+           "desc": gr.Textbox(label=desc_label(st)),  # what Enter there does now
            # controls that cannot act now are greyed out: Answer and Skip with no question, More like
            # my marks with no mark; the answer and caption boxes once the search ended
            "answer_box": gr.Textbox(interactive=asks(ctx, st), visible=not st.ended,
@@ -173,7 +181,7 @@ def view(ctx: PageContext, st: UIState, clear: tuple[str, ...] = ()) -> tuple:
                                interactive=bool(st.marks) and not st.ended),
            "caption_box": gr.Textbox(visible=not st.ended)}
     if st.box is not None:  # the filter row or a chip edited the query: the box shows it as the parser reads it
-        out["desc"] = gr.Textbox(value=st.box, label=DESC_AGAIN if st.started else DESC_FIRST)
+        out["desc"] = gr.Textbox(value=st.box, label=desc_label(st))
         st.box = None
     return _outputs(out | _cleared(ctx, st, clear))
 
@@ -413,7 +421,7 @@ def on_export_selected_csv(ctx: PageContext, st: UIState, selection: str):
 def share_html(st: UIState) -> str:
     """The Copy link button; `data-share` holds the search's query string (page.js puts it in the address
     bar)."""
-    q = handlers.share_query(st)
+    q = share.share_query(st)
     off = "" if q else " disabled"
     return (f'<div class="iir-share" data-share="{render.esc(q)}">'
             f'<button type="button" id="iir-copy-link" class="iir-copy-link"{off}>Copy link</button>'
@@ -444,15 +452,15 @@ def on_share_refresh(ctx: PageContext, st: UIState):
         return share_html(st), gr.DownloadButton(value=str(path) if path else None, interactive=path is not None)
 
 
-# A page opened with `?q=...` (a shared link) runs that search at once, with the link's settings.
+# A page opened with `?q=...` (a shared link) runs that search at once, with the link's settings and rounds.
 def on_shared_link(ctx: PageContext, st: UIState, request: gr.Request):
     params = dict(getattr(request, "query_params", None) or {})
     if not str(params.get("q", "")).strip():
         return _outputs({})
     with st.lock:
-        q = handlers.shared_settings(ctx.engine, st, params)
-    out = list(act(Action(ctx, handlers.start), st, q))
-    out[OUTPUTS.index("desc")] = gr.Textbox(value=q[:2000], label=DESC_AGAIN if st.started else DESC_FIRST)
+        q = share.shared_settings(ctx.engine, st, params)
+    out = list(act(Action(ctx, share.replay), st, q, str(params.get("rounds", "") or "")))
+    out[OUTPUTS.index("desc")] = gr.Textbox(value=q[:2000], label=desc_label(st))
     return tuple(out)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from interactive_ir.core.options import BELIEF, SessionOptions
-from interactive_ir.errors import BadInputError, SessionError
+from interactive_ir.errors import BadInputError, QueryError, SessionError
 from interactive_ir.modes import registry
 from interactive_ir.ui.state import Redo, UIState
 
@@ -205,6 +205,37 @@ def start(engine, st: UIState, description: str, *, defer_question: bool = False
     st.new_page()
     _drop_upload(st)
     st.notice = language_note(engine, text)  # "" unless the words look non-English and the embedder is not
+    return st
+
+
+def refines(st: UIState, description: str) -> bool:
+    """Whether a description typed in the search box refines this tab's search instead of starting a new one:
+    a search on the belief is open and the typed text keeps its filters and NOT terms (a changed scope is a new
+    search) and says something besides (a filter chip's edit re-runs the same words: a new search)."""
+    from interactive_ir.retrieval.query_language import parse_query
+
+    if not st.started or st.ended or not st.session.on_belief:
+        return False
+    try:
+        q = parse_query(description or "")
+    except QueryError:
+        return False
+    s = st.session
+    same_scope = " ".join(f.token for f in q.filters) == (s.filters or "") and list(q.nots) == list(s.not_terms)
+    return same_scope and bool(q.text.strip()) and " ".join(str(description).split()) != st.query
+
+
+def describe(engine, st: UIState, description: str, *, defer_question: bool = False, later: bool = False) -> UIState:
+    """The search box: during a search on the belief, what is typed is said about the image in mind
+    (`engine.reply`: its evidence and seen images kept, `refines`); otherwise (before a search, after New
+    search, a changed filter or NOT term) a new search (`start`)."""
+    if not refines(st, description):
+        return start(engine, st, description, defer_question=defer_question, later=later)
+    from interactive_ir.retrieval.query_language import parse_query
+
+    said = parse_query(description).text
+    answer(engine, st, said, defer_question=defer_question, later=later)
+    st.notice = (st.notice + " " if st.notice else "") + "Added to this search (press New search to start afresh)."
     return st
 
 
@@ -451,6 +482,15 @@ def closest(engine, st: UIState, image_id: str, text: str = "", *, defer_questio
     return st
 
 
+def unpin(engine, st: UIState, image_id: str) -> UIState:
+    """Take an image out of the pinned strip (what the person marked relevant, chose as closest or used as the
+    reference stays in view across rounds until then: `render.pinned_ids`); the evidence it gave stays."""
+    _session(st)
+    st.unpinned = set(st.unpinned) | {str(image_id)}
+    st.notice = ""
+    return st
+
+
 # --- the end -------------------------------------------------------------------------------------
 def found(engine, st: UIState, image_id: str) -> UIState:
     s = _session(st)
@@ -480,38 +520,6 @@ def more_like(engine, st: UIState, image_id: str, *, defer_question: bool = Fals
 
 # --- sharing a search: its link, and the session saved as JSON (the CLI's `chat --save` format) --------
 MAX_SAVED_BYTES = 2 * 1024 * 1024  # a saved search larger than this is refused
-
-
-def shared_settings(engine, st: UIState, params) -> str:
-    """Apply the settings of a shared link's query (`hide_seen=1|0`, `questioner=<kind>`) to the tab and return
-    its description (`q`, "" when none); a setting it cannot use is ignored."""
-    params = dict(params or {})
-    hide = str(params.get("hide_seen", "")).strip().lower()
-    if hide in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-        st.hide_seen = hide in ("1", "true", "yes", "on")
-    questioner = str(params.get("questioner", "")).strip().lower()
-    if questioner:
-        try:
-            set_questioner(engine, st, questioner)
-        except BadInputError:
-            log.info("shared link: questioner %r ignored", questioner)
-    st.notice = ""
-    return str(params.get("q", "") or "")
-
-
-def share_query(st: UIState) -> str:
-    """The query string (`?q=...&hide_seen=1&questioner=...`) that opens this tab's search again: its first
-    description and the settings that change its results ("" before a search, or when it began otherwise)."""
-    from urllib.parse import urlencode
-
-    if not st.started or st.session.turns[0].kind not in ("describe", "search") or not st.session.turns[0].user_text:
-        return ""
-    params = {"q": st.session.turns[0].user_text}
-    if st.hide_seen is not None:
-        params["hide_seen"] = "1" if st.hide_seen else "0"
-    if st.questioner:
-        params["questioner"] = st.questioner
-    return "?" + urlencode(params)
 
 
 def save_search(st: UIState, folder) -> Path | None:

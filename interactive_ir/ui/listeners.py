@@ -72,7 +72,7 @@ def actions(demo, page: Page) -> list[Row]:
     state, out = page.state, page.outputs(events.OUTPUTS)
     return [
         # actions: retrieval at once ("act"), the models' part after it
-        Row(page.desc.submit, events.act, [state, page.desc], out, "act", handler=handlers.start,
+        Row(page.desc.submit, events.act, [state, page.desc], out, "act", handler=handlers.describe,
             clear=("upload",), api_name="start", then=(model_step(page, "start_model"),)),  # drops a pending upload
         Row(page.answer_box.submit, events.act, [state, page.answer_box], out, "act", handler=handlers.answer,
             clear=("answer",), api_name="answer", then=(model_step(page, "answer_model"),)),

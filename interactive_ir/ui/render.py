@@ -30,7 +30,7 @@ NO_UPLOAD = ("You cannot upload a photo of your own here: this demo finds pictur
 KEYS = (("← → ↑ ↓ or j / k", "move between results"), ("Enter", "larger view"), ("Esc", "close it"),
         ("r / n", "mark relevant / not it"), ("f", "found it"), ("x", "select / unselect (to download)"),
         ("?", "show or hide these keys"))
-EXAMPLES = ("a puppy sitting on the grass", "a red sports car", "a slice of birthday cake",
+EXAMPLES = ("a puppy sitting on the grass", "a man riding a horse", "a slice of birthday cake",
             "a small house with a chimney")  # the empty page's example descriptions (demo gallery)
 
 
@@ -112,6 +112,8 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
     ranks = {h.id: n for n, h in enumerate(hits, 1)}  # the rank by score, kept when the order is by date
     if st.sort:
         hits = filter_view.by_date(hits, engine.dates_of([h.id for h in hits]), st.sort)
+    elif len(s.turns) > 1:
+        hits = keep_positions(s.turns[-2].shown, hits)
     for h in hits:
         rank = ranks[h.id]
         mark = st.marks.get(h.id)
@@ -161,10 +163,21 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
             f'<div class="iir-pic">{badges}{pic}</div>'
             f'<p class="iir-cap" title="{esc(cap)}">{esc(plain_caption(h.caption, CARD_CHARS) or h.id)}</p>'
             f"{_why(turn.why.get(h.id, []))}{actions}</article>")
-    liked = "".join(_liked_card(engine, i) for i in liked_ids(st)) if not ended else ""
+    liked = "".join(_liked_card(engine, i, why) for i, why in pinned_ids(st)) if not ended else ""
     head, ask = _page_head(engine, st, hits, seen, bool(liked))
     return (f'{head}{selection_bar_html()}{ask}<div class="iir-grid" role="list" aria-label="results">'
             f'{liked}{"".join(cards)}</div>')
+
+
+def keep_positions(before: list[str], hits: list) -> list:
+    """Rank-preserving order (Jäckl, Peška, Lokoč et al. 2025): a result that was on the page before keeps the
+    position it had there (within this page's length); the new ones fill the free positions in rank order. The
+    card's #rank badge stays its rank by probability or score."""
+    by_id = {h.id: h for h in hits}
+    slots = [by_id.get(i) for i in before[:len(hits)]] + [None] * max(0, len(hits) - len(before))
+    placed = {h.id for h in slots if h is not None}
+    rest = iter([h for h in hits if h.id not in placed])
+    return [h if h is not None else next(rest) for h in slots]
 
 
 def _page_head(engine, st: UIState, hits, seen: set[str], liked: bool) -> tuple[str, str]:
@@ -185,8 +198,9 @@ def _page_head(engine, st: UIState, hits, seen: set[str], liked: bool) -> tuple[
                  "Quick results, refining…</span>")
     n_seen = sum(1 for h in hits if h.id in seen)
     seen_note = f' <span class="iir-seen-note">{n_seen} seen before</span>' if n_seen else ""
-    n_liked = len(liked_ids(st)) if liked else 0
-    kept = f", with {_the_liked(n_liked)} first" if n_liked else ""
+    pins = pinned_ids(st) if liked else []
+    n_liked = len(pins)
+    kept = f", with {_the_liked(n_liked, all(w == 'liked' for _, w in pins))} first" if n_liked else ""
     head = (f'<div class="iir-page-head" data-round="{turn.round + 1}" data-epoch="{st.epoch}">'
             f"Round {turn.round + 1}: {len(hits)} {'new ' if n_liked else ''}results{kept}{badge}{seen_note}"
             f"{keys_html() if not ended else ''}</div>")
@@ -227,20 +241,21 @@ def keys_html() -> str:
 
 
 def no_match_html(engine, s: Session) -> str:
-    """The "no close match" note over a typed description's results (what to try, and the scores on demand),
-    or '' when the best score is usual for this collection or the index has no score profile."""
+    """The "no close match" note over a typed description's results, one compact line (what to try; the
+    measure on demand), or '' when the best result stands out as it does when the image is there, or the index
+    has no calibration (`retrieval/score_profile.py`)."""
     cm = engine.close_match(s) if not s.ended else None
     if cm is None or not cm.weak:
         return ""
-    where = "among the photos your filters keep" if s.filters else "in this collection"
-    tips = ("other words for what you see (objects, colours, the place)", "a shorter description",
-            "removing a filter" if s.filters else "Closest on the result nearest to your image")
-    scores = ", ".join(f"{x:.3f}" for x in s.last.scores)
-    return ('<div class="iir-no-match" role="note"><b>No close match</b> ' + esc(where) + ": the best result scores "
-            f"lower than {100 - round(cm.quantile * 100)}% of descriptions usually do here. Try "
-            + "; ".join(esc(t) for t in tips) + ".<details class=\"iir-no-match-scores\"><summary>Scores</summary>"
-            f"best {cm.best:.3f}; a description's best is usually {cm.usual:.3f} here, and below {cm.cutoff:.3f} "
-            f"in {round(cm.quantile * 100)}% of cases. This page: {esc(scores)}</details></div>")
+    where = "among the photos your filters keep" if s.filters else "here"
+    tip = "remove a filter" if s.filters else "try other words, or Closest on the nearest result"
+    hit = f" Where the image is missing, this note shows {round(cm.absent_hit * 100)}% of the time." \
+        if cm.absent_hit is not None else ""
+    return ('<div class="iir-no-match" role="note"><b>No close match</b> ' + esc(where) + ": " + esc(tip) + "."
+            '<details class="iir-no-match-scores"><summary>Why</summary>'
+            f"The best result (score {cm.best:.3f}) stands out from the next ones by {cm.standout:.2f}; when the "
+            f"image is in this collection and comes first, fewer than {round(cm.quantile * 100)}% of searches "
+            f"stand out less than {cm.cutoff:.2f}.{esc(hit)}</details></div>")
 
 
 def fold_of(engine, turn: Turn) -> dict[str, tuple[str, int]]:
@@ -254,25 +269,53 @@ def fold_of(engine, turn: Turn) -> dict[str, tuple[str, int]]:
     return out
 
 
-def _the_liked(n: int) -> str:
+def _the_liked(n: int, all_liked: bool = True) -> str:
+    if not all_liked:
+        return f"the {n} you chose" if n != 1 else "the one you chose"
     return "the one you liked" if n == 1 else f"the {n} you liked"
 
 
-def liked_ids(st: UIState) -> list[str]:
-    """The images marked relevant for the round on the page ("More like my marks"), when that round does not
-    show them again: it pages through unseen images (`core.text_search.PAGING_KINDS`), so the page keeps them
-    in view, first, with a "You liked" badge."""
+MAX_PINNED = 6  # images kept in view at most (the most recent first)
+PIN_LABELS = {"liked": ("You liked", "You marked it relevant"), "closest": ("Your closest", "You chose it as the "
+              "closest to your image"), "reference": ("Reference", "You used it as the reference")}
+
+
+def _pins_of(t: Turn) -> list[tuple[str, str]]:
+    """What one round says the person wants kept in view: (id, why) for its relevant marks, its closest pick and
+    its reference."""
+    extra = t.extra or {}
+    out = [(i, "liked") for i in (t.relevant if t.kind == "feedback" else extra.get("relevant") or [])]
+    if t.kind == "closest" and extra.get("clicked"):
+        out.append((extra["clicked"], "closest"))
+    if t.reference and not t.reference_upload:
+        out.append((t.reference, "reference"))
+    return out
+
+
+def pinned_ids(st: UIState) -> list[tuple[str, str]]:
+    """(id, why) of the images the person marked relevant, chose as the closest or used as the reference in this
+    search, most recent first: kept in view, first on the page, across rounds (until Unpin: `UIState.unpinned`),
+    unless the round on the page shows them anyway."""
     if not st.started:
         return []
-    turn = st.session.last
-    if turn.kind != "feedback":
-        return []
-    shown = set(turn.shown)
-    return [i for i in turn.relevant if i not in shown]
+    shown, out, seen = set(st.session.last.shown), [], set()
+    for t in reversed(st.session.turns):
+        for image_id, why in _pins_of(t):
+            if image_id in seen or image_id in shown or image_id in st.unpinned:
+                continue
+            seen.add(image_id)
+            out.append((image_id, why))
+    return out[:MAX_PINNED]
 
 
-def _liked_card(engine, image_id: str) -> str:
-    """A result the person liked in the round before: kept first on the page, with only "Found it"."""
+def liked_ids(st: UIState) -> list[str]:
+    """The ids `pinned_ids` keeps in view (first on the page, with a badge saying why)."""
+    return [i for i, _ in pinned_ids(st)]
+
+
+def _liked_card(engine, image_id: str, why: str = "liked") -> str:
+    """A result the person liked, chose or referred to in an earlier round: kept first on the page, with only
+    "Found it" and Unpin."""
     row = engine.index.row_of.get(image_id)
     if row is None:
         return ""
@@ -284,11 +327,14 @@ def _liked_card(engine, image_id: str) -> str:
     if url:
         pic = (f'<button type="button" class="iir-open" data-action="open" data-id="{esc(image_id)}" '
                f'data-src="{esc(full or url)}" title="Larger view" aria-label="Larger view: {esc(cap)}">{pic}</button>')
-    return (f'<article class="iir-card is-liked is-rel" data-id="{esc(image_id)}" role="listitem">'
-            '<div class="iir-pic"><span class="iir-liked" title="You marked it relevant: kept in view while the '
-            f'round shows new images">You liked</span>{pic}</div>'
+    label, title = PIN_LABELS.get(why, PIN_LABELS["liked"])
+    unpin = (f'<button type="button" class="iir-btn iir-unpin" data-action="unpin" data-id="{esc(image_id)}" '
+             f'title="Stop keeping it in view (what you said about it still counts)">Unpin</button>')
+    return (f'<article class="iir-card is-liked is-rel is-pin-{esc(why)}" data-id="{esc(image_id)}" role="listitem">'
+            f'<div class="iir-pic"><span class="iir-liked" title="{esc(title)}: kept in view while the '
+            f'rounds show new images">{esc(label)}</span>{pic}</div>'
             f'<p class="iir-cap" title="{esc(cap)}">{esc(plain_caption(raw, CARD_CHARS) or image_id)}</p>'
-            f'<div class="iir-actions">{_button("found", image_id)}</div></article>')
+            f'<div class="iir-actions">{_button("found", image_id)}{unpin}</div></article>')
 
 
 def _turn_label(t: Turn) -> str:
@@ -473,8 +519,10 @@ def status_md(st: UIState) -> str:
     marks = (f" · marked {len(rel)} relevant, {len(irr)} not relevant: press **More like my marks**"
              if rel or irr else (" · answer the question, mark results, or use one as a reference" if s.pending_question
                                  else " · mark results, or use one as a reference"))
-    liked = len(liked_ids(st))
-    what = (f"{len(s.last.shown)} new results; {_the_liked(liked)} {'stays' if liked == 1 else 'stay'} first" if liked
+    pins = pinned_ids(st)
+    liked = len(pins)
+    what = (f"{len(s.last.shown)} new results; {_the_liked(liked, all(w == 'liked' for _, w in pins))} "
+            f"{'stays' if liked == 1 else 'stay'} first" if liked
             else f"{len(s.last.shown)} results")
     return notice + f"Round {s.last.round + 1} · {what}{marks}{working_md(st)}"
 

@@ -45,6 +45,7 @@ class UIState:
     query: str = ""  # the search's query as typed (words, NOT terms, filters): a chip's removal edits it
     box: str | None = None  # text for the search box at the next render (the filter row edited the query)
     paused_seen: tuple = ()  # (pause, epoch) when the tab was first told the LLM is paused: told once per pause
+    unpinned: set[str] = field(default_factory=set)  # images the person took out of the pinned strip (`render.pinned`)
 
     def __post_init__(self) -> None:
         self.lock = threading.RLock()  # not a field: asdict/deepcopy/pickle of the state never touch it
@@ -54,7 +55,7 @@ class UIState:
         return UIState(copy.deepcopy(self.session, memo), dict(self.marks), self.reference, self.upload, self.notice,
                        self.epoch, list(self.todo), copy.deepcopy(self.redo, memo), self.working, self.refined,
                        self.questioner, self.hide_seen, copy.deepcopy(self.offer, memo), self.sort, self.query,
-                       self.box, self.paused_seen)
+                       self.box, self.paused_seen, set(self.unpinned))
 
     def __getstate__(self) -> dict:  # picklable (a spaces.GPU worker receives a copy)
         d = dict(self.__dict__)
@@ -137,4 +138,5 @@ class UIState:
         self.supersede()
         self.session = None
         self.marks.clear()
+        self.unpinned = set()
         self.reference = self.upload = self.notice = ""

@@ -64,44 +64,72 @@ def _profiled(tmp_path, **kw):
     from interactive_ir.retrieval.retriever import Retriever
     from interactive_ir.retrieval.score_profile import store_profile
 
-    r, ids, caps = build_tiny(tmp_path, n=40, **kw)
+    r, ids, caps = build_tiny(tmp_path, n=80, **kw)
     profile = store_profile(r)
     return Retriever(load_index(r.index.path), r.embedder), profile, ids, caps  # the manifest as read back
 
 
-def test_the_score_profile_is_fitted_on_the_collections_own_descriptions_and_stored(tmp_path):
-    from interactive_ir.retrieval.score_profile import PROFILE_KEY, sample_queries
+def test_the_calibration_is_fitted_on_present_and_removed_images_and_stored(tmp_path):
+    from interactive_ir.retrieval.score_profile import PROFILE_KEY, STANDOUT_K, cutoffs, sample_queries, standout
 
-    r, profile, ids, caps = _profiled(tmp_path)
-    assert r.index.manifest[PROFILE_KEY] == profile and profile["tau"] == r.default_tau
-    q = [profile["quantiles"][k] for k in ("0.01", "0.05", "0.5", "0.9")]
-    assert q == sorted(q) and profile["samples"] == 40
-    rows, queries = sample_queries(r, 40)
-    best = []  # by brute force: each caption's best score over the other rows
+    r, profile, ids, caps = _profiled(tmp_path, embedder=TextOnly(64))
+    assert r.index.manifest[PROFILE_KEY] == profile and profile["tau"] == r.default_tau and profile["version"] == 2
+    q = [profile["quantiles"][k] for k in ("0.01", "0.05", "0.25", "0.5")]
+    assert q == sorted(q)
+    rows, texts = sample_queries(r)
+    assert len(rows) == 80 and all(2 <= len(t.split()) <= 6 for t in texts)
+    assert all(set(t.lower().split()) <= set(caps[ids[row]][0].lower().replace(",", " ").replace(".", " ").split())
+               for row, t in zip(rows, texts))  # each query is words of its own image's caption
+    # by brute force: the held-out half's removed-image searches, against the stored cut-off
+    n = profile["samples"]["fit_first"]
+    q = 0.05 - 1.645 * np.sqrt(0.05 * 0.95 / n)  # the 95% lower bound of the 5% quantile from n searches
+    pts = sorted((float(k), v) for k, v in profile["quantiles"].items())
+    cut = float(np.interp(max(q, 0.025), [x for x, _ in pts], [v for _, v in pts]))
+    assert cutoffs(profile, 0.05)[1] == pytest.approx(cut)
     m = r.index.row_vectors(np.arange(len(r.index)))
-    for row, qv in zip(rows, queries):
-        s = m @ qv
-        s[row] = -np.inf
-        best.append(s.max())
-    assert profile["quantiles"]["0.5"] == pytest.approx(float(np.median(best)), abs=1e-3)
+    absent = []
+    for row, vec in list(zip(rows, r.encode_texts(texts)))[1::2]:
+        s = np.sort(np.delete(m @ r.text_query_row(vec), row))[::-1][:STANDOUT_K]
+        absent.append(standout(s) < cut)
+    assert profile["absent_hit"] == pytest.approx(float(np.mean(absent)), abs=1e-3)
+    assert 0 <= profile["false_alarm"] <= 1
 
 
-def test_a_description_far_below_the_usual_best_gets_the_note(tmp_path):
+def test_standout_measures_the_best_against_the_next_ones():
+    from interactive_ir.retrieval.score_profile import standout
+
+    assert standout([0.9, 0.5, 0.4, 0.3]) == pytest.approx((0.9 - 0.4) / np.std([0.5, 0.4, 0.3]))
+    assert standout([0.9, 0.5]) is None and standout([0.5, 0.5, 0.5]) is None
+    assert standout([0.9, 0.5, 0.4, 0.3]) > standout([0.6, 0.5, 0.4, 0.3])
+
+
+def test_a_description_whose_best_result_does_not_stand_out_gets_the_note(tmp_path):
+    from interactive_ir.retrieval.score_profile import STANDOUT_K, cutoffs, standout
+
     r, profile, ids, caps = _profiled(tmp_path, embedder=TextOnly(64))  # scores from the captions' words
     eng = build_engine(r, config=EngineConfig(k=4))
+    m = r.index.row_vectors(np.arange(len(r.index)))
+    cut, seen = cutoffs(profile, 0.05)[1], set()
+    for text in [caps[ids[3]][0], "red car", "quantum violin spreadsheet", "green dog", "on the", caps[ids[7]][1]]:
+        s = eng.new_session()
+        eng.search_text(s, text)
+        cm = eng.close_match(s)
+        top = np.sort(m @ r.text_query_row(r.encode_text(text)))[::-1][:STANDOUT_K]  # by brute force
+        assert cm.standout == pytest.approx(standout(top), abs=1e-3) and cm.cutoff == pytest.approx(cut, abs=1e-3)
+        assert cm.weak == (standout(top) < cut) and cm.best == pytest.approx(s.last.scores[0], abs=1e-4)
+        seen.add(cm.weak)
+    assert seen == {True, False}  # both verdicts occur
     s = eng.new_session()
     eng.search_text(s, caps[ids[3]][0])  # one of the collection's own descriptions
     assert eng.close_match(s).weak is False
     s2 = eng.new_session()
-    eng.search_text(s2, "quantum violin spreadsheet")  # words no caption has
-    cm = eng.close_match(s2)
-    assert cm.weak and cm.best < cm.cutoff < cm.usual and cm.best == pytest.approx(s2.last.scores[0], abs=1e-4)
+    eng.search_text(s2, "red car")
     off = build_engine(r, config=EngineConfig(k=4, no_match_quantile=0))  # the setting turns it off
     assert off.close_match(s2) is None
     eng.more_like(s2, s2.last.shown[0])  # image->image rounds are on another scale: no judgement
     assert eng.close_match(s2) is None
     s3 = eng.new_session()
-    eng.search_text(s3, "quantum violin spreadsheet -dog")  # NOT terms lower scores: no judgement
+    eng.search_text(s3, "red car -dog")  # NOT terms move scores: no judgement
     assert eng.close_match(s3) is None
 
 
@@ -114,10 +142,13 @@ def test_an_index_without_a_profile_or_another_tau_gets_no_note(tmp_path):
     s = eng.new_session()
     eng.search_text(s, "quantum violin spreadsheet")
     assert eng.close_match(s) is None and no_match_html(eng, s) == ""
-    profile = {"tau": 0.5, "quantiles": {"0.05": 0.9, "0.5": 0.95}}
-    assert close_match(profile, 0.1, 0.15, 0.05) is None  # fitted with another caption weight
-    assert close_match({"tau": 0.15, "quantiles": "junk"}, 0.1, 0.15, 0.05) is None
-    assert close_match({"tau": 0.15, "quantiles": {"0.05": 0.5, "0.5": 0.7}}, 0.4, 0.15, 0.05).weak
+    z = [0.9, 0.5, 0.4, 0.3]  # standout 6.1 (above 6.0) and [0.9, 0.8, 0.5, 0.3]: 2.1 (below)
+    profile = {"version": 2, "tau": 0.5, "quantiles": {"0.05": 6.0, "0.5": 9.0}}
+    assert close_match(profile, z, 0.15, 0.05) is None  # fitted with another caption weight
+    assert close_match({**profile, "tau": 0.15, "quantiles": "junk"}, z, 0.15, 0.05) is None
+    assert close_match({**profile, "version": 1, "tau": 0.15}, z, 0.15, 0.05) is None  # the old raw-score profile
+    assert not close_match({**profile, "tau": 0.15}, z, 0.15, 0.05).weak
+    assert close_match({**profile, "tau": 0.15}, [0.9, 0.8, 0.5, 0.3], 0.15, 0.05).weak
 
 
 def test_the_page_says_no_close_match_and_shows_the_scores_on_demand(tmp_path):
@@ -126,13 +157,11 @@ def test_the_page_says_no_close_match_and_shows_the_scores_on_demand(tmp_path):
     r, profile, ids, caps = _profiled(tmp_path, embedder=TextOnly(64))
     eng = build_engine(r, config=EngineConfig(k=4))
     s = eng.new_session()
-    eng.search_text(s, "quantum violin spreadsheet")
+    eng.search_text(s, "red car")  # its best result does not stand out (the test above)
     html = no_match_html(eng, s)
-    assert "No close match" in html and "Try" in html and "<summary>Scores</summary>" in html
-    assert f"{s.last.scores[0]:.3f}" in html
-    s2 = eng.new_session()
-    eng.search_text(s2, "quantum violin spreadsheet folder:sub")
-    assert "your filters keep" in no_match_html(eng, s2) and "removing a filter" in no_match_html(eng, s2)
+    assert "No close match" in html and "try other words" in html and "<summary>Why</summary>" in html
+    assert f"{s.last.scores[0]:.3f}" in html and f"{profile['absent_hit'] * 100:.0f}%" in html
+    assert html.count("<div") == 1 and "<br" not in html  # one compact line; the why opens on demand
     s3 = eng.new_session()
     eng.search_text(s3, caps[ids[3]][0])
     assert no_match_html(eng, s3) == ""
@@ -185,3 +214,19 @@ def test_a_page_folds_copies_of_an_image_into_one_card(tmp_path):
     assert f'data-id="{other}" data-rank="{t.shown.index(other) + 1}" role="listitem" data-fold="{head}" hidden' in html
     off = build_engine(r, config=EngineConfig(k=13, fold_similarity=0))  # the setting turns folding off
     assert all(len(g) == 1 for g in off.duplicate_groups(t)) and "+1 similar" not in render.results_html(off, st)
+
+
+def test_an_index_without_a_current_calibration_is_recalibrated_on_load(tmp_path):
+    from interactive_ir.assembly.app_index import _calibrate
+    from interactive_ir.index import load_index
+    from interactive_ir.retrieval.score_profile import PROFILE_KEY, needs_profile
+
+    r, _, _ = build_tiny(tmp_path, n=80, embedder=TextOnly(64))
+    assert needs_profile(r.index)
+    r.index.manifest[PROFILE_KEY] = {"tau": 1.0, "quantiles": {"0.05": 0.5}}  # issue 26's version 1
+    assert needs_profile(r.index)
+    _calibrate(r.index, r.embedder)  # what the demo gallery does on load
+    again = load_index(r.index.path)
+    assert again.manifest[PROFILE_KEY]["version"] == 2 and not needs_profile(again)
+    uncaptioned, _, _ = build_tiny(tmp_path / "bare", captions=False)
+    assert not needs_profile(uncaptioned.index)  # nothing to calibrate on

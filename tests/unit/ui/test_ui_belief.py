@@ -90,3 +90,83 @@ def test_the_images_shown_to_learn_from_say_so(tiny_index):
     cards = html.split('<article class="')[1:]
     marked = [c for c in cards if "To learn</span>" in c]
     assert len(marked) == 2 and all(f'data-id="{i}"' in "".join(marked) for i in learn)
+
+
+# --- issue 38 D4: typing in the search box during a search refines it, unless New search -----------------
+def test_typing_in_the_search_box_refines_the_belief_search(started):
+    engine, st = started
+    seen, n = _seen(st), len(st.session.turns)
+    h.describe(engine, st, "a red square with a green circle")
+    assert len(st.session.turns) == n + 1 and st.session.last.kind == "tell"  # said, not a new search
+    assert st.session.last.user_text == "a red square with a green circle" and "New search" in st.notice
+    assert not seen & set(st.session.last.shown)  # its seen images are kept (the belief's page: unseen ones)
+    assert st.query == "a red square"  # the shared link's first description stays
+
+
+def test_new_search_filters_or_the_same_words_start_afresh(started):
+    engine, st = started
+    h.describe(engine, st, "a red square")  # the same words again: run afresh
+    assert len(st.session.turns) == 1
+    h.describe(engine, st, "a red square -blue")  # a NOT term changes the scope: a new search
+    assert len(st.session.turns) == 1 and st.session.not_terms == ["blue"]
+    h.new_search(engine, st)
+    h.describe(engine, st, "a green circle")
+    assert len(st.session.turns) == 1 and st.query == "a green circle"
+
+
+# --- issue 38 D4: what the person showed stays in view; positions kept --------------------------------------
+def test_closest_marks_and_reference_stay_pinned_across_rounds_until_unpinned(started):
+    engine, st = started
+    chosen = st.current_ids[1]
+    h.closest(engine, st, chosen)
+    liked = st.current_ids[0]
+    st.marks = {liked: True}
+    h.feedback(engine, st)
+    h.skip(engine, st)  # two rounds later, both still in view
+    assert render.pinned_ids(st) == [(liked, "liked"), (chosen, "closest")]
+    html = render.results_html(engine, st)
+    assert html.index(f'data-id="{liked}"') < html.index(f'data-id="{chosen}"') < html.index(
+        f'data-id="{st.current_ids[0]}"')  # first on the page, the most recent first
+    assert "Your closest" in html and "You liked" in html and 'data-action="unpin"' in html
+    card_actions.run(engine, st, "unpin", chosen)
+    assert render.pinned_ids(st) == [(liked, "liked")] and len(st.session.turns) == 4  # no new round
+    h.new_search(engine, st)
+    assert st.unpinned == set()
+
+
+def test_results_still_on_the_page_keep_their_positions():
+    class Hit:
+        def __init__(self, i):
+            self.id = i
+
+    hits = [Hit(i) for i in ("d", "b", "e", "a")]  # by rank now
+    order = [x.id for x in render.keep_positions(["a", "b", "c", "x"], hits)]
+    assert order == ["a", "b", "d", "e"]  # a and b keep places 1 and 2; new ones fill the rest by rank
+    assert [x.id for x in render.keep_positions([], hits)] == ["d", "b", "e", "a"]
+    assert [x.id for x in render.keep_positions(["e"], hits[:2] + hits[2:])][0] == "e"
+
+
+# --- issue 38 D3, the page's side: the Questions option reaches the belief's session; picture questions show --------
+@pytest.mark.parametrize("kind", ["grounded", "llm"])
+def test_the_questions_option_reaches_the_belief_search(tiny_index, kind):
+    from interactive_ir.backends.llms import FakeLLM as LLM
+
+    engine = build_engine(tiny_index[0], llm=LLM(), config=EngineConfig(k=K))
+    st = h.set_questioner(engine, UIState(), kind)
+    h.start(engine, st, "a red square")
+    assert st.session.on_belief and st.session.options.questioner == kind  # the belief's question writer reads it
+    h.set_questioner(engine, st, "")
+    assert st.session.options.questioner == ""  # changed mid-search: from the next question
+
+
+def test_a_picture_question_on_the_belief_page_shows_its_pictures(started):
+    from interactive_ir.types import Option, Question
+
+    engine, st = started
+    ids = st.current_ids
+    q = Question("Which is closest to your image?", "choice",
+                 (*(Option(i, image_id=i) for i in ids[:2]), Option("none of these")), st.session.last.round)
+    st.session.set_question(q)
+    html = render.dialogue_html(st, True, "", engine)
+    assert html.count('class="iir-opt iir-opt-pic"') == 2 and html.count('data-action="choose"') == 3
+    assert "Click the closest one" in html
