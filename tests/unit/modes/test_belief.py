@@ -20,15 +20,18 @@ def _unit(rng, n, d):
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def _loop_posterior(V, q, clicks, cfg, ruled_out=()):
-    """log P(i | ...) by a plain loop over images: text softmax term plus each click's softmax (with none)."""
+def _loop_posterior(V, q, clicks, cfg, ruled_out=(), seen=()):
+    """log P(i | ...) by a plain loop over images: text softmax term plus each click's softmax (with none),
+    mixed with a uniform pick at rate click_error, and log(overlook) per showing of a `seen` image."""
     out = []
     for i in range(len(V)):
         lp = float(V[i] @ q) / cfg.text_temperature
         for shown, chosen in clicks:
             sims = [float(V[i] @ V[s]) / cfg.click_temperature for s in shown] + [cfg.none_similarity / cfg.click_temperature]
             col = len(shown) if chosen is None else chosen
-            lp += sims[col] - math.log(sum(math.exp(x) for x in sims))
+            soft = math.exp(sims[col]) / sum(math.exp(x) for x in sims)
+            lp += math.log((1 - cfg.click_error) * soft + cfg.click_error / len(sims))
+        lp += sum(1 for s in seen if s == i) * math.log(cfg.overlook)
         out.append(-math.inf if i in ruled_out else lp)
     finite = [x for x in out if x != -math.inf]
     z = math.log(sum(math.exp(x - max(finite)) for x in finite)) + max(finite)
