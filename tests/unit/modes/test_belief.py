@@ -159,16 +159,17 @@ def test_closest_pages_by_the_belief_and_says_which_images_are_there_to_learn_fr
     first = engine.search_text(s, "a red square")
     turn = engine.closest(s, first.shown[1])
     assert turn.kind == "closest" and turn.method == "belief" and len(turn.shown) == 4
-    assert not set(turn.shown) & set(first.shown)  # shown and not found: not the one
+    assert not set(turn.shown) & set(first.shown)  # the page just looked at is not shown again
     assert set(turn.extra["learn"]) <= set(turn.shown) and turn.extra["clicked"] == first.shown[1]
     assert len(turn.extra["learn"]) == max(0, 4 - max(1, 4 - engine.belief_config.explore))
     n = len(engine.index)
-    assert turn.ranking.shape == (n,) and np.isneginf(turn.ranking[[engine.index.row_of[i] for i in first.shown]]).all()
+    seen_rows = [engine.index.row_of[i] for i in first.shown]
+    assert turn.ranking.shape == (n,) and np.isfinite(turn.ranking[seen_rows]).all()  # seen: unlikely, not ruled out
     best = [i for i in turn.shown if i not in turn.extra["learn"]]
-    ranked = np.argsort(-turn.ranking, kind="stable")
-    assert [engine.index.records[int(r)].id for r in ranked[:len(best)]] == best
+    ranked = [int(r) for r in np.argsort(-turn.ranking, kind="stable") if int(r) not in seen_rows]
+    assert [engine.index.records[r].id for r in ranked[:len(best)]] == best
     none = engine.closest(s, None)
-    assert not set(none.shown) & (set(first.shown) | set(turn.shown))
+    assert not set(none.shown) & set(turn.shown)
 
 
 def test_closest_refuses_images_not_on_the_page_and_sessions_without_results(engine, tiny_index):
@@ -206,7 +207,7 @@ def test_a_belief_over_a_pool_when_the_collection_is_too_large_to_hold(tiny_inde
     first = engine.search_text(s, "a green triangle")
     turn = engine.closest(s, first.shown[0])
     assert len(s.belief.rows) == 12 and len(turn.shown) == 3 and not set(turn.shown) & set(first.shown)
-    assert np.isfinite(turn.ranking).sum() == 9  # the pool of 12 less the 3 shown before this page
+    assert np.isfinite(turn.ranking).sum() == 12  # the pool; the 3 shown before this page are unlikely, not ruled out
 
 
 def test_the_closest_protocol_ranks_by_the_belief_the_clicks_make(tiny_index):
@@ -234,7 +235,7 @@ def test_the_closest_protocol_ranks_by_the_belief_the_clicks_make(tiny_index):
                 options = turn.extra["options"]
                 clicked = turn.extra["clicked"]
                 b.click([row[i] for i in options], options.index(clicked) if clicked else None)
-                b.rule_out([row[i] for u in session.turns[:t] for i in u.shown])
+                b.set_seen([row[i] for u in session.turns[:t] for i in u.shown])
                 lp = b.ranking(len(retriever.index))
                 assert res.ranks[t] == int(np.sum(lp > lp[row[target]])) + 1
         assert res.stop in ("found", "rounds")

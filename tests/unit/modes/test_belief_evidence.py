@@ -51,7 +51,9 @@ def test_marks_are_the_closest_among_the_liked_images_by_a_loop():
     for i in range(30):
         sims = [float(V[i] @ V[s]) / 0.3 for s in shown] + [0.2 / 0.3]
         lse = math.log(sum(math.exp(x) for x in sims))
-        want.append(float(V[i] @ q) / 0.2 + math.log(sum(math.exp(sims[j]) for j in liked)) - lse)
+        soft = sum(math.exp(sims[j] - lse) for j in liked)  # the softmax mass of the liked, mixed with a random pick
+        e = cfg.click_error
+        want.append(float(V[i] @ q) / 0.2 + math.log((1 - e) * soft + e * len(liked) / len(sims)))
     want = np.array(want) - max(want)
     want -= math.log(np.exp(want).sum())
     assert np.allclose(b.log_posterior(), want, atol=1e-9)
@@ -110,14 +112,18 @@ def test_like_this_but_moves_the_page_toward_what_is_said(engine, tiny_index):
     assert np.allclose(again.ranking, clickonly.ranking)  # nothing new said: no new evidence
 
 
-def test_belief_questions_are_open_ones_first_then_yes_or_no_on_a_splitting_word(tiny_index):
+def test_belief_questions_are_open_ones_that_inform_then_yes_or_no_on_a_splitting_word(tiny_index):
+    """The tiny index's captions name colours, things and places but no action or person: the open questions
+    asked are where, which colours and what else (in that order), never what is happening or who."""
     from interactive_ir.modes.belief.questions import OPEN_QUESTIONS
 
     engine = build_engine(tiny_index[0], config=EngineConfig(k=1))
     assert len(engine.index) >= len(OPEN_QUESTIONS) + 6
     s = engine.new_session(belief=True)
     engine.search_text(s, "a shape")
-    for text in OPEN_QUESTIONS:  # each open question once, in order; the answer is what is said
+    expected = ["Where was the picture taken?", "What colours stand out?", "What else is in the picture?"]
+    assert [t for t, _ in OPEN_QUESTIONS if t in expected] == expected
+    for text in expected:  # each informative open question once, in order; the answer is what is said
         q = s.question
         assert q is not None and q.kind == "open" and q.text == text and not q.options
         turn = engine.tell(s, "not sure")
