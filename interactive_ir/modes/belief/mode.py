@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from functools import partial
 
 import numpy as np
 
@@ -24,7 +25,9 @@ from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.steps import QuestionStep
 from interactive_ir.core.text_search import OnCore, TextSearch, left_out
 from interactive_ir.errors import BadInputError, SessionError
+from interactive_ir.modes.belief.llm_questions import written_question
 from interactive_ir.modes.belief.questions import NO, YES, QuestionContext, next_question
+from interactive_ir.modes.conversation.plugir.config import resolve_questioner
 from interactive_ir.retrieval.belief import Belief, BeliefConfig
 from interactive_ir.retrieval.query_language import parse_query
 from interactive_ir.retrieval.words import content_words, new_words, split_statement, stem
@@ -40,9 +43,10 @@ KINDS = (CLOSEST, TELL, MARKS, SKIP)
 class BeliefMode(OnCore):
     """The belief's actions over a shared `TextSearch` core."""
 
-    def __init__(self, core: TextSearch, config: BeliefConfig):
+    def __init__(self, core: TextSearch, config: BeliefConfig, llm=None):
         self.core = core
         self.belief_config = config
+        self.llm = llm  # an LLM writes its yes/no questions about the probable images (None: the realiser's)
 
     # --- the session's belief ---------------------------------------------------------------------
     def _query_row(self, session: Session) -> np.ndarray:
@@ -196,7 +200,10 @@ class BeliefMode(OnCore):
 
     def question(self, session: Session) -> QuestionStep:
         """The belief's next question (`questions.next_question`), not yet applied to the session."""
-        return next_question(session, self.question_context)
+        write = None
+        if self.llm is not None and resolve_questioner(session.options.questioner, self.llm) == "llm":
+            write = partial(written_question, self.llm)  # "Written questions", or auto with a capable LLM
+        return next_question(session, self.question_context, write)
 
     def question_context(self, session: Session) -> QuestionContext | None:
         """The `question_depth` most probable images' captions and probabilities (what its questions are

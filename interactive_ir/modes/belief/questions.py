@@ -89,9 +89,15 @@ def best_word(ctx: QuestionContext, asked: set[str]) -> tuple[str, str, float] |
     return words[j], surfaces[words[j]], float(info[j])
 
 
-def next_question(session: Session, context: Callable[[Session], QuestionContext | None]) -> QuestionStep:
+Writer = Callable[[str, Sequence[str], Sequence[str]], "str | None"]  # (word, captions with it, without) -> question
+
+
+def next_question(session: Session, context: Callable[[Session], QuestionContext | None],
+                  write: Writer | None = None) -> QuestionStep:
     """The belief's next question about the last round: the first of `OPEN_QUESTIONS` not asked yet whose
-    answer can move the belief, then yes/no on the most informative word (none when no word informs)."""
+    answer can move the belief, then yes/no on the most informative word (none when no word informs), in the
+    realiser's words or, with `write` (an LLM: `llm_questions.written_question`), in the writer's about the
+    probable images that name the word and those that do not (the rule's words when it gives None)."""
     last = session.last
     if last is None:
         return QuestionStep(-1, None)
@@ -107,7 +113,11 @@ def next_question(session: Session, context: Callable[[Session], QuestionContext
     if best is None:
         return QuestionStep(last.round, None)
     stem_form, surface, _ = best
-    text = yes_no_question(surface, stem_form)
+    text = None
+    if write is not None:
+        has = [stem_form in content_words(c or "") for c in ctx.captions]
+        text = write(surface, [c for c, h in zip(ctx.captions, has) if h], [c for c, h in zip(ctx.captions, has) if not h])
+    text = text or yes_no_question(surface, stem_form)
     if text in asked_questions:
         return QuestionStep(last.round, None)
     question = Question(text, "yesno", (Option("yes"), Option("no")), last.round)
