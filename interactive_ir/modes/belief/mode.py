@@ -40,6 +40,18 @@ SKIP = "skip"  # the turn kind of a round with no evidence but the page shown (t
 KINDS = (CLOSEST, TELL, MARKS, SKIP)
 
 
+def kept(session: Session, extra: dict) -> list[str]:
+    """The images the person said are like theirs, latest first, each once: every Closest pick and every image
+    marked Relevant in the session's rounds and this one (`extra`). The page keeps them in view (a pinned
+    row) whatever the belief's next page holds; `Turn.extra["kept"]` of a belief round."""
+    out: dict[str, None] = {}
+    for e in (extra, *(t.extra for t in reversed(session.turns))):
+        for i in [e.get("clicked"), *(e.get("relevant") or ())]:
+            if i:
+                out.setdefault(str(i), None)
+    return list(out)
+
+
 class BeliefMode(OnCore):
     """The belief's actions over a shared `TextSearch` core."""
 
@@ -237,7 +249,7 @@ class BeliefMode(OnCore):
         turn.timings["retrieve"] = round(time.perf_counter() - t_start, 6)
         hits = [Hit(h.id, h.row, h.path, float(np.exp(lp)), h.caption)
                 for h, lp in zip(self.retriever.hits(np.exp(logp).astype(np.float32), rows), logp)]
-        turn.extra.update({**extra, "learn": [h.id for h in hits[n_best:]]})
+        turn.extra.update({**extra, "learn": [h.id for h in hits[n_best:]], "kept": kept(session, extra)})
         turn.query_row = np.asarray(b.query, np.float32)
         turn.ranking = b.ranking(len(self.index), posterior)
         return self.core.record(session, turn, hits, t_start)

@@ -218,3 +218,14 @@ def test_cosines_are_cosines_whatever_the_rows_lengths(scale):
     U = V / np.linalg.norm(V, axis=1, keepdims=True)
     assert np.allclose(b.cosines(np.array([3, 9])), U @ U[[3, 9]].T, atol=1e-5)
     assert np.allclose(b.cosines(np.array([1]), np.array([0, 5, 7])), U[[0, 5, 7]] @ U[[1]].T, atol=1e-5)
+
+
+def test_a_belief_round_says_which_images_the_person_picked_so_the_page_can_keep_them(engine):
+    s = engine.new_session()
+    first = engine.search_text(s, "a blue circle")
+    marked = engine.marks(s, first.shown[:2], first.shown[2:])
+    assert marked.extra["kept"] == list(first.shown[:2])
+    clicked = engine.closest(s, marked.shown[0])
+    assert clicked.extra["kept"] == [marked.shown[0], *first.shown[:2]]
+    again = engine.skip_belief(s)  # a round that picks nothing keeps what was picked before
+    assert again.extra["kept"] == clicked.extra["kept"]
