@@ -48,8 +48,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "'llm' (the --llm model) or an LLM spec, or vlm:SPEC (from the target's pixels). A fake model "
                         "as the user tests the loop only: the run says so and draws no comparison")
     p.add_argument("--user-similarity", default="words",
-                   help="how the model-free user judges 'alike' (choices, open answers): words (default, no model), "
-                        "index (the index's embedder) or an embedder spec such as text:all-MiniLM-L6-v2")
+                   help="the user's judge of 'alike' (which image is closest, which option; open answers with an "
+                        "embedder): words (default: content-word overlap, no model), bm25 (BM25-weighted words over "
+                        "the captions compared, no model), index (the index's embedder: shares the retriever's "
+                        "notion of alike) or an embedder spec such as text:all-MiniLM-L6-v2")
+    p.add_argument("--user-noise", type=float, default=None,
+                   help="the user's error rate: with this probability a click is on a random shown image and an "
+                        "answer a random option (an open one: the answer for a random shown image); default 0, as "
+                        "the papers' protocols. The page's users are the protocols user:click (only Closest clicks), "
+                        "user:question (only the page's questions) and user:typing (clicks, answers and how the "
+                        "image differs)")
+    p.add_argument("--overlook", type=float, default=0.0,
+                   help="a shown target is missed with this probability and the search goes on (its round is "
+                        "noted 'overlooked' and does not count as found); default 0")
     p.add_argument("--vlm", default=None, help="VLM spec for the engine's composed re-ranking (ImageScope stages 2-3; "
                    f"default: none, eval reads no IIR_VLM; {NO_MODEL_HELP}: none)")
     p.add_argument("--dialogues", type=Path, default=None,
@@ -207,9 +218,10 @@ def plan_run(args: argparse.Namespace) -> Plan:
     cfg = RunConfig(rounds=settings["rounds"], seed=args.seed, k=settings["k"], stop_on_found=settings["stop_on_found"],
                     exclude_shown=settings["exclude_shown"], rank_from=settings["rank_from"],
                     on_uncertain=args.on_uncertain, progress=not args.no_progress, keep_sessions=args.keep_sessions,
-                    keep_reference=args.keep_reference)
+                    keep_reference=args.keep_reference, overlook=getattr(args, "overlook", 0.0) or 0.0)
     sim_cfg = apply_overrides(apply_env(SimConfig(), "IIR_SIM_"), relevant_n=args.relevant_n,
-                              relevance_overlap=args.relevance_overlap)
+                              relevance_overlap=args.relevance_overlap,
+                              noise=getattr(args, "user_noise", None))
     queries, msrvtt = load_queries(args)
     has_dialogues = bool(queries) and all(q.dialog or q.rounds_text for q in queries)
     protocols = expand_protocols(settings["protocol"], not is_no_model(args.llm), has_dialogues)
@@ -300,7 +312,8 @@ def open_backends(args: argparse.Namespace, plan: Plan, retriever) -> Backends:
     names = {"llm": None if llm is None else args.llm, "answerer": args.answerer or "rule", "vlm": args.vlm,
              "sim": {"relevant_n": sim_cfg.relevant_n, "relevance_overlap": sim_cfg.relevance_overlap,
                      "allow_uncertain": sim_cfg.allow_uncertain, "similarity": args.user_similarity,
-                     "choice_threshold": sim_cfg.choice_threshold},
+                     "choice_threshold": sim_cfg.choice_threshold,
+                     **({"noise": sim_cfg.noise} if sim_cfg.noise else {})},
              "preset": args.preset, "plugir": plan.plugir_overrides}
     engine_fake = llm is not None and args.llm.split(":", 1)[0].strip().lower() == "fake"
     return Backends(retriever, llm, vlm, user, names, engine_fake)
@@ -312,7 +325,8 @@ def header_lines(args: argparse.Namespace, plan: Plan, backends: Backends) -> li
     header = [f"simulated user: {backends.user.describe_self()}",
               f"rounds {cfg.rounds}, k {cfg.k}, stop when the target is shown: {'yes' if cfg.stop_on_found else 'no'}, "
               f"shown images excluded: {'yes' if cfg.exclude_shown else 'no'}, rank from: {cfg.rank_from}, "
-              f"{len(queries)} queries, index of {len(backends.retriever.index)} images"]
+              f"{len(queries)} queries, index of {len(backends.retriever.index)} images"
+              + (f", {100 * cfg.overlook:g}% of shown targets overlooked" if cfg.overlook else "")]
     if preset:
         header.insert(0, f"preset {preset.name}: {preset.paper}; " + ", ".join(
             f"{k}={v}" for k, v in preset.settings().items()))

@@ -39,7 +39,6 @@ from interactive_ir.evaluation.phrases import (
     subject_of,
     thing_phrase,
 )
-from interactive_ir.evaluation.similarity import WordSimilarity
 from interactive_ir.evaluation.words import CATEGORIES, QUESTION_FILLER, UNKNOWABLE, content_words, norm, tokens
 
 __all__ = ["NOT_SURE", "SHORT_WORDS", "is_yes_no", "question_kind", "rule_answer"]
@@ -79,7 +78,7 @@ def question_kind(question: str) -> str:
 def _order(text: Text, question: str, subject: set[str], similarity) -> tuple[list[int], float]:
     """Captions by how much of the question they share (description first on ties), and the best score."""
     n = len(text.captions)
-    if similarity is not None and not isinstance(similarity, WordSimilarity) and n:
+    if similarity is not None and not getattr(similarity, "model_free", False) and n:
         scores = [float(x) for x in similarity.matrix([question], text.captions)[0]]
     else:
         scores = [float(len(subject & set(rs))) for rs in text.roots]
@@ -153,7 +152,7 @@ def _open(text: Text, question: str, subject: set[str], order: list[int], simila
         return person_phrase(text, subject, order)
     if kind == "kind":
         return kind_phrase(text, subject)
-    embedder = similarity is not None and not isinstance(similarity, WordSimilarity)
+    embedder = similarity is not None and not getattr(similarity, "model_free", False)
     if embedder and best < threshold:
         return None
     if not embedder and subject and best <= 0 and not any(w in CATEGORIES for w in q):

@@ -23,6 +23,9 @@ Round 0 is always the query's description. Each later round is one call of an en
 | `closest` | `search_text` | only the click (`engine.closest`) | - |
 | `belief:questions` | `search_text` | the page's questions answered: "which is closest?" (the click) and the belief's own question (open ones first, then yes/no on a word that splits the probable images; `engine.closest(id, answer)`) | - |
 | `belief:marks` | `search_text` | every shown image the user judges alike marked "like it", the rest "not it" (`engine.marks`) | - |
+| `user:click` | `search_text` | the click-only user: only the Closest click (or none of these), `--user-noise` of them on a random shown image (`evaluation.users`) | - |
+| `user:question` | `search_text` | the question-only user: only the page's question answered (`engine.ask_belief`; an option clicked with `engine.choose`, an open one answered with `engine.reply`), `--user-noise` of the answers a random option; no question: `engine.skip` | - |
+| `user:typing` | `search_text` | the typing user: the `belief` round (click, answer and how the target differs) with `--user-noise` errors | - |
 | `fixed-dialogue` (= `:concat`) | `search_text` | ChatIR's query: the caption and the first t entries joined by ", " | dialogues |
 | `fixed-dialogue:split` | `search_text` | the dialogue file's round-t entry as the query (PlugIR's released files) | dialogues |
 | `fixed-dialogue:cr` | `start` | `answer` with the dialogue's question and answer (PlugIR context reformulation) | dialogues, LLM |
@@ -48,9 +51,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from interactive_ir.core.options import BELIEF as BELIEF_MODE
 from interactive_ir.core.options import SessionOptions
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.errors import BadInputError
+from interactive_ir.evaluation import users
 from interactive_ir.evaluation.dialogues import chatir_query, concat_query
 from interactive_ir.evaluation.knowledge import TargetKnowledge, knowledge_of
 from interactive_ir.evaluation.queries import Query
@@ -74,9 +79,10 @@ REFERENCE = ("none", "oracle", "attribute", *KNOWN_BAD)
 ENGINE_QUESTIONS = ("inverted-pull",)  # reference strategies that answer the engine's own (grounded) questions
 GROUNDED = _protocols(registry.questioners())  # the engine's questioner without an LLM
 BELIEF = _protocols(registry.methods("belief"))  # rounds moved by the belief (`modes/belief`), the page's default
+USERS = ("user:click", "user:question", "user:typing")  # the default page's three simulated users (issue 38)
 _METHOD_OF = {m.protocol: m for name in ("conversation", "feedback", "composed", "belief")
               for m in registry.methods(name) if m.protocol}
-ALL = (*CONVERSATION, *FEEDBACK, *COMPOSED, "mixed", *REFERENCE, *GROUNDED, *BELIEF, *FIXED)
+ALL = (*CONVERSATION, *FEEDBACK, *COMPOSED, "mixed", *REFERENCE, *GROUNDED, *BELIEF, *USERS, *FIXED)
 ATTRIBUTE_CANDIDATES = 20  # the attribute questioner splits the captions of this many top images
 ALIASES = {
     "fixed-dialogue": ("fixed-dialogue:concat",),
@@ -97,8 +103,8 @@ class Protocol:
     """One way of running simulated searches."""
 
     name: str  # canonical name, e.g. "plugir", "feedback:cot", "composed:compose", "fixed-dialogue:concat"
-    family: str  # "conversation", "feedback", "composed", "belief", "mixed", "reference", "grounded" or
-    #              "fixed-dialogue"
+    family: str  # "conversation", "feedback", "composed", "belief", "user" (the page's users, on the belief),
+    #              "mixed", "reference", "grounded" or "fixed-dialogue"
     variant: str  # the method within the family: PlugIR method, feedback method, composed method, replay kind
     needs_llm: bool  # the engine needs an LLM for it
     needs_dialogues: bool = False  # every query needs a fixed dialogue
@@ -129,6 +135,8 @@ class Protocol:
     def session_options(self) -> SessionOptions:
         """How a simulated session behaves: its questions (the belief protocols call the belief's actions
         by name, so their sessions keep no mode: eval's records stay as they were)."""
+        if self.family == "user":  # the default page: generic actions reach the belief; its rounds ask themselves
+            return SessionOptions(mode=BELIEF_MODE, ask_questions=False)
         options = SessionOptions(ask_questions=self.asks_questions)
         if self.family == "grounded" or self.name in ENGINE_QUESTIONS:
             options.questioner = "grounded"
@@ -151,6 +159,8 @@ def get_protocol(name: str) -> Protocol:
         return Protocol(n, "reference", n, False)
     if n in GROUNDED:
         return Protocol(n, "grounded", n, False)
+    if n in USERS:
+        return Protocol(n, "user", n.split(":", 1)[1], False)
     if n in FIXED:
         m = n.split(":", 1)[1]
         return Protocol(n, "fixed-dialogue", m, m == "cr", needs_dialogues=True)
@@ -238,6 +248,8 @@ def next_round(p: Protocol, engine, session: Session, query: Query, user: Simula
         return _replay(p, engine, session, query, t)
     if p.family == "belief":
         return _BELIEF_ROUNDS[p.variant](engine, session, k, user)
+    if p.family == "user":
+        return _USER_ROUNDS[p.variant](engine, session, k, user)
     raise BadInputError(f"protocol family {p.family!r} has no rounds")  # pragma: no cover
 
 
@@ -483,3 +495,71 @@ def _replay(p: Protocol, engine, session: Session, query: Query, t: int) -> tupl
 # a simulated round of each belief method that has a protocol (`modes/belief/config.py`), by method name
 _BELIEF_ROUNDS = {"page": _belief_default, "closest": _closest, "references": _like_this,
                   "questions": _belief_question, "marks": _belief_marks}
+
+
+# --- the default page's three users (issue 38; their decisions and errors: `evaluation.users`) -------------
+
+
+def _page(engine, session: Session) -> tuple[list[str], list[str]]:
+    """The last page's images and their captions as a person reads them."""
+    shown = list(session.last.shown) if session.last else []
+    if not shown:
+        raise StopQuery("nothing was shown to choose from")
+    return shown, [c or i for i, c in zip(shown, engine.captions_of(shown))]
+
+
+def _user_click(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) -> tuple[Turn, dict]:
+    """The click-only user: the Closest click (or none of these), nothing said."""
+    shown, captions = _page(engine, session)
+    c = users.click(user, k, shown, captions, len(session.turns))
+    return engine.closest(session, c.image_id), {"action": "closest", **c.to_dict()}
+
+
+def _option_captions(engine, question) -> list[str]:
+    ids = [o.image_id or "" for o in question.options]
+    caps = engine.captions_of([i for i in ids if i]) if any(ids) else []
+    it = iter(caps)
+    return [(next(it) or "") if i else "" for i in ids]
+
+
+def _user_question(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) -> tuple[Turn, dict]:
+    """The question-only user: the page's own question answered (an option clicked, or the words an open
+    question asks for; "not sure" says nothing: the page is skipped); no question: skip."""
+    _, captions = _page(engine, session)
+    question = session.question or engine.ask_belief(session)
+    if question is None:
+        return engine.skip(session), {"action": "skip", "why": "no question pending"}
+    a = users.answer(user, k, question, _option_captions(engine, question), captions, len(session.turns))
+    act = {"action": "answer", "question": question.text, "kind": question.kind, **a.to_dict()}
+    if a.option is not None:
+        return engine.choose(session, a.option, question), act
+    if a.uncertain or not a.text.strip():
+        return engine.skip(session), {**act, "action": "skip"}
+    return engine.reply(session, a.text), act
+
+
+def _user_typing(engine, session: Session, k: TargetKnowledge, user: SimulatedUser) -> tuple[Turn, dict]:
+    """The typing user: the click, the answer to the page's question (a yes/no one by its word; a picture
+    question is left unanswered: the click says it) and how the target differs from the most alike image,
+    said together (`engine.closest(id, text)`)."""
+    shown, captions = _page(engine, session)
+    question = session.question or engine.ask_belief(session)
+    t = len(session.turns)
+    c = users.click(user, k, shown, captions, t)
+    parts, act = [], {"action": "closest", **c.to_dict()}
+    if question is not None:
+        act["question"] = question.text
+        labels = [o.label.strip().lower() for o in question.options]
+        if not question.options or set(labels) == {"yes", "no"}:
+            a = users.answer(user, k, question, [""] * len(labels), captions, t)
+            said = labels[a.option] if a.option is not None else ("" if a.uncertain else a.text)
+            parts += [said] if said else []
+            act.update(a.to_dict())
+    relative = user.relative.describe(k, c.best)
+    if not relative.text.startswith("like this one") or " without " in relative.text:
+        parts.append(relative.text)
+    act["said"] = ", ".join(parts)
+    return engine.closest(session, c.image_id, act["said"] or None), act
+
+
+_USER_ROUNDS = {"click": _user_click, "question": _user_question, "typing": _user_typing}

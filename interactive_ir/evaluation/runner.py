@@ -92,8 +92,12 @@ class RunConfig:
     keep_sessions: bool = False  # also write every full session (with prompts and replies) to sessions.jsonl
     keep_reference: bool = False  # a composed query's reference image stays in the ranking (shown, and counted in
     #                               the target's rank); False: left out, as the CIR benchmarks score (`left_out`)
+    overlook: float = 0.0  # a shown target is missed with this probability (`--overlook`): the round is noted as
+    #                        not found (`overlooked` in its turn record) and the search goes on; 0: never missed
 
     def __post_init__(self):
+        if not 0.0 <= self.overlook <= 1.0:
+            raise BadInputError(f"--overlook must be between 0 and 1, got {self.overlook}")
         if self.rounds < 0:
             raise BadInputError(f"--rounds must be 0 or more, got {self.rounds}")
         if self.k < 1:
@@ -288,6 +292,20 @@ def keep_found_rank(res: QueryResult) -> None:
     res.turns[-1]["rank_note"] = f"target found at round {f}: its rank then is kept"
 
 
+def overlooked(res: QueryResult, cfg: RunConfig, key: str, round_: int) -> bool:
+    """Whether the user misses the target shown in the round just noted (probability `cfg.overlook`, seeded by
+    the run's seed, the target's key and the round); a miss is noted in the record: not shown to the user."""
+    if cfg.overlook <= 0.0:
+        return False
+    import random
+
+    if random.Random(f"overlook:{cfg.seed}:{key}:{round_}").random() >= cfg.overlook:
+        return False
+    res.turns[-1]["overlooked"] = True
+    res.shown_ranks[-1] = None
+    return True
+
+
 def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg: RunConfig,
               on_session: Callable | None = None) -> QueryResult:
     """One simulated search: round 0, then up to `cfg.rounds` rounds; ranks recorded after each."""
@@ -303,6 +321,7 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
     clock = [t0, c0]  # wall and CPU readings at the start of the current round
     try:
         shown = note_round(res, first_round(protocol, engine, session, query), None, query, retriever, cfg, clock)
+        shown = shown and not overlooked(res, cfg, knowledge.key, 0)
         res.found_round = 0 if shown else None
         for t in range(1, cfg.rounds + 1):
             if res.found_round is not None and cfg.stop_on_found:
@@ -311,6 +330,7 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
             turn, act = next_round(protocol, engine, session, query, user, t, cfg.on_uncertain, knowledge)
             res.sim_seconds += time.perf_counter() - ts - turn.timings.get("total", 0.0)
             shown = note_round(res, turn, act, query, retriever, cfg, clock)
+            shown = shown and not overlooked(res, cfg, knowledge.key, t)
             if res.found_round is not None:
                 keep_found_rank(res)
             elif shown:

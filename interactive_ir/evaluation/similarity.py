@@ -2,16 +2,21 @@
 target's held-out captions.
 
 - `WordSimilarity` (no model): cosine of the two texts' sets of stemmed content words.
+- `BM25Similarity` (no model): cosine of the two texts' BM25-weighted content-word vectors, the inverse
+  document frequencies taken over the texts being compared (the shown images' captions and what the user
+  knows): a word every shown caption has tells little, a rare one much. It shares nothing with the index's
+  embedder, and weighs words unlike `WordSimilarity`: two judges that can disagree.
 - `EmbedderSimilarity`: cosine of a text embedder's vectors (e.g. `text:all-MiniLM-L6-v2`), cached per
   text. Using the retriever's own model as the user's judge makes the user share the retriever's
   notion of "alike": use a different model where one runs, and say so when it is the same.
 
-`make_similarity("words" | EMBEDDER_SPEC)` builds one.
+`make_similarity("words" | "bm25" | EMBEDDER_SPEC)` builds one.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,6 +28,7 @@ class WordSimilarity:
     """Cosine of content-word sets (0 when either text has no content word)."""
 
     name = "words"
+    model_free = True  # the answer rules treat it as words, not as an embedder's cosine
 
     def matrix(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
         wa = [set(content_words(t)) for t in a]
@@ -32,6 +38,45 @@ class WordSimilarity:
             for j, y in enumerate(wb):
                 if x and y:
                     out[i, j] = len(x & y) / math.sqrt(len(x) * len(y))
+        return out
+
+
+class BM25Similarity:
+    """Cosine of BM25-weighted content-word vectors; document frequencies over the texts compared (0 when
+    either text has no content word). `k1`, `b`: BM25's term saturation and length normalisation."""
+
+    name = "bm25"
+    model_free = True
+
+    def __init__(self, k1: float = 1.2, b: float = 0.75):
+        self.k1 = k1
+        self.b = b
+
+    def _vectors(self, texts: Sequence[str]) -> list[dict[str, float]]:
+        bags = [Counter(content_words(t)) for t in texts]
+        n = len(bags)
+        df = Counter(w for bag in bags for w in bag)
+        avg = sum(sum(bag.values()) for bag in bags) / max(1, n) or 1.0
+        out = []
+        for bag in bags:
+            length = sum(bag.values())
+            vec = {}
+            for w, tf in bag.items():
+                idf = math.log(1.0 + (n - df[w] + 0.5) / (df[w] + 0.5))
+                vec[w] = idf * tf * (self.k1 + 1) / (tf + self.k1 * (1 - self.b + self.b * length / avg))
+            out.append(vec)
+        return out
+
+    def matrix(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+        vecs = self._vectors([*a, *b])
+        va, vb = vecs[:len(a)], vecs[len(a):]
+        norms = [math.sqrt(sum(x * x for x in v.values())) for v in vecs]
+        na, nb = norms[:len(a)], norms[len(a):]
+        out = np.zeros((len(a), len(b)), np.float32)
+        for i, x in enumerate(va):
+            for j, y in enumerate(vb):
+                if na[i] and nb[j]:
+                    out[i, j] = sum(x[w] * y[w] for w in x.keys() & y.keys()) / (na[i] * nb[j])
         return out
 
 
@@ -61,10 +106,12 @@ class EmbedderSimilarity:
 
 
 def make_similarity(spec: str | None = "words", embedder=None):
-    """`words` (default, no model), `index` (the given `embedder`, usually the retriever's) or an embedder spec."""
+    """`words` (default, no model), `bm25` (no model), `index` (the given `embedder`, usually the retriever's) or an embedder spec."""
     s = (spec or "words").strip()
     if s == "words":
         return WordSimilarity()
+    if s == "bm25":
+        return BM25Similarity()
     if s == "index":
         if embedder is None:
             from interactive_ir.errors import BadInputError

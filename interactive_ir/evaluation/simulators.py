@@ -71,6 +71,12 @@ class SimConfig:
     choice_threshold: float = 0.3  # choice questions: "none of these" when no option is at least this alike
     answer_threshold: float = 0.25  # open questions (embedder similarity): "uncertain" below this
     relative_words: int = 6  # relative captions name at most this many of the target's words
+    noise: float = 0.0  # error rate of clicks and answers (`--user-noise`): with this probability a click is on a
+    #                     random shown image and an answer a random option (`evaluation.users`); 0: none
+
+    def __post_init__(self):
+        if not 0.0 <= self.noise <= 1.0:
+            raise BadInputError(f"the user's noise must be between 0 and 1, got {self.noise}")
 
 
 @dataclass(frozen=True)
@@ -528,6 +534,8 @@ class SimulatedUser:
     kind: str = "rule"  # "rule" (model-free), "llm" or "vlm"
     model: str = ""  # the simulator's model spec, when it has one (a "fake" one makes a run a loop test only)
     similarity: str = "words"  # how the model-free rules judge "alike"
+    noise: float = 0.0  # the share of clicks and answers made at random (`SimConfig.noise`, `evaluation.users`)
+    seed: int = 0  # seeds those random errors, with the target's key and the round
 
     @property
     def needs_pixels(self) -> bool:
@@ -540,8 +548,9 @@ class SimulatedUser:
         return self.kind != "rule" and self.model.split(":", 1)[0].strip().lower() == "fake"
 
     def describe_self(self) -> str:
+        noisy = f", {100 * self.noise:g}% of clicks and answers at random" if self.noise else ""
         if self.kind == "rule":
-            return f"model-free (held-out captions; similarity: {self.similarity})"
+            return f"model-free (held-out captions; similarity: {self.similarity}{noisy})"
         return f"{self.kind} {self.model}".strip() + (" - FAKE: tests the loop only, no comparison" if self.is_fake
                                                       else "")
 
@@ -574,13 +583,13 @@ def make_user(index, llm=None, answerer: str | None = None, vlm=None, config: Si
         if llm is None:
             raise BadInputError("the LLM answerer needs an LLM: pass --llm or --answerer SPEC")
         return SimulatedUser(LLMAnswerer(llm, config, sim), actor, LLMRelativeCaptioner(llm, captions_of, config),
-                             "llm", getattr(llm, "spec", ""), sim_name)
+                             "llm", getattr(llm, "spec", ""), sim_name, config.noise, seed)
     if kind == "vlm":
         if vlm is None:
             raise BadInputError("the VLM answerer needs a VLM: pass --answerer vlm:SPEC")
         return SimulatedUser(VLMAnswerer(vlm, config, sim), actor, VLMRelativeCaptioner(vlm, index, captions_of, config),
-                             "vlm", getattr(vlm, "spec", ""), sim_name)
+                             "vlm", getattr(vlm, "spec", ""), sim_name, config.noise, seed)
     if kind == "rule":
         return SimulatedUser(CaptionAnswerer(config, sim), actor, RuleRelativeCaptioner(captions_of, config), "rule",
-                             "", sim_name)
+                             "", sim_name, config.noise, seed)
     raise BadInputError(f"unknown answerer {kind!r}: use llm, rule or vlm")
