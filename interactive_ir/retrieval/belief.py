@@ -71,6 +71,7 @@ class BeliefConfig:
     word_yes: float = 0.9  # P(yes to "Is there a dog?") when the image's caption names a dog
     word_yes_absent: float = 0.25  # P(yes) when its caption does not (captions leave things out; answers err)
     min_information: float = 0.02  # a question whose answer is expected to tell less than this (bits) is not asked
+    word_depth: int = 5000  # a yes/no answer reads the captions of this many most probable images (the rest: no word)
 
     def __post_init__(self):
         for name in ("text_temperature", "click_temperature", "say_temperature"):
@@ -81,7 +82,8 @@ class BeliefConfig:
             raise BadInputError(f"belief none_similarity must be between -1 and 1, got {self.none_similarity!r}")
         if not (np.isfinite(self.unsay_weight) and 0.0 <= self.unsay_weight <= 1.0):
             raise BadInputError(f"belief unsay_weight must be between 0 and 1, got {self.unsay_weight!r} (IIR_BELIEF_UNSAY_WEIGHT)")
-        if self.explore < 0 or self.explore_depth < 1 or self.pool < 1 or self.question_depth < 2 or self.info_depth < 2:
+        if (self.explore < 0 or self.explore_depth < 1 or self.pool < 1 or self.question_depth < 2 or self.info_depth < 2
+                or self.word_depth < 1):
             raise BadInputError("belief explore must be >= 0, explore_depth and pool >= 1, question_depth and info_depth >= 2")
         for name in ("click_error", "overlook", "word_yes", "word_yes_absent"):
             v = getattr(self, name)

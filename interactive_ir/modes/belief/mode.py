@@ -134,20 +134,24 @@ class BeliefMode(OnCore):
 
     def has_word(self, b: Belief, word: str) -> np.ndarray:
         """Per row the belief covers: whether its stored caption names `word` (by stem; an image without a
-        stored caption does not)."""
-        rows = self._word_rows().get(stem(word.lower()), ())
-        return np.isin(b.rows, np.fromiter(rows, np.int64, len(rows)))
+        stored caption does not). Read over the `word_depth` most probable rows (every row of a smaller
+        collection); the rest count as not naming it, so an answer costs at most `word_depth` captions."""
+        target = stem(word.lower())
+        depth = self.belief_config.word_depth
+        at = np.arange(len(b.rows)) if len(b.rows) <= depth else b.top(b.log_posterior(), depth)[0]
+        out = np.zeros(len(b.rows), bool)
+        out[at] = [target in self._row_words(int(r)) for r in b.rows[at]]
+        return out
 
-    def _word_rows(self) -> dict[str, list[int]]:
-        """Content-word stem -> the index rows whose stored caption names it (built once per index)."""
+    def _row_words(self, row: int) -> frozenset:
+        """The content-word stems of index row `row`'s stored caption (cached per index)."""
         cache = getattr(self, "_words_cache", None)
         if cache is None or cache[0] is not self.index:
-            table: dict[str, list[int]] = {}
-            for row, rec in enumerate(self.index.records):
-                for w in content_words(rec.caption or ""):
-                    table.setdefault(w, []).append(row)
-            cache = self._words_cache = (self.index, table)
-        return cache[1]
+            cache = self._words_cache = (self.index, {})
+        words = cache[1].get(row)
+        if words is None:
+            words = cache[1][row] = frozenset(content_words(self.index.records[row].caption or ""))
+        return words
 
     # --- the actions --------------------------------------------------------------------------------
     def _last_shown(self, session: Session, ids) -> list[str]:

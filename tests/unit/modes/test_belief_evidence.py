@@ -229,3 +229,24 @@ def test_a_belief_round_says_which_images_the_person_picked_so_the_page_can_keep
     assert clicked.extra["kept"] == [marked.shown[0], *first.shown[:2]]
     again = engine.skip_belief(s)  # a round that picks nothing keeps what was picked before
     assert again.extra["kept"] == clicked.extra["kept"]
+
+
+def test_a_yes_or_no_reads_the_captions_of_the_most_probable_images_only(tiny_index):
+    from collections import Counter
+
+    from interactive_ir.retrieval.belief import BeliefConfig
+
+    retriever, ids, caps = tiny_index
+    full = build_engine(retriever, config=EngineConfig(k=4))
+    narrow = build_engine(retriever, config=EngineConfig(k=4), belief=BeliefConfig(word_depth=3))
+    s = full.new_session()
+    full.search_text(s, "a blue circle")
+    b = full.belief_mode.belief_of(s)
+    counts = Counter(w for i in ids for w in set(caps[i][0].split()) if w not in {"a", "on", "the"})
+    word = counts.most_common(1)[0][0]  # the word most images' captions name
+    everywhere = full.belief_mode.has_word(b, word)
+    assert everywhere.sum() == counts[word] > 3
+    top3 = narrow.belief_mode.has_word(b, word)
+    assert top3.sum() <= 3 and not (top3 & ~everywhere).any()
+    best = set(np.argsort(-b.log_posterior(), kind="stable")[:3].tolist())
+    assert set(np.flatnonzero(top3).tolist()) <= best
