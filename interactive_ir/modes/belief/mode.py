@@ -5,12 +5,15 @@
 - What the user says about the image in mind (`tell`): an answer to a question, or "it also has ...".
 - Relevance marks (`marks`): each image marked "like it" counts as a click on it, none as "none of these".
 
-The next page shows the most probable unseen images and a few chosen to learn from (`Turn.extra["learn"]`).
+The next page shows the most probable images but those of the page just looked at (a seen image is unlikely,
+not ruled out: it comes back when very probable again) and a few chosen to learn from (`Turn.extra["learn"]`);
+`Turn.extra["kept"]` names the images the person picked so far (Closest, Relevant), for the page to keep.
 The belief's text term is the latest round's query row, so the belief follows whatever mode moved the query
 before; it lives on the session (`Session.belief`, never serialised) and is rebuilt from the session's
 rounds when missing (a session loaded from JSON): each belief round keeps its evidence in `Turn.extra`
-("options", "clicked" / "relevant", "said"). Its questions (open ones, then yes/no on a word) are in
-`questions.py`; its row of the mode table in `config.py`.
+("options", "clicked" / "relevant", "said", "answer": a yes or no about a word). Its questions (open ones
+where they inform, then yes/no on the most informative word, worded by `phrasing.py` or an LLM:
+`llm_questions.py`) are in `questions.py`; its row of the mode table in `config.py`.
 """
 
 from __future__ import annotations
