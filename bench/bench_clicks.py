@@ -104,6 +104,7 @@ def write_split(data: Path, split: str, n: int, out: Path) -> None:
     with open(out / "index_captions.jsonl", "w") as f, open(out / "queries.jsonl", "w") as q:
         for r in rows:
             link = out / "images" / r["image"]
+            link.parent.mkdir(parents=True, exist_ok=True)
             if not link.exists():
                 os.symlink((data / "images" / r["image"]).resolve(), link)
             f.write(json.dumps({"image": r["image"], "caption": r["captions"][0]}) + "\n")
@@ -140,15 +141,34 @@ def run_row(row: Row, queries, retriever, judge: str, seed: int, out: Path, roun
 
 
 def hard_queries(queries, retriever, out: Path, k: int) -> list:
-    """The queries whose description alone ranks the target beyond `k` (round 0 of `none`)."""
+    """The queries whose description alone ranks the target beyond `k` (round 0 of `none`; kept in
+    `out/hard.json` and reused with the same index)."""
     from interactive_ir.evaluation.protocols import get_protocol
     from interactive_ir.evaluation.runner import RunConfig, run_protocol
     from interactive_ir.evaluation.simulators import make_user
 
-    cfg = RunConfig(rounds=0, seed=0, k=k, progress=False)
-    run = run_protocol(get_protocol("none"), queries, retriever, make_user(retriever.index), out, cfg, fresh=True)
-    hard = {r["target"] for r in run.results if r.get("ranks") and r["ranks"][0] > k}
+    kept = out / "hard.json"
+    if kept.exists():
+        hard = set(json.loads(kept.read_text()))
+    else:
+        cfg = RunConfig(rounds=0, seed=0, k=k, progress=False)
+        run = run_protocol(get_protocol("none"), queries, retriever, make_user(retriever.index), out, cfg)
+        hard = {r["target"] for r in run.results if r.get("ranks") and r["ranks"][0] > k}
+        kept.write_text(json.dumps(sorted(hard)))
     return [q for q in queries if q.target in hard]
+
+
+def one_thread() -> None:
+    """One faiss and one torch thread, as `eval` runs by default: on a shared machine more only spin."""
+    import faiss
+
+    faiss.omp_set_num_threads(1)
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:  # pragma: no cover - a caption index needs no torch
+        pass
 
 
 # --- the comparison -------------------------------------------------------------------------------------------
@@ -218,6 +238,7 @@ def main(argv=None) -> int:
     from interactive_ir.evaluation.queries import read_queries
 
     args = parse_args(argv)
+    one_thread()
     rows = [make_row(n.strip(), args.overlook) for n in args.protocols.split(",") if n.strip()]
     rows = [make_row(b, args.overlook) for b in {r.baseline for r in rows if r.baseline}
             if b not in {r.name for r in rows}] + rows  # a row's baseline runs too
@@ -235,7 +256,12 @@ def main(argv=None) -> int:
           "|---|---|---|---|---|---|---|---|---|", flush=True)
     found: dict[tuple[str, str], dict[str, bool]] = {}
     records = []
-    for judge in [j.strip() for j in args.judges.split(",") if j.strip()]:
+    judges = [j.strip() for j in args.judges.split(",") if j.strip()]
+    for judge in judges:
+        if judge in ("index", args.embedder):
+            print(f"note: the judge {judge!r} is the index's embedder: it shares the retriever's notion of alike, "
+                  "so its rows do not count for the goals", flush=True)
+    for judge in judges:
         for row in rows:
             free = row.protocol in JUDGE_FREE and (row.protocol, row.noise, row.overlook)
             cached = next((v for (j, n), v in found.items() if free and n == row.name), None)

@@ -47,20 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="who plays the user: 'rule' (default: model-free, from the target's held-out captions), "
                         "'llm' (the --llm model) or an LLM spec, or vlm:SPEC (from the target's pixels). A fake model "
                         "as the user tests the loop only: the run says so and draws no comparison")
-    p.add_argument("--user-similarity", default="words",
-                   help="the user's judge of 'alike' (which image is closest, which option; open answers with an "
-                        "embedder): words (default: content-word overlap, no model), bm25 (BM25-weighted words over "
-                        "the captions compared, no model), index (the index's embedder: shares the retriever's "
-                        "notion of alike) or an embedder spec such as text:all-MiniLM-L6-v2")
-    p.add_argument("--user-noise", type=float, default=None,
-                   help="the user's error rate: with this probability a click is on a random shown image and an "
-                        "answer a random option (an open one: the answer for a random shown image); default 0, as "
-                        "the papers' protocols. The page's users are the protocols user:click (only Closest clicks), "
-                        "user:question (only the page's questions) and user:typing (clicks, answers and how the "
-                        "image differs)")
-    p.add_argument("--overlook", type=float, default=0.0,
-                   help="a shown target is missed with this probability and the search goes on (its round is "
-                        "noted 'overlooked' and does not count as found); default 0")
+    add_user_arguments(p)
     p.add_argument("--vlm", default=None, help="VLM spec for the engine's composed re-ranking (ImageScope stages 2-3; "
                    f"default: none, eval reads no IIR_VLM; {NO_MODEL_HELP}: none)")
     p.add_argument("--dialogues", type=Path, default=None,
@@ -104,6 +91,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--search-threads", type=int, default=1,
                    help="faiss threads per search (default 1: a single query gains nothing from more, and on a busy "
                         "machine OpenMP's thread hand-off costs ~20 ms per search); 0 leaves faiss's default")
+
+
+def add_user_arguments(p: argparse.ArgumentParser) -> None:
+    """The simulated user's judge, error rate and overlook rate."""
+    p.add_argument("--user-similarity", default="words",
+                   help="the user's judge of 'alike' (which image is closest, which option; open answers with an "
+                        "embedder): words (default: content-word overlap, no model), bm25 (BM25-weighted words over "
+                        "the captions compared, no model), index (the index's embedder: shares the retriever's "
+                        "notion of alike) or an embedder spec such as text:all-MiniLM-L6-v2")
+    p.add_argument("--user-noise", type=float, default=None,
+                   help="the user's error rate: with this probability a click is on a random shown image and an "
+                        "answer a random option (an open one: the answer for a random shown image); default 0, as "
+                        "the papers' protocols. The page's users are the protocols user:click (only Closest clicks), "
+                        "user:question (only the page's questions) and user:typing (clicks, answers and how the "
+                        "image differs)")
+    p.add_argument("--overlook", type=float, default=0.0,
+                   help="a shown target is missed with this probability and the search goes on (its round is "
+                        "noted 'overlooked' and does not count as found); default 0")
 
 
 def _user_backend(spec: str | None, llm, llm_spec: str | None):

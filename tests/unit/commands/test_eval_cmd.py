@@ -335,3 +335,23 @@ def test_tables_print_intervals_and_paired_differences(bench, tmp_path, capsys):
     assert "Paired differences against `none`, on every target" in text
     assert "| oracle | 12 |" in text and "| grounded | 12 |" in text
     assert "at-round@10 last [95% CI]" in text
+
+
+def test_eval_runs_the_pages_users_with_errors_and_overlooks(bench, tmp_path, capsys):
+    out = tmp_path / "users"
+    args = ["eval", "--index", str(bench.index_dir), "--queries", str(bench.queries_file), "--protocol",
+            "user:click,user:question,user:typing", "--rounds", "2", "--limit", "6", "--out", str(out),
+            "--no-progress", "--user-noise", "0.25", "--overlook", "1", "--user-similarity", "bm25"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "similarity: bm25, 25% of clicks and answers at random" in printed
+    assert "100% of shown targets overlooked" in printed
+    for name in ("user-click", "user-question", "user-typing"):
+        lines = (out / name / "checkpoint.jsonl").read_text().splitlines()
+        header = json.loads(lines[0])["header"]
+        assert header["overlook"] == 1.0 and header["backends"]["sim"]["noise"] == 0.25
+        records = [json.loads(x) for x in lines[1:]]
+        assert all(r["found_round"] is None for r in records)  # every shown target overlooked
+        shown = [t for r in records for t in r["turns"] if r["target"] in t["shown"]]
+        assert all(t.get("overlooked") for t in shown)
+    assert shown, "a target was shown (and missed) in the last protocol"

@@ -14,7 +14,7 @@ from rank_spy import SpyRetriever
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.backends.vlms import FakeVLM
 from interactive_ir.engine import EngineConfig, build_engine
-from interactive_ir.evaluation.protocols import ALL, BELIEF, FIXED, get_protocol
+from interactive_ir.evaluation.protocols import ALL, BELIEF, FIXED, USERS, get_protocol
 from interactive_ir.evaluation.queries import Query
 from interactive_ir.evaluation.runner import RunConfig, run_query
 from interactive_ir.evaluation.simulators import make_user
@@ -111,7 +111,8 @@ def test_composed_with_and_without_a_vlm_rerank(tiny, method, vlm, mean):
     check_turns(retriever, s, seen, ["describe", "relative", "relative", "skip"])
 
 
-@pytest.mark.parametrize("name", [p for p in ALL if p not in FIXED and p not in BELIEF])  # belief rounds rank by the posterior (test_belief*)
+@pytest.mark.parametrize("name", [p for p in ALL if p not in FIXED and p not in BELIEF and p not in USERS])  # belief and
+# the page's users rank by the posterior (test_belief*, test_users)
 def test_run_query_ranks_are_the_spied_rows_ranks(tiny, name):
     """Through the evaluation loop: every protocol's recorded ranks are the ranks under the rows the spy saw
     searched last before each round was recorded (what the removed rank probe recorded)."""

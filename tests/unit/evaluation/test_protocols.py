@@ -20,7 +20,7 @@ from interactive_ir.evaluation.dialogues import (
     split_entry,
     write_chatir,
 )
-from interactive_ir.evaluation.protocols import ALL, BELIEF, expand_protocols, get_protocol
+from interactive_ir.evaluation.protocols import ALL, BELIEF, USERS, expand_protocols, get_protocol
 from interactive_ir.evaluation.queries import Query
 from interactive_ir.evaluation.runner import RunConfig, run_query
 from interactive_ir.evaluation.simulators import SimConfig, make_user
@@ -122,7 +122,7 @@ EXPECTED_KINDS = {
 }
 
 
-@pytest.mark.parametrize("name", [n for n in ALL if n not in ("grounded", "inverted-pull", *BELIEF)])  # rows: test_eval_ranking, test_belief
+@pytest.mark.parametrize("name", [n for n in ALL if n not in ("grounded", "inverted-pull", *BELIEF, *USERS)])  # rows: test_eval_ranking, test_belief, test_users
 def test_every_protocol_runs_end_to_end_and_records_true_ranks(bench, name):
     p = get_protocol(name)
     results, sessions, queries = run(bench, name, stop_on_found=False)
