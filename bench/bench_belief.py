@@ -6,7 +6,12 @@ the fake embedder: sessions of one description, then rounds of `closest` (a clic
 text with every shown image hidden: what `none` does) in the SAME process, alternating by session. Prints
 p50 / p95 of each and the ratio, with the load average (the machines are shared: read the ratio).
 
-Usage: python bench/bench_belief.py [--size 100000] [--sessions 6] [--rounds 5] [-k 10] [--keep DIR]
+With `--ask` the belief's rounds also choose its next question (the default page's round: open ones, then
+yes/no by expected information) and every other round answers the pending yes/no question "yes". To compare
+two versions of the belief, run this script from each checkout on the same kept index, one after the other,
+and compare their closest / paging ratios (paging is the same code in both).
+
+Usage: python bench/bench_belief.py [--size 100000] [--sessions 6] [--rounds 5] [-k 10] [--keep DIR] [--ask]
 """
 
 from __future__ import annotations
@@ -29,20 +34,23 @@ sys.path.insert(0, str(ROOT / "bench"))
 SAID = ("with a red kite instead of a ball", "at night", "two children and a brown dog")  # "like this, but ..."
 
 
-def time_sessions(engine, sessions: int, rounds: int) -> tuple[list[float], list[float], float, list[float]]:
+def time_sessions(engine, sessions: int, rounds: int, ask: bool = False) -> tuple[list[float], list[float], float, list[float]]:
     """(closest round seconds, paging round seconds, first belief build seconds median, seconds of the rounds
     whose click says how the image differs: the default page's round)."""
     closest, paging, builds, said = [], [], [], []
     for s in range(sessions):
         text = f"a red dog running on the beach {s}"
         for kind in (("closest", "paging") if s % 2 == 0 else ("paging", "closest")):
-            session = engine.new_session(hide_seen=True, ask_questions=False)
+            session = engine.new_session(hide_seen=True, ask_questions=ask and kind == "closest")
             engine.search_text(session, text)
             for r in range(rounds):
                 t0 = time.perf_counter()
                 if kind == "closest":
                     shown = session.last.shown
                     but = SAID[r % len(SAID)] if r % 2 == 1 else None
+                    q = session.question
+                    if ask and but is None and q is not None and q.kind == "yesno":
+                        but = "yes"
                     engine.closest(session, None if r % 3 == 2 else shown[r % len(shown)], but)
                     (builds if r == 0 else said if but else closest).append(time.perf_counter() - t0)
                 else:
@@ -64,6 +72,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sessions", type=int, default=6)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("-k", type=int, default=10)
+    ap.add_argument("--ask", action="store_true", help="the belief's rounds ask (and answer) its questions")
     ap.add_argument("--keep", type=Path, default=None, help="build the index here and keep it (default: a temp dir)")
     args = ap.parse_args(argv)
     work = args.keep or Path(tempfile.mkdtemp(prefix="iir_bench_belief_"))
@@ -71,9 +80,9 @@ def main(argv=None) -> int:
     retriever = Retriever(load_index(path), FakeEmbedder(512, spec="fake:512"))
     engine = build_engine(retriever, config=EngineConfig(k=args.k, hide_seen=True))
     engine.search_text(engine.new_session(), "warm up")  # the matrix copy and faiss, once
-    closest, paging, build, said = time_sessions(engine, args.sessions, args.rounds)
+    closest, paging, build, said = time_sessions(engine, args.sessions, args.rounds, args.ask)
     p = lambda xs, q: 1000 * float(np.percentile(xs, q))  # noqa: E731
-    print(f"N = {args.size:,} images, k = {args.k}, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    print(f"N = {args.size:,} images, k = {args.k}, questions {'asked' if args.ask else 'off'}, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
           + (f", index built in {built:.0f} s" if built else ""))
     print("| round | p50 ms | p95 ms | rounds |\n|---|---|---|---|")
     print(f"| closest (belief update + page) | {p(closest, 50):.1f} | {p(closest, 95):.1f} | {len(closest)} |")

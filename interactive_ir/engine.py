@@ -70,7 +70,7 @@ class Engine(OnCore):
         self.conversation_mode = Conversation(core, llm, self.asker)
         self.feedback_mode = Feedback(core, llm, feedback)
         self.composed_mode = Composed(core, llm, vlm, composed)
-        self.belief_mode = BeliefMode(core, belief)  # "this one is closest" / "none of these" (any mode)
+        self.belief_mode = BeliefMode(core, belief, llm)  # "this one is closest" / "none of these" (any mode)
 
     def with_llm(self, llm) -> Engine:
         """This engine with `llm` as its LLM, sharing everything else (the core with its index, captioner,

@@ -14,16 +14,24 @@ picture. Here the belief is the log-posterior over the rows of an index, as one 
   they have in mind, more surely the more alike it is).
 - "None of these": the same softmax with one more option of fixed similarity `none_similarity`, taken at
   that option: images unlike every shown one gain.
-- Shown and not found: a person who sees the target says so, so every image shown and not picked as the
-  target has probability 0 (log -inf). Nothing else ever reaches 0.
+- A click is not always right: with probability `click_error` it falls on any option at random (a mixture
+  with the uniform choice), so one wrong click cannot sink the target; marks and "none of these" likewise.
+- Shown and not found: a person who sees the target usually says so, but may overlook it: every showing of
+  an image that was not picked as the target multiplies its probability by `overlook` (a strong but finite
+  penalty), so an overlooked target can come back once the other evidence points at it again. Only an image
+  the search never shows (a benchmark's reference) or one outside the search's filters reaches 0.
+- A yes or no to "Is there a dog?": P(yes | i) = `word_yes` when image i's caption has the word, else
+  `word_yes_absent` (captions leave things out; answers can be wrong), and the answer's words as a statement.
 
 Everything is vectorised over the rows (no per-image Python). An exact index up to
 `retrieval.MATRIX_ROWS_MAX` rows keeps the whole collection; larger ones (approximate kinds, Milvus) keep
 a candidate pool: the `pool` best rows of the first query, whose vectors are read once.
 
-Which images to show (`page`): the most probable unseen ones, and `explore` images chosen to learn from:
-the unseen images that best cover the rest of the probability among the next `explore_depth` (greedy
-coverage weighted by probability), so a click on one of them says which part of the belief is right.
+Which images to show (`page`): the most probable ones, and `explore` images chosen to learn from (PicHunter,
+Ferecatu and Geman): among the next `explore_depth` probable images, greedily the one that most raises the
+expected information of the next click (the mutual information between the click and the target under the
+click model above, over the `info_depth` most probable images), so a click says which part of the belief
+is right. The same expected information chooses the belief's yes/no questions (`word_information`).
 """
 
 from __future__ import annotations
@@ -57,6 +65,13 @@ class BeliefConfig:
     unsay_weight: float = 0.3  # what the user says the target does NOT show counts this share of what it shows
     question_depth: int = 60  # yes/no questions split the probability of this many most probable unseen images
     new_words_only: bool = True  # words the user said before (the description included) add no evidence again
+    click_error: float = 0.1  # share of clicks (and marks) that fall on a random option: one wrong click cannot sink the target
+    overlook: float = 0.01  # chance a person looks past the target on a page: each showing multiplies its probability by it
+    info_depth: int = 300  # the expected information of a click or an answer is taken over this many most probable images
+    word_yes: float = 0.9  # P(yes to "Is there a dog?") when the image's caption names a dog
+    word_yes_absent: float = 0.25  # P(yes) when its caption does not (captions leave things out; answers err)
+    min_information: float = 0.02  # a question whose answer is expected to tell less than this (bits) is not asked
+    word_depth: int = 5000  # a yes/no answer reads the captions of this many most probable images (the rest: no word)
 
     def __post_init__(self):
         for name in ("text_temperature", "click_temperature", "say_temperature"):
@@ -67,8 +82,13 @@ class BeliefConfig:
             raise BadInputError(f"belief none_similarity must be between -1 and 1, got {self.none_similarity!r}")
         if not (np.isfinite(self.unsay_weight) and 0.0 <= self.unsay_weight <= 1.0):
             raise BadInputError(f"belief unsay_weight must be between 0 and 1, got {self.unsay_weight!r} (IIR_BELIEF_UNSAY_WEIGHT)")
-        if self.explore < 0 or self.explore_depth < 1 or self.pool < 1 or self.question_depth < 2:
-            raise BadInputError("belief explore must be >= 0, explore_depth and pool >= 1, question_depth >= 2")
+        if (self.explore < 0 or self.explore_depth < 1 or self.pool < 1 or self.question_depth < 2 or self.info_depth < 2
+                or self.word_depth < 1):
+            raise BadInputError("belief explore must be >= 0, explore_depth and pool >= 1, question_depth and info_depth >= 2")
+        for name in ("click_error", "overlook", "word_yes", "word_yes_absent"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and 0.0 < v < 1.0) and not (name == "click_error" and v == 0.0):
+                raise BadInputError(f"belief {name} must be between 0 and 1, got {v!r} (IIR_BELIEF_{name.upper()})")
 
 
 def belief_config(cfg: BeliefConfig | None = None, environ=None) -> BeliefConfig:
@@ -108,6 +128,7 @@ class Belief:
     query: np.ndarray | None = None  # the query row of the text term
     norms: np.ndarray = field(default=None)  # the vectors' lengths (similarities are cosines)
     said: set = field(default_factory=set)  # content-word stems the user has said (`retrieval.words`)
+    seen: np.ndarray = field(default=None)  # how many times each row was shown and not picked as the target
 
     def __post_init__(self):
         n = len(self.rows)
@@ -120,11 +141,13 @@ class Belief:
             self.text = np.zeros(n)
         if self.actions is None:
             self.actions = np.zeros(n)
+        if self.seen is None:
+            self.seen = np.zeros(n)
 
     def __deepcopy__(self, memo) -> Belief:
         """A copy whose evidence is its own while the (read-only, possibly collection-sized) vectors are shared."""
         return Belief(self.rows, self.vectors, self.config, self.text.copy(), self.actions.copy(),
-                      None if self.query is None else self.query.copy(), self.norms, set(self.said))
+                      None if self.query is None else self.query.copy(), self.norms, set(self.said), self.seen.copy())
 
     # --- building ----------------------------------------------------------------------------------
     @classmethod
@@ -169,6 +192,18 @@ class Belief:
             pos = np.minimum(np.searchsorted(self.rows, rows), len(self.rows) - 1)
             self.actions[pos[self.rows[pos] == rows]] = -np.inf  # O(shown log N), no pass over the rows
 
+    def set_seen(self, rows: Sequence[int], times: Sequence[int] | None = None) -> None:
+        """How many times each of `rows` (index rows) was shown and not picked as the target (`times`, one
+        each by default); every other row: never. Each showing costs log(`overlook`), so a very probable seen
+        image can come back (a person may have looked past it). Rows outside a pool are left out."""
+        rows = np.asarray(rows, dtype=np.int64)
+        times = np.ones(len(rows)) if times is None else np.asarray(times, dtype=np.float64)
+        self.seen = np.zeros(len(self.rows))
+        if len(rows):
+            pos = np.minimum(np.searchsorted(self.rows, rows), len(self.rows) - 1)
+            ok = self.rows[pos] == rows
+            np.add.at(self.seen, pos[ok], times[ok])
+
     def keep_only(self, rows: np.ndarray) -> None:
         """Only `rows` (index rows: a search's filters) can be the target; every other has probability 0."""
         self.actions = np.where(np.isin(self.rows, np.asarray(rows, np.int64)), self.actions, -np.inf)
@@ -189,12 +224,31 @@ class Belief:
         cols = sorted({int(c) for c in liked}) or [len(pos)]
         if not 0 <= cols[0] <= cols[-1] <= len(pos) or (liked and cols[-1] == len(pos)):
             raise SessionError(f"option {cols[-1]} is not one of the {len(pos)} shown images")
-        t = self.config.click_temperature
-        a = self.cosines(pos).astype(np.float64) / t  # rows x shown
-        none = np.full((len(a), 1), self.config.none_similarity / t)
-        a = np.concatenate([a, none], axis=1)
+        logits = self._click_logits(self.cosines(pos))
         with np.errstate(invalid="ignore"):
-            self.actions = self.actions + (_lse(a[:, cols], 1) - _lse(a, 1))
+            self.actions = self.actions + self._log_choice(logits, cols)
+
+    def _click_logits(self, cos: np.ndarray) -> np.ndarray:
+        """sim / click_temperature for every shown option, then the "none of these" option (last column)."""
+        t = self.config.click_temperature
+        a = cos.astype(np.float64) / t
+        return np.concatenate([a, np.full(a.shape[:-1] + (1,), self.config.none_similarity / t)], axis=-1)
+
+    def _log_choice(self, logits: np.ndarray, cols: list[int]) -> np.ndarray:
+        """log P(the choice is among `cols` | i) under the click model with its error term: with probability
+        1 - click_error the softmax of the logits, else a uniform pick among the options."""
+        eps, n = self.config.click_error, logits.shape[1]
+        model = _lse(logits[:, cols], 1) - _lse(logits, 1)
+        if eps <= 0.0:
+            return model
+        return np.logaddexp(np.log1p(-eps) + model, np.log(eps * len(cols) / n))
+
+    def answer_word(self, has_word: np.ndarray, yes: bool) -> None:
+        """A yes (or no) to "is there <word>?": `has_word` says, per covered row, whether its caption names it.
+        P(yes | i) = word_yes where it does, word_yes_absent where not (the error term of an answer)."""
+        q1, q0 = self.config.word_yes, self.config.word_yes_absent
+        p = np.where(np.asarray(has_word, bool), q1, q0)
+        self.actions = self.actions + np.log(p if yes else 1.0 - p)
 
     def say(self, positive: np.ndarray | None, negative: np.ndarray | None = None) -> None:
         """What the user said the target shows (`positive`, a query row of the retriever) and does not show
@@ -226,7 +280,7 @@ class Belief:
     def log_posterior(self) -> np.ndarray:
         """Normalised log-probabilities per covered row (-inf: ruled out)."""
         with np.errstate(invalid="ignore"):
-            logp = self.text + self.actions
+            logp = self.text + self.actions + self.seen * np.log(self.config.overlook)
         logp = np.where(np.isnan(logp), -np.inf, logp)
         return log_normalise(logp)
 
@@ -245,7 +299,9 @@ class Belief:
         logp = self.log_posterior() if logp is None else logp
         if len(exclude_rows):
             logp = logp.copy()
-            logp[self.positions(exclude_rows)] = -np.inf
+            rows = np.asarray(exclude_rows, dtype=np.int64)
+            pos = np.minimum(np.searchsorted(self.rows, rows), len(self.rows) - 1)
+            logp[pos[self.rows[pos] == rows]] = -np.inf  # rows outside a pool are not on it anyway
         live = int(np.isfinite(logp).sum())
         k = min(int(k), live)
         if k <= 0:
@@ -255,22 +311,70 @@ class Belief:
         order = order[np.argsort(-logp[order], kind="stable")]
         n_best = max(1, k - self.config.explore) if k > 1 else k
         chosen = list(order[:n_best])
-        chosen += self._cover(order[n_best:], logp, chosen, k - n_best)
+        chosen += self._informative(order[n_best:], logp, chosen, k - n_best)
         pos = np.asarray(chosen, dtype=np.int64)
         return self.rows[pos], logp[pos], n_best
 
-    def _cover(self, cand: np.ndarray, logp: np.ndarray, page: list[int], n: int) -> list[int]:
-        """Greedy: `n` of `cand` that most raise the probability-weighted similarity coverage of `cand`."""
+    def top(self, logp: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(positions, probabilities renormalised among them) of the `n` most probable covered rows."""
+        live = int(np.isfinite(logp).sum())
+        n = max(1, min(n, live))
+        at = np.argpartition(-logp, n - 1)[:n] if n < len(logp) else np.arange(len(logp))
+        at = at[np.isfinite(logp[at])]
+        p = np.exp(logp[at] - logp[at].max())
+        return at, p / p.sum()
+
+    def click_probabilities(self, logits: np.ndarray) -> np.ndarray:
+        """P(option | target) from click logits (last axis: the options), the error term mixed in."""
+        z = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        z /= z.sum(axis=-1, keepdims=True)
+        eps = self.config.click_error
+        return (1.0 - eps) * z + eps / logits.shape[-1]
+
+    def click_information(self, display: Sequence[int], logp: np.ndarray | None = None) -> float:
+        """The expected information (nats) of a click on the images at positions `display` (or "none of
+        these") about the target, over the `info_depth` most probable images."""
+        logp = self.log_posterior() if logp is None else logp
+        at, p = self.top(logp, self.config.info_depth)
+        probs = self.click_probabilities(self._click_logits(self.cosines(np.asarray(display, np.int64), at)))
+        return float(_information(p, probs[:, None, :])[0])
+
+    def _informative(self, cand: np.ndarray, logp: np.ndarray, page: list[int], n: int) -> list[int]:
+        """Greedy: `n` of `cand` that each most raise the expected information of a click on the page so far
+        (PicHunter's most informative display), vectorised over the candidates: info_depth x cand x options."""
         if n <= 0 or not len(cand):
             return []
-        p = np.exp(logp[cand] - logp[cand].max())
-        sim = self.cosines(cand, cand)
-        covered = self.cosines(np.asarray(page), cand).max(axis=1) if page else np.full(len(cand), -1.0)
+        at, p = self.top(logp, self.config.info_depth)
+        base = self.cosines(np.asarray(page, np.int64), at) if page else np.zeros((len(at), 0), np.float32)
+        sim = self.cosines(np.asarray(cand, np.int64), at)  # targets x candidates
         out: list[int] = []
+        free = np.ones(len(cand), bool)
         for _ in range(min(n, len(cand))):
-            gain = (np.maximum(sim - covered[None, :], 0.0) * p[None, :]).sum(axis=1)
-            gain[[int(np.where(cand == c)[0][0]) for c in out]] = -1.0
+            both = np.concatenate([np.broadcast_to(base[:, None, :], (len(at), len(cand), base.shape[1])),
+                                   sim[:, :, None]], axis=2)
+            gain = _information(p, self.click_probabilities(self._click_logits(both)))
+            gain[~free] = -np.inf
             j = int(np.argmax(gain))
+            free[j] = False
             out.append(int(cand[j]))
-            covered = np.maximum(covered, sim[j])
+            base = np.concatenate([base, sim[:, j:j + 1]], axis=1)
         return out
+
+
+def _information(p: np.ndarray, probs: np.ndarray) -> np.ndarray:
+    """Mutual information (nats) between the target (weights `p`, axis 0) and the answer (last axis) for each
+    display (axis 1): H(sum_i p_i P(.|i)) - sum_i p_i H(P(.|i))."""
+    probs = np.clip(probs, 1e-12, 1.0)
+    marginal = np.einsum("i,ica->ca", p, probs)
+    h_marginal = -(marginal * np.log(marginal)).sum(axis=-1)
+    h_given = -np.einsum("i,ic->c", p, (probs * np.log(probs)).sum(axis=-1))
+    return h_marginal - h_given
+
+
+def word_information(p: np.ndarray, has_word: np.ndarray, word_yes: float, word_yes_absent: float) -> np.ndarray:
+    """Expected information (nats) of a yes/no answer about each word: `p` the probabilities of the images
+    asked over, `has_word` (images x words, bool) whether each image's caption names each word."""
+    m = np.clip(p @ has_word.astype(np.float64), 0.0, 1.0)  # probability mass that has each word
+    h = lambda q: -(q * np.log(np.clip(q, 1e-12, 1)) + (1 - q) * np.log(np.clip(1 - q, 1e-12, 1)))  # noqa: E731
+    yes = m * word_yes + (1 - m) * word_yes_absent
+    return h(yes) - (m * h(np.float64(word_yes)) + (1 - m) * h(np.float64(word_yes_absent)))

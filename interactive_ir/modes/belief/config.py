@@ -17,7 +17,7 @@ def _action(name: str, label: str, description: str, protocol: str = "") -> Meth
 
 MODE = Mode(
     BELIEF, "Closest", "every action is evidence for one probability over the collection; each page shows the "
-    "most probable unseen images (the web page's default, no LLM)",
+    "most probable images, a seen one only when it is very probable again (the web page's default, no LLM)",
     config=BeliefConfig, takes_over=("conversation", "feedback", "composed"),
     method_noun="belief action",
     methods=(  # the page's order; a simulated round of each protocol is in `evaluation/protocols.py`
@@ -28,11 +28,11 @@ MODE = Mode(
                 protocol="closest"),
         _action("references", "Like this, but", "the closest image and how the image in mind differs from it",
                 protocol="belief:references"),
-        _action("questions", "Its questions", "open questions first, then yes/no on a word that splits the "
-                "probable images; the answer is what is said", protocol="belief:questions"),
+        _action("questions", "Its questions", "open questions where they inform, then yes/no on the word whose "
+                "answer tells most about the probable images; the answer is what is said", protocol="belief:questions"),
         _action("marks", "Marks", "each shown image marked like it counts as a click on it, none as none of these",
                 protocol="belief:marks"),
         _action("tell", "Tell", "what is said about the image in mind: an answer, or it also has a red kite"),
-        _action("skip", "Skip", "this page is not it: the next most probable unseen images"),
+        _action("skip", "Skip", "this page is not it: the next most probable images"),
     ),
 )

@@ -5,17 +5,22 @@
 - What the user says about the image in mind (`tell`): an answer to a question, or "it also has ...".
 - Relevance marks (`marks`): each image marked "like it" counts as a click on it, none as "none of these".
 
-The next page shows the most probable unseen images and a few chosen to learn from (`Turn.extra["learn"]`).
+The next page shows the most probable images but those of the page just looked at (a seen image is unlikely,
+not ruled out: it comes back when very probable again) and a few chosen to learn from (`Turn.extra["learn"]`);
+`Turn.extra["kept"]` names the images the person picked so far (Closest, Relevant), for the page to keep.
 The belief's text term is the latest round's query row, so the belief follows whatever mode moved the query
 before; it lives on the session (`Session.belief`, never serialised) and is rebuilt from the session's
 rounds when missing (a session loaded from JSON): each belief round keeps its evidence in `Turn.extra`
-("options", "clicked" / "relevant", "said"). Its questions (open ones, then yes/no on a word) are in
-`questions.py`; its row of the mode table in `config.py`.
+("options", "clicked" / "relevant", "said", "answer": a yes or no about a word). Its questions (open ones
+where they inform, then yes/no on the most informative word, worded by `phrasing.py` or an LLM:
+`llm_questions.py`) are in `questions.py`; its row of the mode table in `config.py`.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
+from functools import partial
 
 import numpy as np
 
@@ -23,10 +28,12 @@ from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.steps import QuestionStep
 from interactive_ir.core.text_search import OnCore, TextSearch, left_out
 from interactive_ir.errors import BadInputError, SessionError
-from interactive_ir.modes.belief.questions import NO, YES, next_question
+from interactive_ir.modes.belief.llm_questions import written_question
+from interactive_ir.modes.belief.questions import NO, YES, QuestionContext, next_question
+from interactive_ir.modes.conversation.plugir.config import resolve_questioner
 from interactive_ir.retrieval.belief import Belief, BeliefConfig
 from interactive_ir.retrieval.query_language import parse_query
-from interactive_ir.retrieval.words import STEERING, content_words, new_words, split_statement
+from interactive_ir.retrieval.words import content_words, new_words, split_statement, stem
 from interactive_ir.types import Hit, Question
 
 CLOSEST = "closest"  # the turn kind of a click round ("this one is closest", maybe with "but ...")
@@ -36,12 +43,25 @@ SKIP = "skip"  # the turn kind of a round with no evidence but the page shown (t
 KINDS = (CLOSEST, TELL, MARKS, SKIP)
 
 
+def kept(session: Session, extra: dict) -> list[str]:
+    """The images the person said are like theirs, latest first, each once: every Closest pick and every image
+    marked Relevant in the session's rounds and this one (`extra`). The page keeps them in view (a pinned
+    row) whatever the belief's next page holds; `Turn.extra["kept"]` of a belief round."""
+    out: dict[str, None] = {}
+    for e in (extra, *(t.extra for t in reversed(session.turns))):
+        for i in [e.get("clicked"), *(e.get("relevant") or ())]:
+            if i:
+                out.setdefault(str(i), None)
+    return list(out)
+
+
 class BeliefMode(OnCore):
     """The belief's actions over a shared `TextSearch` core."""
 
-    def __init__(self, core: TextSearch, config: BeliefConfig):
+    def __init__(self, core: TextSearch, config: BeliefConfig, llm=None):
         self.core = core
         self.belief_config = config
+        self.llm = llm  # an LLM writes its yes/no questions about the probable images (None: the realiser's)
 
     # --- the session's belief ---------------------------------------------------------------------
     def _query_row(self, session: Session) -> np.ndarray:
@@ -68,8 +88,11 @@ class BeliefMode(OnCore):
             session.belief = b
         elif b.query is None or not np.array_equal(b.query, qrow):
             b.set_query(qrow)
-        # shown and not found: not the one; and what the session never shows (a benchmark's reference image)
-        b.rule_out(self._rows([*session.shown_ids(), *left_out(session)], strict=False))
+        # shown and not found: each showing costs log(overlook) (a person may look past the target); what the
+        # session never shows (a benchmark's reference image) is ruled out
+        shown = Counter(i for t in session.turns for i in t.shown)
+        b.set_seen(self._rows(shown, strict=False), [shown[i] for i in shown if i in self.index.row_of])
+        b.rule_out(self._rows(left_out(session), strict=False))
         if allow is not None:  # the search's filters (date:, folder:, tag: ...): nothing outside them can be it
             b.keep_only(allow)
         return b
@@ -106,8 +129,32 @@ class BeliefMode(OnCore):
         elif options and "clicked" in extra:
             clicked = extra.get("clicked")
             b.click(self._rows(options), options.index(clicked) if clicked in options else None)
+        answer = extra.get("answer")
+        if isinstance(answer, dict) and answer.get("word"):
+            b.answer_word(self.has_word(b, str(answer["word"])), bool(answer.get("yes")))
         if extra.get("said"):
             b.say(*self._statement(b, extra["said"]))
+
+    def has_word(self, b: Belief, word: str) -> np.ndarray:
+        """Per row the belief covers: whether its stored caption names `word` (by stem; an image without a
+        stored caption does not). Read over the `word_depth` most probable rows (every row of a smaller
+        collection); the rest count as not naming it, so an answer costs at most `word_depth` captions."""
+        target = stem(word.lower())
+        depth = self.belief_config.word_depth
+        at = np.arange(len(b.rows)) if len(b.rows) <= depth else b.top(b.log_posterior(), depth)[0]
+        out = np.zeros(len(b.rows), bool)
+        out[at] = [target in self._row_words(int(r)) for r in b.rows[at]]
+        return out
+
+    def _row_words(self, row: int) -> frozenset:
+        """The content-word stems of index row `row`'s stored caption (cached per index)."""
+        cache = getattr(self, "_words_cache", None)
+        if cache is None or cache[0] is not self.index:
+            cache = self._words_cache = (self.index, {})
+        words = cache[1].get(row)
+        if words is None:
+            words = cache[1][row] = frozenset(content_words(self.index.records[row].caption or ""))
+        return words
 
     # --- the actions --------------------------------------------------------------------------------
     def _last_shown(self, session: Session, ids) -> list[str]:
@@ -126,29 +173,30 @@ class BeliefMode(OnCore):
         answered the pending question with it."""
         options = self._last_shown(session, [image_id] if image_id is not None else [])
         typed = " ".join((text or "").split())
-        said = self._answer_text(session, typed) if typed else ""
+        said, answer = self._answer_text(session, typed) if typed else ("", {})
         label = typed or ("closest" if image_id else "none of these")
-        extra = {"clicked": image_id, "options": options, **({"said": said} if said else {})}
+        extra = {"clicked": image_id, "options": options, **({"said": said} if said else {}), **answer}
         return self._round(session, CLOSEST, label, extra, answered=session.pending_question if typed else "")
 
-    def _answer_text(self, session: Session, text: str) -> str:
-        """What `text` says about the image in mind: a "yes" or "no" to the pending yes/no question on a word
-        is that word, or "no" and the word; anything else is itself."""
+    def _answer_text(self, session: Session, text: str) -> tuple[str, dict]:
+        """(what `text` says about the image in mind, its `Turn.extra`): a "yes" or "no" to the pending yes/no
+        question on a word is that word, or "no" and the word, and the answer itself ({"answer": {"word",
+        "yes"}}, evidence by the captions that name the word); anything else is itself."""
         word = session.last.extra.get("asked") if session.pending_question else None
         reply = text.lower().strip(" .!")
         if word and reply in YES:
-            return word
+            return word, {"answer": {"word": word, "yes": True}}
         if word and reply in NO:
-            return f"no {word}"
-        return text
+            return f"no {word}", {"answer": {"word": word, "yes": False}}
+        return text, {}
 
     def tell(self, session: Session, text: str) -> Turn:
         """What the user says about the image in mind: an answer to the pending question ("yes" / "no" to a
         yes/no question on a word becomes that word, or "no" and the word), or "it also has a red kite"."""
         typed = " ".join(self.core.check_text(text, "what you say about the image").split())
         self._last_shown(session, [])
-        return self._round(session, TELL, typed, {"said": self._answer_text(session, typed)},
-                           answered=session.pending_question)
+        said, answer = self._answer_text(session, typed)
+        return self._round(session, TELL, typed, {"said": said, **answer}, answered=session.pending_question)
 
     def choose(self, session: Session, index: int, question: Question | str | None = None) -> Turn | None:
         """A click on option `index` of the pending yes/no question: that yes or no is what is said (`tell`).
@@ -171,32 +219,22 @@ class BeliefMode(OnCore):
 
     def question(self, session: Session) -> QuestionStep:
         """The belief's next question (`questions.next_question`), not yet applied to the session."""
-        return next_question(session, self.splitting_word)
+        write = None
+        if self.llm is not None and resolve_questioner(session.options.questioner, self.llm) == "llm":
+            write = partial(written_question, self.llm)  # "Written questions", or auto with a capable LLM
+        return next_question(session, self.question_context, write)
 
-    def splitting_word(self, session: Session) -> str | None:
-        """The content word of the most probable unseen images' captions whose images hold closest to half of
-        their probability (an answer about it then tells most), not said or asked before; None when no word
-        splits them. Among the `question_depth` most probable images."""
+    def question_context(self, session: Session) -> QuestionContext | None:
+        """The `question_depth` most probable images' captions and probabilities (what its questions are
+        chosen from), and the words said so far; None when fewer than two images are left."""
         b = self.belief_of(session)
         logp = b.log_posterior()
-        live = int(np.isfinite(logp).sum())
-        depth = min(live, self.belief_config.question_depth)
-        if depth < 2:
+        if int(np.isfinite(logp).sum()) < 2:
             return None
-        top = np.argpartition(-logp, depth - 1)[:depth]
-        top = top[np.argsort(-logp[top], kind="stable")]
-        p = np.exp(logp[top] - logp[top].max())
-        p = p / p.sum()
-        asked = {t.extra.get("asked") for t in session.turns}
-        mass: dict[str, float] = {}
-        for weight, caption in zip(p, self.core.captions_of([self.index.ids[int(r)] for r in b.rows[top]])):
-            for w in content_words(caption or ""):
-                if w not in b.said and w not in asked and w not in STEERING:
-                    mass[w] = mass.get(w, 0.0) + float(weight)
-        if not mass:
-            return None
-        word = min(mass, key=lambda w: abs(mass[w] - 0.5))  # dicts keep first-seen order: ties go to the likelier
-        return word if 0.0 < mass[word] < 1.0 - 1e-9 else None
+        top, p = b.top(logp, self.belief_config.question_depth)
+        order = np.argsort(-p, kind="stable")
+        captions = self.core.captions_of([self.index.ids[int(r)] for r in b.rows[top[order]]])
+        return QuestionContext(captions, p[order], frozenset(b.said), self.belief_config)
 
     def marks(self, session: Session, relevant, irrelevant=()) -> Turn:
         """Relevance marks on the last round's results: "like it" (`relevant`) and "not it" (`irrelevant`)."""
@@ -213,11 +251,12 @@ class BeliefMode(OnCore):
         b = self.belief_of(session)
         self._apply(b, extra)
         posterior = b.log_posterior()  # once: the page and the round's ranking both read it
-        rows, logp, n_best = b.page(self.config.k, logp=posterior)
+        # the page the person has just looked at is not shown again; older seen images only when very probable
+        rows, logp, n_best = b.page(self.config.k, self._rows(last.shown, strict=False), logp=posterior)
         turn.timings["retrieve"] = round(time.perf_counter() - t_start, 6)
         hits = [Hit(h.id, h.row, h.path, float(np.exp(lp)), h.caption)
                 for h, lp in zip(self.retriever.hits(np.exp(logp).astype(np.float32), rows), logp)]
-        turn.extra.update({**extra, "learn": [h.id for h in hits[n_best:]]})
+        turn.extra.update({**extra, "learn": [h.id for h in hits[n_best:]], "kept": kept(session, extra)})
         turn.query_row = np.asarray(b.query, np.float32)
         turn.ranking = b.ranking(len(self.index), posterior)
         return self.core.record(session, turn, hits, t_start)

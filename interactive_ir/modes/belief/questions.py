@@ -1,43 +1,133 @@
-"""The belief's own questions, with no LLM: the open ones first (an answer's words not said before are
-evidence), then yes/no on the word that best splits the probability of the most probable unseen images
-(`BeliefMode.splitting_word`). A yes or no to such a question is that word, or "no" and the word
-(`BeliefMode.tell`); the word asked is kept in the round's `Turn.extra["asked"]` (`apply_word`)."""
+"""The belief's own questions, with no LLM: open ones first, each only where its answer can move the belief
+(the probable images' captions differ in what it asks about: no "Where was the picture taken?" when no
+caption names a place), then yes/no on the caption word whose answer is expected to tell most about the
+target (`retrieval.belief.word_information`, under the answer model with its error term), realised in good
+English (`phrasing.yes_no_question`). No question is asked twice, and none whose expected information is
+below `BeliefConfig.min_information`. A yes or no is that word, or "no" and the word (`BeliefMode.tell`),
+and evidence by the captions that name it; the word asked is kept in `Turn.extra["asked"]`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from interactive_ir.core.session import Session
 from interactive_ir.core.steps import QuestionStep
-from interactive_ir.modes.conversation.plugir.questioner import question_about
+from interactive_ir.modes.belief.phrasing import QUALITIES, VERBS, yes_no_question
+from interactive_ir.retrieval.belief import BeliefConfig, word_information
+from interactive_ir.retrieval.words import STEERING, content_words, surface_words
 from interactive_ir.types import Option, Question
 
-# the belief's open questions, in the order asked (then yes/no questions on a word): an answer's words that
-# were not said before are evidence; chosen on the Flickr8k dev split (docs: "A belief over the collection")
-OPEN_QUESTIONS = ("What is happening in the picture?", "Where was the picture taken?", "What colours stand out?",
-                  "Who is in the picture?", "What else is in the picture?")
+PLACES = frozenset(
+    "beach street park field water snow grass mountain city road pool river lake ocean sea room building forest "
+    "wood sidewalk stage track court yard garden desert hill rock shore wave fountain bridge market store shop "
+    "restaurant kitchen house home church playground trail path dirt sand stadium arena ring rink slope "
+    "alley crowd town village farm barn".split()
+)
+PERSONS = frozenset("man woman boy girl child kid baby people person men women children player team crowd "
+                    "couple family adult teenager biker rider skier surfer climber dancer worker".split())
+COLOURS = frozenset("red orange yellow green blue purple pink brown black white grey gray tan golden silver".split())
+ACTIONS = VERBS
+
+# the belief's open questions, in the order asked, each with the caption words its answer is about (None: any);
+# an answer's words that were not said before are evidence
+OPEN_QUESTIONS: tuple[tuple[str, frozenset | None], ...] = (
+    ("What is happening in the picture?", ACTIONS),
+    ("Where was the picture taken?", PLACES),
+    ("What colours stand out?", COLOURS),
+    ("Who is in the picture?", PERSONS),
+    ("What else is in the picture?", None),
+)
 YES = frozenset("yes y yeah yep sure true correct right".split())  # a yes to a yes/no question
 NO = frozenset("no n nope not false wrong".split())  # a no
 WORD = "belief_word"  # the `QuestionStep.extra` key of the word a yes/no question asks about ("": an open one)
+OPEN_SPREAD = 0.05  # an open question is asked when at least two unsaid words it is about each hold this share
 
 
-def next_question(session: Session, splitting_word: Callable[[Session], str | None]) -> QuestionStep:
-    """The belief's next question about the last round: the first of `OPEN_QUESTIONS` not asked yet, then
-    yes/no on `splitting_word(session)` (no question when no word splits the probable images)."""
+@dataclass(frozen=True)
+class QuestionContext:
+    """What the belief's questions are chosen from: the most probable images' captions and probabilities."""
+
+    captions: Sequence[str]  # the `question_depth` most probable images' captions, most probable first
+    p: np.ndarray  # their probabilities, renormalised among them
+    said: frozenset = field(default_factory=frozenset)  # content-word stems the user has said
+    config: BeliefConfig = field(default_factory=BeliefConfig)
+
+
+def _open_informs(ctx: QuestionContext, about: frozenset | None) -> bool:
+    """Whether an open question's answer can move the belief: at least two words it is about, not said yet,
+    each in captions holding `OPEN_SPREAD` of the probability (the answer then tells them apart)."""
+    mass: dict[str, float] = {}
+    for weight, caption in zip(ctx.p, ctx.captions):
+        for w in content_words(caption or ""):
+            if w not in ctx.said and w not in STEERING and (about is None or w in about):
+                mass[w] = mass.get(w, 0.0) + float(weight)
+    return sum(m >= OPEN_SPREAD for m in mass.values()) >= 2
+
+
+def best_word(ctx: QuestionContext, asked: set[str]) -> tuple[str, str, float] | None:
+    """(stem, surface form, expected information in nats) of the caption word whose yes or no tells most about
+    the target among the probable images; None when none tells `min_information` (bits) or more."""
+    surfaces: dict[str, str] = {}
+    rows: list[set[str]] = []
+    for caption in ctx.captions:
+        forms = surface_words(caption or "")
+        rows.append(set(forms))
+        for w, form in forms.items():
+            if w not in ctx.said and w not in asked and form not in asked and w not in STEERING:
+                surfaces.setdefault(w, form)
+    if not surfaces:
+        return None
+    words = list(surfaces)
+    has = np.array([[w in r for w in words] for r in rows], dtype=bool)
+    info = word_information(np.asarray(ctx.p, np.float64), has, ctx.config.word_yes, ctx.config.word_yes_absent)
+    j = int(np.argmax(info))  # ties go to the word seen first (the likelier images')
+    if info[j] / np.log(2) < ctx.config.min_information:
+        return None
+    return words[j], surfaces[words[j]], float(info[j])
+
+
+Writer = Callable[[str, Sequence[str], Sequence[str]], "str | None"]  # (word, captions with it, without) -> question
+
+
+def next_question(session: Session, context: Callable[[Session], QuestionContext | None],
+                  write: Writer | None = None) -> QuestionStep:
+    """The belief's next question about the last round: the first of `OPEN_QUESTIONS` not asked yet whose
+    answer can move the belief, then yes/no on the most informative word (none when no word informs), in the
+    realiser's words or, with `write` (an LLM: `llm_questions.written_question`), in the writer's about the
+    probable images that name the word and those that do not (the rule's words when it gives None)."""
     last = session.last
     if last is None:
         return QuestionStep(-1, None)
-    asked = {t.question for t in session.turns}
-    open_q = next((q for q in OPEN_QUESTIONS if q not in asked), None)
-    if open_q is not None:
-        return QuestionStep(last.round, Question(open_q, "open", (), last.round), {WORD: ""})
-    word = splitting_word(session)
-    if word is None:
+    ctx = context(session)
+    if ctx is None:
         return QuestionStep(last.round, None)
-    question = Question(question_about(word), "yesno", (Option("yes"), Option("no")), last.round)
-    return QuestionStep(last.round, question, {WORD: word})
+    asked_questions = {t.question for t in session.turns}
+    for text, about in OPEN_QUESTIONS:
+        if text not in asked_questions and _open_informs(ctx, about):
+            return QuestionStep(last.round, Question(text, "open", (), last.round), {WORD: ""})
+    asked = {str(t.extra.get("asked")) for t in session.turns if t.extra.get("asked")}
+    best = best_word(ctx, asked | {content_words(a)[0] for a in asked if content_words(a)})
+    if best is None:
+        return QuestionStep(last.round, None)
+    stem_form, surface, _ = best
+    text = None
+    if write is not None:
+        has = [stem_form in content_words(c or "") for c in ctx.captions]
+        text = write(surface, [c for c, h in zip(ctx.captions, has) if h], [c for c, h in zip(ctx.captions, has) if not h])
+    text = text or yes_no_question(surface, stem_form)
+    if text in asked_questions:
+        return QuestionStep(last.round, None)
+    question = Question(text, "yesno", (Option("yes"), Option("no")), last.round)
+    return QuestionStep(last.round, question, {WORD: surface})
 
 
 def asked_word(step: QuestionStep) -> str | None:
     """The word a belief question asks about ("" for an open one); None: the step is not the belief's."""
     return step.extra.get(WORD)
+
+
+__all__ = ["COLOURS", "NO", "OPEN_QUESTIONS", "QUALITIES", "QuestionContext", "YES", "asked_word", "best_word",
+           "next_question"]

@@ -20,15 +20,18 @@ def _unit(rng, n, d):
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def _loop_posterior(V, q, clicks, cfg, ruled_out=()):
-    """log P(i | ...) by a plain loop over images: text softmax term plus each click's softmax (with none)."""
+def _loop_posterior(V, q, clicks, cfg, ruled_out=(), seen=()):
+    """log P(i | ...) by a plain loop over images: text softmax term plus each click's softmax (with none),
+    mixed with a uniform pick at rate click_error, and log(overlook) per showing of a `seen` image."""
     out = []
     for i in range(len(V)):
         lp = float(V[i] @ q) / cfg.text_temperature
         for shown, chosen in clicks:
             sims = [float(V[i] @ V[s]) / cfg.click_temperature for s in shown] + [cfg.none_similarity / cfg.click_temperature]
             col = len(shown) if chosen is None else chosen
-            lp += sims[col] - math.log(sum(math.exp(x) for x in sims))
+            soft = math.exp(sims[col]) / sum(math.exp(x) for x in sims)
+            lp += math.log((1 - cfg.click_error) * soft + cfg.click_error / len(sims))
+        lp += sum(1 for s in seen if s == i) * math.log(cfg.overlook)
         out.append(-math.inf if i in ruled_out else lp)
     finite = [x for x in out if x != -math.inf]
     z = math.log(sum(math.exp(x - max(finite)) for x in finite)) + max(finite)
@@ -156,16 +159,17 @@ def test_closest_pages_by_the_belief_and_says_which_images_are_there_to_learn_fr
     first = engine.search_text(s, "a red square")
     turn = engine.closest(s, first.shown[1])
     assert turn.kind == "closest" and turn.method == "belief" and len(turn.shown) == 4
-    assert not set(turn.shown) & set(first.shown)  # shown and not found: not the one
+    assert not set(turn.shown) & set(first.shown)  # the page just looked at is not shown again
     assert set(turn.extra["learn"]) <= set(turn.shown) and turn.extra["clicked"] == first.shown[1]
     assert len(turn.extra["learn"]) == max(0, 4 - max(1, 4 - engine.belief_config.explore))
     n = len(engine.index)
-    assert turn.ranking.shape == (n,) and np.isneginf(turn.ranking[[engine.index.row_of[i] for i in first.shown]]).all()
+    seen_rows = [engine.index.row_of[i] for i in first.shown]
+    assert turn.ranking.shape == (n,) and np.isfinite(turn.ranking[seen_rows]).all()  # seen: unlikely, not ruled out
     best = [i for i in turn.shown if i not in turn.extra["learn"]]
-    ranked = np.argsort(-turn.ranking, kind="stable")
-    assert [engine.index.records[int(r)].id for r in ranked[:len(best)]] == best
+    ranked = [int(r) for r in np.argsort(-turn.ranking, kind="stable") if int(r) not in seen_rows]
+    assert [engine.index.records[r].id for r in ranked[:len(best)]] == best
     none = engine.closest(s, None)
-    assert not set(none.shown) & (set(first.shown) | set(turn.shown))
+    assert not set(none.shown) & set(turn.shown)
 
 
 def test_closest_refuses_images_not_on_the_page_and_sessions_without_results(engine, tiny_index):
@@ -203,7 +207,7 @@ def test_a_belief_over_a_pool_when_the_collection_is_too_large_to_hold(tiny_inde
     first = engine.search_text(s, "a green triangle")
     turn = engine.closest(s, first.shown[0])
     assert len(s.belief.rows) == 12 and len(turn.shown) == 3 and not set(turn.shown) & set(first.shown)
-    assert np.isfinite(turn.ranking).sum() == 9  # the pool of 12 less the 3 shown before this page
+    assert np.isfinite(turn.ranking).sum() == 12  # the pool; the 3 shown before this page are unlikely, not ruled out
 
 
 def test_the_closest_protocol_ranks_by_the_belief_the_clicks_make(tiny_index):
@@ -231,7 +235,7 @@ def test_the_closest_protocol_ranks_by_the_belief_the_clicks_make(tiny_index):
                 options = turn.extra["options"]
                 clicked = turn.extra["clicked"]
                 b.click([row[i] for i in options], options.index(clicked) if clicked else None)
-                b.rule_out([row[i] for u in session.turns[:t] for i in u.shown])
+                b.set_seen([row[i] for u in session.turns[:t] for i in u.shown])
                 lp = b.ranking(len(retriever.index))
                 assert res.ranks[t] == int(np.sum(lp > lp[row[target]])) + 1
         assert res.stop in ("found", "rounds")

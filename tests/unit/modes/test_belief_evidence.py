@@ -51,7 +51,9 @@ def test_marks_are_the_closest_among_the_liked_images_by_a_loop():
     for i in range(30):
         sims = [float(V[i] @ V[s]) / 0.3 for s in shown] + [0.2 / 0.3]
         lse = math.log(sum(math.exp(x) for x in sims))
-        want.append(float(V[i] @ q) / 0.2 + math.log(sum(math.exp(sims[j]) for j in liked)) - lse)
+        soft = sum(math.exp(sims[j] - lse) for j in liked)  # the softmax mass of the liked, mixed with a random pick
+        e = cfg.click_error
+        want.append(float(V[i] @ q) / 0.2 + math.log((1 - e) * soft + e * len(liked) / len(sims)))
     want = np.array(want) - max(want)
     want -= math.log(np.exp(want).sum())
     assert np.allclose(b.log_posterior(), want, atol=1e-9)
@@ -110,14 +112,18 @@ def test_like_this_but_moves_the_page_toward_what_is_said(engine, tiny_index):
     assert np.allclose(again.ranking, clickonly.ranking)  # nothing new said: no new evidence
 
 
-def test_belief_questions_are_open_ones_first_then_yes_or_no_on_a_splitting_word(tiny_index):
+def test_belief_questions_are_open_ones_that_inform_then_yes_or_no_on_a_splitting_word(tiny_index):
+    """The tiny index's captions name colours, things and places but no action or person: the open questions
+    asked are where, which colours and what else (in that order), never what is happening or who."""
     from interactive_ir.modes.belief.questions import OPEN_QUESTIONS
 
     engine = build_engine(tiny_index[0], config=EngineConfig(k=1))
     assert len(engine.index) >= len(OPEN_QUESTIONS) + 6
     s = engine.new_session(belief=True)
     engine.search_text(s, "a shape")
-    for text in OPEN_QUESTIONS:  # each open question once, in order; the answer is what is said
+    expected = ["Where was the picture taken?", "What colours stand out?", "What else is in the picture?"]
+    assert [t for t, _ in OPEN_QUESTIONS if t in expected] == expected
+    for text in expected:  # each informative open question once, in order; the answer is what is said
         q = s.question
         assert q is not None and q.kind == "open" and q.text == text and not q.options
         turn = engine.tell(s, "not sure")
@@ -212,3 +218,35 @@ def test_cosines_are_cosines_whatever_the_rows_lengths(scale):
     U = V / np.linalg.norm(V, axis=1, keepdims=True)
     assert np.allclose(b.cosines(np.array([3, 9])), U @ U[[3, 9]].T, atol=1e-5)
     assert np.allclose(b.cosines(np.array([1]), np.array([0, 5, 7])), U[[0, 5, 7]] @ U[[1]].T, atol=1e-5)
+
+
+def test_a_belief_round_says_which_images_the_person_picked_so_the_page_can_keep_them(engine):
+    s = engine.new_session()
+    first = engine.search_text(s, "a blue circle")
+    marked = engine.marks(s, first.shown[:2], first.shown[2:])
+    assert marked.extra["kept"] == list(first.shown[:2])
+    clicked = engine.closest(s, marked.shown[0])
+    assert clicked.extra["kept"] == [marked.shown[0], *first.shown[:2]]
+    again = engine.skip_belief(s)  # a round that picks nothing keeps what was picked before
+    assert again.extra["kept"] == clicked.extra["kept"]
+
+
+def test_a_yes_or_no_reads_the_captions_of_the_most_probable_images_only(tiny_index):
+    from collections import Counter
+
+    from interactive_ir.retrieval.belief import BeliefConfig
+
+    retriever, ids, caps = tiny_index
+    full = build_engine(retriever, config=EngineConfig(k=4))
+    narrow = build_engine(retriever, config=EngineConfig(k=4), belief=BeliefConfig(word_depth=3))
+    s = full.new_session()
+    full.search_text(s, "a blue circle")
+    b = full.belief_mode.belief_of(s)
+    counts = Counter(w for i in ids for w in set(caps[i][0].split()) if w not in {"a", "on", "the"})
+    word = counts.most_common(1)[0][0]  # the word most images' captions name
+    everywhere = full.belief_mode.has_word(b, word)
+    assert everywhere.sum() == counts[word] > 3
+    top3 = narrow.belief_mode.has_word(b, word)
+    assert top3.sum() <= 3 and not (top3 & ~everywhere).any()
+    best = set(np.argsort(-b.log_posterior(), kind="stable")[:3].tolist())
+    assert set(np.flatnonzero(top3).tolist()) <= best
