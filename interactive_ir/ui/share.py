@@ -104,8 +104,10 @@ def _ids(x) -> list[str]:
     return [str(i) for i in x] if isinstance(x, list) else []
 
 
-def _step(engine, st: UIState, action: list) -> None:
-    """Run one action on the tab (raises what the handler raises)."""
+def _step(engine, st: UIState, action: list, later: bool) -> None:
+    """Run one action on the tab (raises what the handler raises); `later`: its question and any LLM rewrite are
+    left to the page's model step (the visitor's model, never the engine's own on the quick path)."""
+    defer = {"defer_question": True, "later": later}
     kind, args = action[0], action[1:]
     if kind == "m":
         named = _ids(args[0] if args else []) + _ids(args[1] if len(args) > 1 else [])
@@ -116,45 +118,47 @@ def _step(engine, st: UIState, action: list) -> None:
         where = "in this gallery" if any(i not in engine.index.row_of for i in gone) else "on the page"
         raise LookupError(f"its image {gone[0]} is not {where} any more")
     if kind == "c":
-        handlers.closest(engine, st, str(args[0] or ""), str(args[1] if len(args) > 1 else "") or "")
+        handlers.closest(engine, st, str(args[0] or ""), str(args[1] if len(args) > 1 else "") or "", **defer)
     elif kind == "t":
-        handlers.answer(engine, st, str(args[0] if args else ""))
+        handlers.answer(engine, st, str(args[0] if args else ""), **defer)
     elif kind == "m":
         st.marks = {**{i: True for i in _ids(args[0])}, **{i: False for i in _ids(args[1] if len(args) > 1 else [])}}
-        handlers.feedback(engine, st)
+        handlers.feedback(engine, st, **defer)
     elif kind == "s":
-        handlers.skip(engine, st)
+        handlers.skip(engine, st, **defer)
     elif kind == "r":
         handlers.use_reference(engine, st, str(args[0]))
-        handlers.relative(engine, st, str(args[1] if len(args) > 1 else ""))
+        handlers.relative(engine, st, str(args[1] if len(args) > 1 else ""), **defer)
     elif kind == "l":
-        handlers.more_like(engine, st, str(args[0]))
+        handlers.more_like(engine, st, str(args[0]), **defer)
 
 
-def _start(engine, st: UIState, q: str) -> str:
+def _start(engine, st: UIState, q: str, later: bool) -> str:
     """Start the link's search; when its query no longer parses (a filter), start without its filters and return
     what was done instead."""
     try:
-        handlers.start(engine, st, q)
+        handlers.start(engine, st, q, defer_question=True, later=later)
         return ""
     except IIRError as e:
         bare = " ".join(FILTER_TOKEN.sub(" ", q).split())
         dropped = " ".join(m.group(0) for m in FILTER_TOKEN.finditer(q))
         if not dropped or not bare or bare == q:
             raise
-        handlers.start(engine, st, bare)
+        handlers.start(engine, st, bare, defer_question=True, later=later)
         return f"The link's filter {dropped} does not work here ({e}); searched without it."
 
 
-def replay(engine, st: UIState, q: str, rounds=None, **_ignored) -> UIState:
+def replay(engine, st: UIState, q: str, rounds=None, *, later: bool = False, **_ignored) -> UIState:
     """The shared link's search run again: `q`, then each action of `rounds` (its raw JSON) in order; what
-    could not be replayed is left out and said in the status line (`st.notice`)."""
+    could not be replayed is left out and said in the status line (`st.notice`). No round asks a model on the way
+    (`defer_question`); `later` (the page): the last round's question follows in the model step, with the
+    visitor's model."""
     actions, note = parse_rounds(rounds)
-    notes = [n for n in (_start(engine, st, q), note) if n]
+    notes = [n for n in (_start(engine, st, q, later), note) if n]
     done = 0
     for n, action in enumerate(actions, start=2):
         try:
-            _step(engine, st, action)
+            _step(engine, st, action, later)
             done += 1
         except (IIRError, LookupError, ValueError) as e:
             log.info("shared link: round %d not replayed (%s)", n, e)

@@ -166,3 +166,17 @@ def test_unreadable_rounds_are_left_out_and_said(belief_engine):
     assert other.started and len(other.session.turns) == 1 and "could not be read" in other.notice
     other = _opened(belief_engine, "?" + urlencode({"q": "a red square", "rounds": '[["s"], ["zz"], 5]'}))
     assert len(other.session.turns) == 2 and "2 unreadable round(s)" in other.notice
+
+
+def test_a_replayed_link_asks_no_model_on_the_quick_path(tiny_index):
+    # the page replays a link on its quick path: the engine's own LLM (the Space owner's) is never called there;
+    # the last round's question is left to the model step, which runs with the visitor's model (issue 38)
+    llm = FakeLLM()
+    engine = build_engine(tiny_index[0], llm=llm, config=EngineConfig(k=4), belief=query_modes())
+    first = h.start(engine, UIState(), "a red square").current_ids  # off the page: asks at once, with the LLM
+    assert llm.calls
+    llm.calls.clear()
+    st = UIState()
+    share.replay(engine, st, "a red square", json.dumps([["l", first[0]], ["l", first[1]]]), later=True)
+    assert len(st.session.turns) == 3 and "ask" in st.todo and "left out" not in st.notice
+    assert llm.calls == []
