@@ -28,6 +28,7 @@ from interactive_ir.backends.visitor_llm import (
     token_keyed,
     visitor_key,
 )
+from interactive_ir.ui.serving.limits import client_of
 
 EXPIRED = "Your Hugging Face sign-in has expired: sign in again to use your own model quota."
 
@@ -87,11 +88,12 @@ def sign_in_for(engine, config: SignInConfig | None = None, environ=None) -> Sig
 
 
 def address(request) -> str:
-    """The visitor's address: the first X-Forwarded-For hop (a Space's proxy), else the connection's."""
-    headers = getattr(request, "headers", None) or {}
-    forwarded = str(headers.get("x-forwarded-for", "") or "").split(",")[0].strip()
-    client = getattr(request, "client", None)
-    return forwarded or str(getattr(client, "host", "") or "unknown")
+    """The visitor's address, as the rest of the app has it (`serving.limits.client_of`): the connection's,
+    which uvicorn replaces with X-Forwarded-For only when the connection comes from a proxy named in
+    `--trusted-proxies`. The header itself is never read here: a forged one would give every request a fresh
+    anonymous LLM budget on the Space owner's token."""
+    host = client_of(request) if request is not None else "?"
+    return host if host != "?" else "unknown"
 
 
 def access_for(sign_in: SignIn | None, token, request=None) -> LLMAccess | None:

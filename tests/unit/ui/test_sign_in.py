@@ -117,7 +117,9 @@ def test_anonymous_visitors_use_the_owners_token_within_the_budget_then_picture_
     st = ask(engine, access, s.budget, h.start(engine, UIState(), "a dog in the snow", later=True))
     assert st.session.question.grounded and "used up" in st.notice  # spent: a picture question, and why
     assert len(srv.auths) == per_question  # no call past the budget
-    other = signin.access_for(s, None, Req("10.0.0.1", forwarded="192.0.2.7"))  # another visitor still can
+    forged = signin.access_for(s, None, Req("10.0.0.1", forwarded="192.0.2.7"))  # a forged header: the same one
+    assert forged.visitor == access.visitor and s.budget.left(forged.visitor) == 0
+    other = signin.access_for(s, None, Req("10.0.0.2"))  # another visitor still can
     assert other.visitor != access.visitor and s.budget.left(other.visitor) == per_question
 
 
