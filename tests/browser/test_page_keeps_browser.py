@@ -57,7 +57,7 @@ def test_no_close_match_is_absent_on_the_example_searches(browser, url, shot, vi
             app.page.locator(f'.iir-example[data-example="{example}"]').first.click()
             app.expect_round(1)
             app.wait_idle()
-            assert app.page.locator(".iir-no-match").count() == 0, example
+            expect(app.page.locator(".iir-no-match"), example).to_have_count(0)
             first = app.cards.nth(0).bounding_box()
             assert first is not None and first["y"] + first["height"] / 2 < viewport[1] * 1.5  # results near the top
         shot(app.page, "last-example")

@@ -182,8 +182,9 @@ def test_the_question_step_does_not_hold_the_participant(tiny, tmp_path):
 
 
 def test_a_belief_condition_runs_every_round_on_the_belief(tiny, tmp_path):
-    """`mode: belief`: answers, marks, a reference's caption and skips are belief evidence; each page is unseen
-    images; the belief's own question follows each round."""
+    """`mode: belief`: answers, marks, a reference's caption and skips are belief evidence; no page repeats an
+    image of the page before it (a seen image is unlikely, not ruled out: issue 38); the belief's own question
+    follows each round."""
     runner, clock, ids = make(tiny, tmp_path, conditions={"A": {"mode": "belief"}}, practice=None, rounds=6)
     runner.enrol("p1")
     runner.consent("p1", True)
@@ -196,6 +197,6 @@ def test_a_belief_condition_runs_every_round_on_the_belief(tiny, tmp_path):
     t4 = runner.skip("p1")
     assert [t.kind for t in (t1, t2, t3, t4)] == ["tell", "marks", "closest", "skip"]
     assert t3.extra["clicked"] == t2.shown[1] and t3.extra["said"] == "but blue instead of red"
-    shown = [i for t in (first, t1, t2, t3, t4) for i in t.shown]
-    assert len(shown) == len(set(shown))
+    pages = [first, t1, t2, t3, t4]
+    assert all(not set(a.shown) & set(b.shown) for a, b in zip(pages, pages[1:]))
     assert t4.question  # the belief's question about the last page
