@@ -118,7 +118,9 @@ class AppPage:
         self.page.locator("#iir-feedback").click()
 
     def new_search(self) -> None:
+        """New search, and its empty page shown (a search typed before that lands would be cleared by it)."""
         self.page.locator("#iir-new").click()
+        expect(self.page.locator("#iir-results .iir-card")).to_have_count(0, timeout=TIMEOUT_MS)
 
     def upload(self, path) -> None:
         self.page.locator("#iir-upload input[type=file]").set_input_files(str(path))
