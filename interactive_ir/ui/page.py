@@ -46,7 +46,8 @@ def launch_options(engine) -> dict:
     from interactive_ir.ui.photos.note import served_route
     from interactive_ir.ui.serving.files import media_routes
     from interactive_ir.ui.serving.tabs import tab_limits
-    from interactive_ir.ui.serving.uploads import UploadGuard, default_store
+    from interactive_ir.ui.serving.upload_guard import UploadGuard
+    from interactive_ir.ui.serving.uploads import default_store
 
     store = default_store()
     return {

@@ -55,8 +55,9 @@ class WindowCounter:
     """Amounts per key within the last `window_s` seconds (thread-safe). At most `max_entries` are kept: the
     oldest are forgotten first, so a flood of keys cannot grow memory."""
 
-    def __init__(self, window_s: float, clock=time.monotonic, max_entries: int = 100_000):
+    def __init__(self, window_s: float, clock=time.monotonic, max_entries: int = 100_000, merge_s: float = 0.0):
         self.window_s, self.clock, self.max_entries = float(window_s), clock, max_entries
+        self.merge_s = float(merge_s)  # an amount within this many seconds of the key's last entry joins it (0: never)
         self._entries: deque[tuple[float, str, float]] = deque()  # (time, key, amount), oldest first
         self._by_key: dict[str, float] = {}
         self._total = 0.0
@@ -97,10 +98,38 @@ class WindowCounter:
             self._expire(now)
             if self._by_key.get(key, 0.0) + amount > limit:
                 return False
-            self._entries.append((now, key, float(amount)))
-            self._by_key[key] = self._by_key.get(key, 0.0) + float(amount)
-            self._total += float(amount)
+            self._append(now, key, float(amount))
             return True
+
+    def _append(self, now: float, key: str, amount: float) -> None:
+        last = self._entries[-1] if self._entries else None
+        if last is not None and last[1] == key and now - last[0] < self.merge_s:  # a stream counted chunk by chunk
+            self._entries[-1] = (last[0], key, last[2] + amount)
+        else:
+            self._entries.append((now, key, amount))
+        self._by_key[key] = self._by_key.get(key, 0.0) + amount
+        self._total += amount
+
+    def give_back(self, key: str, amount: float) -> None:
+        """Take back up to `amount` from `key`'s latest entries (counted ahead, then not used). Unlike a negative
+        `add`, nothing is owed later: the entries themselves shrink."""
+        with self._lock:
+            left = float(amount)
+            for i in range(len(self._entries) - 1, -1, -1):
+                if left <= 1e-9:
+                    break
+                t, k, a = self._entries[i]
+                if k != key or a <= 0:
+                    continue
+                cut = min(a, left)
+                self._entries[i] = (t, k, a - cut)
+                left -= cut
+                self._total -= cut
+                rest = self._by_key.get(key, 0.0) - cut
+                if rest > 1e-9:
+                    self._by_key[key] = rest
+                else:
+                    self._by_key.pop(key, None)
 
     def wait_s(self, key: str) -> float:
         """Seconds until `key`'s oldest entry in the window leaves it (0 when it has none)."""

@@ -1,13 +1,13 @@
 """Uploaded reference images: how big, how many, and for how long they are kept.
 
-Gradio writes an upload to its temp folder (refusing files over `max_bytes` while they stream in) and
-deletes files no event claimed after `idle_s` (`gr.Blocks(delete_cache=...)`); `UploadGuard` refuses
-an upload whose declared size is too large, or when the temp folder already holds `total_bytes`,
-before a byte is stored. An upload the page uses is moved into the `UploadStore`: its size is checked
+Gradio writes an upload to its temp folder and deletes files no event claimed after `idle_s`
+(`gr.Blocks(delete_cache=...)`); `upload_guard.UploadGuard` counts each upload's bytes as they arrive
+(chunked or not) against `max_bytes`, the client's `per_client_bytes` and the folder's `total_bytes`,
+before Gradio writes them. An upload the page uses is moved into the `UploadStore`: its size is checked
 before it is kept, each tab keeps at most `per_tab_bytes` (its new reference replaces the old one),
 all tabs together at most `total_bytes` (the least recently used uploads of other tabs are deleted before
 a new one is refused), and a file is deleted when its search ends, when its tab closes, or when it has
-not been used for `idle_s`. Gradio's `/upload` is guarded per client and in total (`UploadGuard`).
+not been used for `idle_s`.
 """
 
 from __future__ import annotations
@@ -200,130 +200,3 @@ def delete_cache() -> tuple[int, int]:
     """`gr.Blocks(delete_cache=...)`: how often and after how long Gradio deletes files no event kept."""
     p = default_store().policy
     return int(p.sweep_s), int(p.idle_s)
-
-
-# --- Gradio's upload endpoint --------------------------------------------------------------------------
-EVICT_MIN_AGE_S = 2.0  # files written more recently than this may be uploads still arriving: never evicted
-
-
-class UploadGuard:
-    """ASGI middleware for Gradio's `/upload`, deciding before the body is read: a declared size over
-    `max_bytes` is refused (413); a client (its address) that uploaded `per_client_bytes` within
-    `per_client_window_s` is refused (429); the total is counted when each upload is admitted (not by
-    recounting the folder now and then, which let 40 parallel uploads in at once), and when it would pass
-    `total_bytes` the oldest files in Gradio's temp folder are deleted first: an upload is refused (507)
-    only when uploads still arriving hold the space. (Gradio itself stops a body that grows past
-    `max_file_size`, for clients that declare no size.)"""
-
-    def __init__(self, app, policy: UploadPolicy | None = None, folder: Path | None = None, clock=time.monotonic):
-        from interactive_ir.ui.serving.limits import WindowCounter
-
-        self.app = app
-        self.policy = policy or default_store().policy
-        self.folder = folder
-        self.clock = clock
-        self.recent = WindowCounter(self.policy.per_client_window_s, clock)  # bytes admitted per client
-        self._lock = threading.Lock()
-        self._estimate: int | None = None  # bytes in the folder and arriving, counted at admission
-        self._inflight = 0  # bytes of admitted uploads still arriving
-        self._walked_at = float("-inf")
-
-    def _folder(self) -> Path:
-        if self.folder is None:
-            from gradio.utils import get_upload_folder
-
-            self.folder = Path(get_upload_folder())
-        return self.folder
-
-    def _files(self) -> list[tuple[float, int, str]]:
-        out = []
-        for dirpath, _, names in os.walk(self._folder()):
-            for f in names:
-                path = os.path.join(dirpath, f)
-                try:
-                    st = os.stat(path)
-                except OSError:
-                    continue
-                out.append((st.st_mtime, st.st_size, path))
-        return out
-
-    def folder_bytes(self) -> int:
-        return sum(n for _, n, _ in self._files())
-
-    def _recount(self) -> None:
-        self._estimate = self.folder_bytes() + self._inflight
-        self._walked_at = self.clock()
-
-    def _evict(self, need: int) -> int:
-        """Delete the oldest files (not those still arriving) until `need` bytes are free; returns the bytes freed."""
-        freed, young = 0, time.time() - EVICT_MIN_AGE_S
-        for mtime, size, path in sorted(self._files()):
-            if freed >= need or mtime > young:
-                break
-            try:
-                os.remove(path)
-            except OSError:
-                continue
-            freed += size
-            try:
-                os.rmdir(os.path.dirname(path))  # Gradio keeps each upload in a folder of its own
-            except OSError:
-                pass
-        if freed:
-            log.warning("the upload folder was full: deleted %s of the oldest uploads", _mb(freed))
-        return freed
-
-    def admit(self, client: str, declared: int) -> tuple[int, str] | None:
-        """None when an upload of `declared` bytes from `client` may go ahead (it is counted now), else
-        (HTTP status, message)."""
-        p = self.policy
-        slack = 64 * 1024  # multipart boundaries and headers
-        if declared > p.max_bytes + slack:
-            return 413, f"the file is over the {_mb(p.max_bytes)} upload limit"
-        with self._lock:
-            if not self.recent.take(client, declared, p.per_client_bytes):
-                minutes = max(1, int(self.recent.wait_s(client) / 60 + 0.99))
-                return 429, (f"you uploaded {_mb(int(self.recent.of(client)))} in the last minutes (limit "
-                             f"{_mb(p.per_client_bytes)}): try again in {minutes} min")
-            since = self.clock() - self._walked_at  # recounted now and then (Gradio writes there too), and when full
-            if self._estimate is None or since > 10.0 or (self._estimate + declared > p.total_bytes and since > 0.5):
-                self._recount()
-            if self._estimate + declared > p.total_bytes:
-                self._estimate -= self._evict(self._estimate + declared - p.total_bytes)
-            if self._estimate + declared > p.total_bytes:
-                self.recent.add(client, -declared)
-                log.warning("upload refused: the upload folder holds %s (limit %s)", _mb(self._estimate),
-                            _mb(p.total_bytes))
-                return 507, "the server's upload space is full right now: try again later"
-            self._estimate += declared
-            self._inflight += declared
-        return None
-
-    def done(self, declared: int) -> None:
-        with self._lock:
-            self._inflight -= declared
-
-    async def __call__(self, scope, receive, send):
-        if scope.get("type") == "http" and scope.get("method") == "POST" and scope.get("path", "").endswith("/upload"):
-            from interactive_ir.ui.serving.limits import client_of
-
-            headers = dict(scope.get("headers") or [])
-            try:
-                declared = max(0, int(headers.get(b"content-length", b"0")))
-            except ValueError:
-                declared = 0
-            refused = self.admit(client_of(scope), declared)
-            if refused is not None:
-                return await _plain(send, *refused)
-            try:
-                return await self.app(scope, receive, send)
-            finally:
-                self.done(declared)
-        return await self.app(scope, receive, send)
-
-
-async def _plain(send, status: int, text: str) -> None:
-    body = text.encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})

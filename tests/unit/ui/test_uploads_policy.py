@@ -1,5 +1,6 @@
 """Upload policy: size checked before a file is kept, per-tab and total quotas, deletion when released or idle,
-and Gradio's upload endpoint refused early when a declared size is too large or the space is full."""
+and Gradio's upload endpoint refused early when a declared size is too large or the space is full (bodies counted
+as they arrive, chunked ones included, and parallel uploads: test_upload_streams.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 from PIL import Image
 
 from interactive_ir.errors import BadInputError
-from interactive_ir.ui.serving.uploads import UploadGuard, UploadPolicy, UploadStore
+from interactive_ir.ui.serving.upload_guard import UploadGuard
+from interactive_ir.ui.serving.uploads import UploadPolicy, UploadStore
 
 
 def _file(folder, name, size=None):
@@ -94,53 +96,3 @@ def test_gradios_upload_endpoint_is_refused_early(tmp_path):
     guard._estimate = None  # recounted
     assert _call(guard, length=5_000)[0]["status"] == 507  # the temp folder holds the total already
     assert _call(guard, path="/gradio_api/queue/join", length=5_000) == ["app"]  # other routes pass
-
-
-def _upload_call(guard, client, length, folder):
-    """One upload through the guard from `client`: the inner app writes the body as Gradio would."""
-    sent = []
-
-    async def app(scope, receive, send):
-        d = folder / f"{scope['client'][0]}-{id(scope)}"
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "up.png").write_bytes(b"\0" * length)
-        await asyncio.sleep(0.01)
-        scope["sent"].append(200)
-
-    async def send(msg):
-        sent.append(msg["status"]) if msg["type"] == "http.response.start" else None
-
-    guard.app = app
-    scope = {"type": "http", "method": "POST", "path": "/gradio_api/upload", "client": (client, 5555),
-             "headers": [(b"content-length", str(length).encode())], "sent": sent}
-    return guard(scope, None, send), sent
-
-
-def _run_all(calls):
-    async def go():
-        await asyncio.gather(*(c for c, _ in calls))
-
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        pool.submit(asyncio.run, go()).result()
-    return [s[0] for _, s in calls]
-
-
-def test_parallel_uploads_are_counted_when_admitted_per_client_and_in_total(tmp_path):
-    """The attack of issue 29: 40 parallel uploads from one client all went in (the folder was recounted
-    every 2 s), then every upload from anyone was refused for up to 30 minutes."""
-    folder = tmp_path / "gradio"
-    folder.mkdir()
-    policy = UploadPolicy(max_bytes=20_000, total_bytes=100_000, per_client_bytes=50_000)
-    guard = UploadGuard(None, policy, folder=folder)
-    statuses = _run_all([_upload_call(guard, "203.0.113.5", 19_000, folder) for _ in range(40)])
-    assert statuses.count(200) == 2 and statuses.count(429) == 38  # one client: its own quota
-    statuses = _run_all([_upload_call(guard, f"203.0.113.{i}", 19_000, folder) for i in range(10, 50)])
-    assert guard.folder_bytes() <= policy.total_bytes  # many clients: never more than the total
-    assert 200 in statuses and 507 in statuses
-    import os
-    import time
-
-    for f in folder.rglob("*.png"):  # a while later: the old uploads are the ones that go
-        os.utime(f, (time.time() - 60, time.time() - 60))
-    assert _run_all([_upload_call(guard, "198.51.100.1", 155, folder)]) == [200]
-    assert guard.folder_bytes() <= policy.total_bytes
