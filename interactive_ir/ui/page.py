@@ -45,6 +45,7 @@ def launch_options(engine) -> dict:
     from interactive_ir.ui.i18n import catalogue
     from interactive_ir.ui.photos.note import served_route
     from interactive_ir.ui.serving.files import media_routes
+    from interactive_ir.ui.serving.proxy_check import ProxyCheck
     from interactive_ir.ui.serving.tabs import tab_limits
     from interactive_ir.ui.serving.upload_guard import UploadGuard
     from interactive_ir.ui.serving.uploads import default_store
@@ -56,6 +57,6 @@ def launch_options(engine) -> dict:
         "max_file_size": store.policy.max_bytes,
         "state_session_capacity": tab_limits().max_tabs,
         "app_kwargs": {"routes": [*media_routes(engine.index, store), served_route(engine.index)],
-                       "middleware": [Middleware(UploadGuard)]},
+                       "middleware": [Middleware(ProxyCheck), Middleware(UploadGuard)]},
         "i18n": catalogue(),  # the page's text in English, German, Spanish and Chinese
     }

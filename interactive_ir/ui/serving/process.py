@@ -8,7 +8,8 @@ Each is a fix for memory that grew with use (issue 15); none belongs to a page, 
 - Gradio's queue keeps records of its last `QUEUE_RECORDS` events, not 10,000 (read by `Blocks.queue()`);
 - Gradio's per-tab records stay the size of the page (`session_ids`: a patch of its `SessionState`);
 - uvicorn believes X-Forwarded-For only from the configured proxies (`trust_proxies`), not from 127.0.0.1:
-  else anyone on the machine, or any client behind a local proxy, chooses the address the limits count.
+  else anyone on the machine, or any client behind a local proxy, chooses the address the limits count
+  (on a Space with none configured, one warning says what to set: `proxy_check`).
 
 An operator's own settings win (MALLOC_ARENA_MAX, GRADIO_ANALYTICS_*); `IIR_MALLOC_ARENAS=0`,
 `IIR_MALLOC_TRIM_S=0` and `IIR_GRADIO_SESSION_FIX=0` leave glibc and Gradio as they are. Installing twice changes nothing more.
@@ -16,6 +17,7 @@ An operator's own settings win (MALLOC_ARENA_MAX, GRADIO_ANALYTICS_*); `IIR_MALL
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import MutableMapping
 from dataclasses import dataclass
@@ -52,6 +54,7 @@ def trust_proxies(proxies: str, environ: MutableMapping[str, str] | None = None)
     proxy, or for anyone on the machine, a forged header chose the client address. An operator's own
     FORWARDED_ALLOW_IPS wins when `proxies` is empty. Raises ValueError for an item that is no address."""
     from interactive_ir.ui.serving.limits import Addresses
+    from interactive_ir.ui.serving.proxy_check import start_up_note
 
     env = os.environ if environ is None else environ
     Addresses(proxies)  # checked
@@ -59,6 +62,9 @@ def trust_proxies(proxies: str, environ: MutableMapping[str, str] | None = None)
         env["FORWARDED_ALLOW_IPS"] = ",".join(x.strip() for x in proxies.split(",") if x.strip())
     else:
         env.setdefault("FORWARDED_ALLOW_IPS", "")
+    note = start_up_note(env)  # on a Space with no trusted proxy: what to set (ProxyCheck says it at a request)
+    if note:
+        logging.getLogger(__name__).warning(note)
     return env["FORWARDED_ALLOW_IPS"]
 
 
