@@ -3,6 +3,7 @@ measure what the upload guard let in.
 
     python bench/upload_flood.py                      # the issue's flood: 45 x 19 MB at once, then 25 s
     python bench/upload_flood.py --size-mb 2 --parallel 8 --flood-s 5 --json out.json   # small
+    python bench/upload_flood.py --flood-addresses 9     # the second flood from 9 addresses: past the folder's cap
 
 The server is a child process serving a page with one file input through the guard and settings the app
 uses (`IIR_UPLOAD_*`, Gradio's `max_file_size` and `delete_cache`); its temp folder is a fresh one. Clients
@@ -131,13 +132,13 @@ def burst(port, source, size, n):
     return out
 
 
-def flood(port, source, size, parallel, seconds, others, other_size):
-    """`parallel` threads uploading from `source` for `seconds`, and each of `others` uploading `other_size`
-    every half second meanwhile: (flooder's statuses, other visitors' statuses)."""
+def flood(port, sources, size, parallel, seconds, others, other_size):
+    """`parallel` threads uploading from `sources` (in turn) for `seconds`, and each of `others` uploading
+    `other_size` every half second meanwhile: (flooders' statuses, other visitors' statuses)."""
     end = time.monotonic() + seconds
     mine, theirs, lock = [], [], threading.Lock()
 
-    def flooder():
+    def flooder(source):
         while time.monotonic() < end:
             s = upload(port, source, size)[0]
             with lock:
@@ -150,7 +151,7 @@ def flood(port, source, size, parallel, seconds, others, other_size):
                 theirs.append(s)
             time.sleep(0.5)
 
-    threads = [threading.Thread(target=flooder) for _ in range(parallel)]
+    threads = [threading.Thread(target=flooder, args=(sources[i % len(sources)],)) for i in range(parallel)]
     threads += [threading.Thread(target=visitor, args=(a,)) for a in others]
     for t in threads:
         t.start()
@@ -181,12 +182,13 @@ def run(args) -> dict:
         t0 = time.monotonic()
         statuses = burst(port, "127.0.0.10", size, args.parallel)
         burst_s = time.monotonic() - t0
-        mine, theirs = flood(port, "127.0.0.11", size, args.parallel, args.flood_s, ["127.0.0.21", "127.0.0.22"],
-                             other)
+        sources = [f"127.0.1.{i + 1}" for i in range(args.flood_addresses)]
+        mine, theirs = flood(port, sources, size, args.parallel, args.flood_s, ["127.0.0.21", "127.0.0.22"], other)
         sampler.stop.set()
         sampler.join()
         return {
             "size_mb": args.size_mb, "parallel": args.parallel, "flood_s": args.flood_s,
+            "flood_addresses": args.flood_addresses,
             "quota_mb": float(os.environ.get("IIR_UPLOAD_PER_CLIENT_BYTES", 100 * mb)) / mb,
             "cap_mb": float(os.environ.get("IIR_UPLOAD_TOTAL_BYTES", 512 * mb)) / mb,
             "burst": {"statuses": dict(Counter(statuses)), "accepted_mb": statuses.count(200) * size / mb,
@@ -209,6 +211,8 @@ def main(argv=None) -> int:
     p.add_argument("--size-mb", type=float, default=19.0, help="each flood upload's size (default 19)")
     p.add_argument("--parallel", type=int, default=45, help="uploads at once from the flooding address (default 45)")
     p.add_argument("--flood-s", type=float, default=25.0, help="how long the second flood lasts (default 25 s)")
+    p.add_argument("--flood-addresses", type=int, default=1,
+                   help="addresses the second flood comes from, in turn (default 1, as in the issue; more fill the cap)")
     p.add_argument("--other-mb", type=float, default=1.0, help="the other visitors' upload size (default 1)")
     p.add_argument("--server-path", help="serve this checkout's interactive_ir (default: this one)")
     p.add_argument("--json", help="also write the figures here")

@@ -7,11 +7,14 @@ it and writes it:
 - one upload is at most `max_bytes` (plus room for the multipart framing): past it the request is cut, 413;
 - one client address uploads at most `per_client_bytes` per `per_client_window_s`, counted across its
   parallel uploads: past it the request is cut, 429;
-- Gradio's temp folder never holds more than `total_bytes`: what is there (recounted now and then) plus the
-  bytes counted for uploads still arriving. A chunk that would pass it makes room first by deleting only
-  files that may go: the same client's own earlier uploads, and files older than `idle_s` (which Gradio
-  would delete anyway); another visitor's upload that no event has claimed yet is never deleted. Else the
-  request is cut, 507, before the chunk is written.
+- Gradio's temp folder never holds more than `total_bytes`: what is there plus the bytes counted for
+  uploads still arriving (the folder is walked again at least every `RECOUNT_S`, so files Gradio writes
+  there itself, outside uploads, are counted within that time). A chunk that would pass it makes room first by deleting only
+  files that may go: the same client's own earlier uploads, uploads that no event claimed within
+  `unclaimed_s` (a page claims its upload within seconds; this bounds how long a flood from many addresses
+  holds the space), and other files older than `idle_s` (which Gradio would delete anyway); another visitor's
+  recent upload that no event has claimed yet is never deleted. Else the request is cut, 507, before the
+  chunk is written.
 
 A declared size is counted in full when the request arrives, so a request that cannot fit is refused
 before any byte is read. A cut request gets its status and one line, the connection is closed, and Gradio
@@ -104,7 +107,11 @@ class UploadGuard:
     def _may_go(self, client: str, mtime: float, path: str, now: float) -> bool:
         if mtime > now - EVICT_MIN_AGE_S:
             return False
-        return self._owners.get(path) == {client} or mtime < now - self.policy.idle_s  # equal uploads share a path
+        owners = self._owners.get(path)
+        if owners == {client}:  # equal uploads share a path: only when every sender is this client
+            return True
+        p = self.policy
+        return mtime < now - (min(p.unclaimed_s, p.idle_s) if owners else p.idle_s)
 
     def _evict(self, need: int, client: str) -> int:
         """Delete `client`'s own stored uploads and expired files, oldest first, until `need` bytes are free;

@@ -40,6 +40,7 @@ class UploadPolicy:
     per_client_bytes: int = 100 * 2**20  # most bytes one client address may upload per per_client_window_s
     per_client_window_s: float = 600.0  # the window of per_client_bytes, in seconds
     idle_s: float = 1800.0  # a kept upload unused this long is deleted; so are unclaimed files in Gradio's folder
+    unclaimed_s: float = 300.0  # an upload no event claimed this long may be deleted to make room for another client's
     sweep_s: float = 60.0  # how often idle files are looked for
     folder: str = ""  # where kept uploads live ("" = IIR_CACHE_DIR/uploads)
 

@@ -209,6 +209,25 @@ def test_expired_files_of_anyone_may_go(tmp_path):
     assert _run(_request(guard, "203.0.113.9", 19_000)) == [200]
 
 
+def test_uploads_no_event_claimed_for_unclaimed_s_may_go_other_files_only_after_idle_s(tmp_path):
+    """A flood from many addresses holds the space at most `unclaimed_s`, not until Gradio's sweep."""
+    guard, app, folder = _guard(tmp_path, max_bytes=20_000, per_client_bytes=10**9, total_bytes=40_000,
+                                unclaimed_s=60, idle_s=1_000)
+    assert _run(_request(guard, "198.51.100.7", 19_000)) == [200]
+    upload = next(folder.rglob("up.png"))
+    gradios_own = folder / "cafe" / "output.png"  # a file Gradio wrote itself (an export, an example)
+    gradios_own.parent.mkdir()
+    gradios_own.write_bytes(b"\0" * 19_000)
+    for f, age in ((upload, 30), (gradios_own, 120)):
+        os.utime(f, (time.time() - age, time.time() - age))
+    guard._walked_at = float("-inf")  # Gradio's own files are counted at the next walk (at most RECOUNT_S later)
+    assert _run(_request(guard, "203.0.113.9", 19_000)) == [507]  # both younger than their limits
+    os.utime(upload, (time.time() - 120, time.time() - 120))
+    guard._walked_at = float("-inf")
+    assert _run(_request(guard, "203.0.113.9", 19_000)) == [200]
+    assert not upload.exists() and gradios_own.exists()
+
+
 def test_a_client_leaving_mid_body_leaves_no_file_and_is_charged_what_it_sent(tmp_path):
     guard, app, folder = _guard(tmp_path, max_bytes=20_000, per_client_bytes=50_000, total_bytes=100_000)
     statuses = _run(_request(guard, "203.0.113.3", 19_000, leave_after=5))
