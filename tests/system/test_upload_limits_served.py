@@ -5,6 +5,7 @@ visitor's pending upload survives (bench/upload_flood.py at a small size)."""
 
 from __future__ import annotations
 
+import http.client
 import importlib.util
 import json
 import os
@@ -61,3 +62,36 @@ def test_a_chunked_flood_from_one_address_stays_within_its_quota_and_the_cap(tmp
     assert f["folder_peak_mb"] <= 24
     assert f["pending_upload"] == "kept"
     assert set(f["others"]) == {"200"}  # the other visitors were never refused
+
+
+def test_the_app_cuts_chunked_uploads_and_names_an_untrusted_proxy_once(tmp_path):
+    """`python app.py` itself (fake models): the guard and the proxy check are in its middleware."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from app_server import app_process
+
+    flood = _flood_module()
+    folder = tmp_path / "gradio"
+    env = {**os.environ, **LIMITS, "GRADIO_TEMP_DIR": str(folder), "IIR_EMBEDDER": "fake:32", "IIR_LLM": "fake",
+           "IIR_INDICES_DIR": str(tmp_path / "indices"), "IIR_CACHE_DIR": str(tmp_path / "cache"),
+           "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
+    for k in ("PORT", "GRADIO_SERVER_PORT", "GRADIO_SERVER_NAME", "SPACE_ID", "FORWARDED_ALLOW_IPS",
+              "IIR_TRUSTED_PROXIES"):
+        env.pop(k, None)
+    log = tmp_path / "app.log"
+    with app_process([], env, log, timeout=240) as url:
+        port = int(url.rstrip("/").rsplit(":", 1)[1])
+        assert flood.upload(port, "127.0.0.1", 2 * MB)[0] == 200
+        status, answer = flood.upload(port, "127.0.0.3", 8 * MB)
+        assert status == 413 and "upload limit" in answer
+        statuses = [flood.upload(port, "127.0.0.4", int(2.4 * MB))[0] for _ in range(6)]
+        assert statuses == [200] * 4 + [429] * 2  # 10 MB per address, multipart framing counted too
+        for _ in range(3):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request("GET", "/", headers={"X-Forwarded-For": "6.6.6.6"})
+            conn.getresponse().read()
+            conn.close()
+        time.sleep(0.5)
+        assert flood.folder_bytes(folder) <= 24 * MB
+    text = log.read_text()
+    assert text.count("carries X-Forwarded-For, so it came through a proxy") == 1, text[-3000:]
+    assert "--trusted-proxies 127.0.0.1" in text
