@@ -426,7 +426,8 @@ def layout(page: StudyPage, password: str):
         _forms_and_end(gr, c, study)
         _wire(demo, page, c)
     guard = study_guard()
-    gate = AdminGate(password, LoginLimiter(trusted=Addresses(guard.admin_from)))
+    gate = AdminGate(password, LoginLimiter(trusted=Addresses(guard.admin_from), surge_sources=guard.admin_surge_sources),
+                     link_s=guard.admin_link_h * 3600)
     demo.extra_routes = add_admin_page(demo, page, password, gate).routes()
     if study.scoreboard:
         from interactive_ir.study.page.scoreboard import add_scoreboard_page
