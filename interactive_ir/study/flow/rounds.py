@@ -182,13 +182,13 @@ class Rounds:
             require(p, "search")
             self.tasks.check_time(p, client_ts)
             c = ps.condition_of(p)
+            given = {k: v for _, pl in inputs for k, v in pl.items()}
+            rnd = len(p.session.turns) if p.session else None
             try:
                 left = p.lock_left(ps.clock()) if action in TYPED and not organiser else 0
                 if left > 0:
                     raise DescriptionLocked(f"the organiser's description is the only query for {left:.0f} more "
                                             "second(s): look through its results; then you can type your own words")
-                given = {k: v for _, pl in inputs for k, v in pl.items()}
-                rnd = len(p.session.turns) if p.session else None
                 if mode is not None and mode not in c.modes:  # a round the page never offers (the API's)
                     raise ps.refuse(p, logged_as, f"this system does not offer {mode} in this task", client_ts,
                                     rnd, **given)
