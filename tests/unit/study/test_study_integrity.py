@@ -105,7 +105,9 @@ def test_the_text_only_condition_refuses_marks_references_and_other_rounds(tiny,
     assert tab.notice == "" and page.runner.progress(pid).rounds_used == 1
     types = [e.type for e in page.runner.log.events("integ", pid)]
     assert types.count("click") == 1 and "error" not in types and types.count("refused") == 12
-    assert page.export("csv")  # the export reads refusals
+    assert page.export("csv")  # the export reads refusals, the replay names them
+    html = open(page.replay(pid), encoding="utf-8").read()
+    assert "refused (not offered)" in html and "does not offer feedback in this task" in html
 
 
 def test_the_feedback_condition_refuses_references_and_keeps_its_marks(tiny, tmp_path):
