@@ -250,7 +250,8 @@ class StudyPage(AdminActions):
             log.exception("study page action %s failed", name)
             tab.notice = f"⚠️ Something went wrong ({type(e).__name__}). Please try again."
             self._log_error(name, pid, f"{type(e).__name__}: {e}", ts)
-        tab.seen = -1  # the next view reads the marks back from the log
+        if not pid or self.runner.log.last_event_id(self.study.study_id, pid) != tab.seen:
+            tab.seen = -1  # the log moved on: the next view reads the marks back from it
         return token, tab
 
     def _log_error(self, name: str, pid: str, message: str, ts: float | None) -> None:

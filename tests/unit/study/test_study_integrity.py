@@ -119,3 +119,22 @@ def test_the_feedback_condition_refuses_references_and_keeps_its_marks(tiny, tmp
     assert "does not offer composed" in tab.notice and tab.marks == {shown[1]: True} and tab.reference == ""
     types = [e.type for e in page.runner.log.events("integ", page.who(tok))]
     assert types[-2:] == ["click", "refused"]
+
+
+def test_the_marks_are_read_back_only_when_the_log_moved_on(tiny, tmp_path, monkeypatch):
+    page = _page(tiny, tmp_path / "r.sqlite", {"F": "feedback"})
+    tok, tab = _searching(page)
+    shown = page.runner.progress(page.who(tok)).session.last.shown
+    tok, tab = page.act("card", tok, tab, "relevant", shown[0])
+    reads = []
+    real = page.runner.current_marks
+    monkeypatch.setattr(page.runner, "current_marks", lambda pid: reads.append(pid) or real(pid))
+    page.view(tok, tab)
+    assert len(reads) == 1  # the mark moved the log on: read back once
+    for _ in range(3):
+        page.view(tok, tab)
+        page.act("give_up_no", tok, tab)  # writes nothing
+    assert len(reads) == 1
+    page.runner.click(page.who(tok), shown[1], "mark_irrelevant")  # another process's write
+    assert _pressed(page.view(tok, tab).results) == {shown[0]} and len(reads) == 2
+    assert tab.marks == {shown[0]: True, shown[1]: False}
