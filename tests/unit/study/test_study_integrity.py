@@ -17,14 +17,49 @@ from interactive_ir.study.ui import make_runner
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny(tmp_path_factory.mktemp("tiny"))
+def tiny_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny")
+    return folder, build_tiny(folder)
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_dir):
+    return tiny_dir[1]
 
 
 def _page(tiny, db, conditions):
     r, ids, _ = tiny
-    study = parse_study({"study_id": "integ", "rounds": 3, "k": 4, "conditions": conditions, "tasks": ids[:1]})
-    return StudyPage(make_runner(build_engine(r, llm=FakeLLM()), study, StudyLog(db)))
+    return StudyPage(make_runner(build_engine(r, llm=FakeLLM()), _study(ids, conditions), StudyLog(db)))
+
+
+def _study(ids, conditions):
+    return parse_study({"study_id": "integ", "rounds": 3, "k": 4, "conditions": conditions, "tasks": ids[:1]})
+
+
+# process B of the two-process test, a separate Python: resume with the token, unmark shown[0], mark shown[2]
+OTHER_PROCESS = """
+import sys
+from interactive_ir.backends import make_embedder
+from interactive_ir.backends.llms import FakeLLM
+from interactive_ir.engine import build_engine
+from interactive_ir.index import load_index
+from interactive_ir.retrieval.retriever import Retriever
+from interactive_ir.study.log import StudyLog
+from interactive_ir.study.page.logic import StudyPage
+from interactive_ir.study.page.render import TabState
+from interactive_ir.study.ui import make_runner
+from test_study_integrity import _study
+
+folder, db, tok, first, third = sys.argv[1:]
+index = load_index(folder + "/index")
+page = StudyPage(make_runner(build_engine(Retriever(index, make_embedder("fake:32")), llm=FakeLLM()),
+                             _study(sorted(index.ids), {"F": "feedback"}), StudyLog(db)))
+tok, tab = page.act("resume", tok, TabState())
+for image in (first, third):
+    tok, tab = page.act("card", tok, tab, "relevant", image)
+    assert tab.notice == "", tab.notice
+print(sorted(tab.marks))
+"""
 
 
 def _searching(page: StudyPage):
@@ -138,3 +173,32 @@ def test_the_marks_are_read_back_only_when_the_log_moved_on(tiny, tmp_path, monk
     page.runner.click(page.who(tok), shown[1], "mark_irrelevant")  # another process's write
     assert _pressed(page.view(tok, tab).results) == {shown[0]} and len(reads) == 2
     assert tab.marks == {shown[0]: True, shown[1]: False}
+
+
+def test_a_participant_moved_to_another_os_process_and_back_sees_the_logs_marks(tiny_dir, tmp_path):
+    """The same, with process B a separate Python process over the same SQLite file (WAL)."""
+    import ast
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    folder, tiny = tiny_dir
+    db = tmp_path / "shared.sqlite"
+    a = _page(tiny, db, {"F": "feedback"})
+    tok, tab = _searching(a)
+    pid = a.who(tok)
+    shown = a.runner.progress(pid).session.last.shown
+    for i in (0, 1):
+        tok, tab = a.act("card", tok, tab, "relevant", shown[i])
+    here = Path(__file__).resolve()
+    paths = [str(here.parents[3]), str(here.parents[2]), str(here.parent), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    done = subprocess.run([sys.executable, "-c", OTHER_PROCESS, str(folder), str(db), tok, shown[0], shown[2]],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted([shown[1], shown[2]]) == ast.literal_eval(done.stdout.strip())  # B's page
+    assert _pressed(a.view(tok, tab).results) == {shown[1], shown[2]}  # A: what the log holds, not 0, 1
+    tok, tab = a.act("card", tok, tab, "relevant", shown[3])
+    want = {shown[1]: True, shown[2]: True, shown[3]: True}
+    assert tab.marks == want and a.runner.current_marks(pid)[0] == want
