@@ -25,7 +25,7 @@ log = logging.getLogger("interactive_ir.study.admin")
 
 EXPORT_ROUTE = "admin/export"  # the one-time downloads of the event log
 BIND_ROUTE = "admin/bind"  # where the signed-in browser gets the cookie its downloads need
-COOKIE = "iir_study_admin"  # the download cookie (HttpOnly, SameSite=Strict)
+COOKIE = "iir_study_admin"  # the download cookie's name (HttpOnly, SameSite=Strict), with a suffix per gate
 
 
 class LoginLimiter:
@@ -106,6 +106,8 @@ class AdminGate:
         self._downloads: dict[str, tuple[Path, float, str]] = {}  # token -> (file, offered at, key)
         self._lock = threading.Lock()
         self._once, self._once_at = "", 0.0
+        # cookies ignore ports: two study apps on one host (or a restart) each get their own cookie
+        self.cookie = f"{COOKIE}_{secrets.token_hex(4)}"
         if password:
             self._new_link()
 
@@ -231,12 +233,12 @@ class AdminGate:
             if cookie is None:
                 return PlainTextResponse("not found", status_code=404)
             r = Response(status_code=204)
-            r.set_cookie(COOKIE, cookie, max_age=int(self.session_s), httponly=True, samesite="strict",
+            r.set_cookie(self.cookie, cookie, max_age=int(self.session_s), httponly=True, samesite="strict",
                          secure=request.url.scheme == "https", path="/")
             return r
 
         def download(tok: str, name: str, request: Request):
-            path = self.take(tok, request.cookies.get(COOKIE))
+            path = self.take(tok, request.cookies.get(self.cookie))
             if path is None or path.name != name:
                 return PlainTextResponse("not found", status_code=404)
             return FileResponse(path, filename=path.name, background=BackgroundTask(remove_export, path))

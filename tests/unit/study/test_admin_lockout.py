@@ -136,8 +136,6 @@ def test_the_export_is_served_once_and_only_to_the_signed_in_admins_browser(tmp_
     from fastapi import FastAPI
     from starlette.testclient import TestClient
 
-    from interactive_ir.study.page.admin_gate import COOKIE
-
     now = [0.0]
     gate = AdminGate(PASSWORD, clock=lambda: now[0], announce=lambda _: None, session_s=100, download_s=50)
     folder = tmp_path / "iir-study-x"
@@ -153,11 +151,12 @@ def test_the_export_is_served_once_and_only_to_the_signed_in_admins_browser(tmp_
     bind = gate.bind_token(key)
     r = admin.get(f"/admin/bind/{bind}")
     assert r.status_code == 204 and "httponly" in r.headers["set-cookie"].lower()
-    assert "samesite=strict" in r.headers["set-cookie"].lower()
+    assert "samesite=strict" in r.headers["set-cookie"].lower() and r.headers["set-cookie"].startswith(gate.cookie)
+    assert AdminGate(PASSWORD, announce=lambda _: None).cookie != gate.cookie  # one cookie per app (ports share)
     assert other.get(f"/admin/bind/{bind}").status_code == 404  # the bind token is single use
     url = gate.offer(key, f)
     assert other.get(url).status_code == 404  # another client with the URL: refused ...
-    other.cookies.set(COOKIE, "x" * 43)
+    other.cookies.set(gate.cookie, "x" * 43)
     assert other.get(url).status_code == 404  # ... with a made-up cookie too
     assert admin.get(url.replace(url.split("/")[-2], "x" * 43)).status_code == 404  # a guessed token
     r = admin.get(url)  # the admin's browser: served (the others' tries did not use the offer up)
