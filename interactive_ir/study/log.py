@@ -65,6 +65,7 @@ EVENT_TYPES = (
     "timeout",  # the task's time limit ran out
     "screened_out",  # an answer ended the study for this participant
     "error",  # an error shown to the participant (bad input, a failing model)
+    "refused",  # an action the participant's condition does not offer, refused; payload: action, message, what was sent
     "questionnaire",  # post-task answers
     "study_end",  # the last questionnaire was submitted
     "paradata",  # the page lost or got back focus or visibility, or went idle; payload: kind, sent_at (browser clock)

@@ -30,12 +30,12 @@ from interactive_ir.study.flow.enrolment import TOKEN_BYTES, Enrolment, token_ha
 from interactive_ir.study.flow.plan import StudyPlan, due_forms
 from interactive_ir.study.flow.replay import Replay
 from interactive_ir.study.flow.rounds import DescriptionLocked, Rounds, StaleQuestionError
-from interactive_ir.study.flow.state import Participants, StudyClosed
+from interactive_ir.study.flow.state import ActionRefused, Participants, StudyClosed
 from interactive_ir.study.flow.tasks import TIME_GRACE_S, TaskFlow, TaskTimeout
 from interactive_ir.study.log import StudyLog
 from interactive_ir.study.progress import Progress
 
-__all__ = ["TIME_GRACE_S", "TOKEN_BYTES", "DescriptionLocked", "Progress", "TaskNotOpen", "StaleQuestionError", "StudyClosed", "StudyRunner",
+__all__ = ["TIME_GRACE_S", "TOKEN_BYTES", "ActionRefused", "DescriptionLocked", "Progress", "TaskNotOpen", "StaleQuestionError", "StudyClosed", "StudyRunner",
            "TaskTimeout", "token_hash"]
 
 
@@ -202,6 +202,10 @@ class StudyRunner:
     def log_error(self, participant: str, action: str, message: str, client_ts: float | None = None) -> None:
         self.task_flow.log_error(participant, action, message, client_ts)
 
+    def refuse(self, participant: str, action: str, message: str, client_ts: float | None = None, **given) -> None:
+        """Log a refusal of an action the page never offers and raise ActionRefused (one line)."""
+        self.task_flow.refuse(participant, action, message, client_ts, **given)
+
     # --- search rounds ----------------------------------------------------------------------------------
     def describe(self, participant: str, text: str, client_ts: float | None = None, ask: bool = True) -> Turn:
         return self.rounds.describe(participant, text, client_ts, ask)
@@ -229,6 +233,10 @@ class StudyRunner:
 
     def ask(self, participant: str, client_ts: float | None = None) -> Turn | None:
         return self.rounds.ask(participant, client_ts)
+
+    def check_offered(self, participant: str, action: str, client_ts: float | None = None) -> None:
+        """ActionRefused (logged) when the participant's condition does not offer round `action`."""
+        self.rounds.check_offered(participant, action, client_ts)
 
 
 def _record_run(log: StudyLog, study: StudyConfig, engine, tasks: Sequence[Task], now: float) -> None:

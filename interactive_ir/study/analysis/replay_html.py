@@ -18,6 +18,7 @@ _LABELS = {"description": "typed the description", "answer": "answered", "skip":
            "search": "searched", "results": "results", "question_shown": "the system asked", "click": "clicked",
            "wrong_pick": "picked a wrong image", "found": "found the target", "give_up": "gave up",
            "budget_exhausted": "used up the rounds", "timeout": "ran out of time", "error": "error",
+           "refused": "refused (not offered)",
            "paradata": "page"}
 
 CSS = """

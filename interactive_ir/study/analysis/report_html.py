@@ -48,6 +48,8 @@ PAYLOAD_DOC = {  # event type -> the keys of its payload
     "questionnaire": "form, answers {item id: answer}, scores {score: value}, attention {item id: passed}, ended",
     "screened_out": "items (the answers that screened the participant out)",
     "error": "action, message (and what the participant gave)",
+    "refused": "action, message, and what was sent (each text cut to 500 characters): an action the condition does "
+               "not offer (e.g. a mark through the API in a text-only condition), refused; nothing else changed",
     "study_end": "tasks",
 }
 SESSION_DOC = {

@@ -186,7 +186,7 @@ def _step(e, t: float, dt: float) -> Step:
         s.detail = f"position {p['position']}" if p.get("position") else ""
     elif e.type == "reference":
         s.text = str(p.get("reference") or "")
-    elif e.type == "error":
+    elif e.type in ("error", "refused"):
         s.text = str(p.get("message") or "")
     elif e.type == "paradata":
         s.text = {"blur": "left the page (blur)", "focus": "came back (focus)", "hidden": "tab hidden",

@@ -14,7 +14,7 @@ from typing import Any
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.errors import BadInputError, IIRError, SessionError
 from interactive_ir.study.engines import ConditionEngines, ask_step, run_round
-from interactive_ir.study.flow.state import Participants, copy_session, require
+from interactive_ir.study.flow.state import ActionRefused, Participants, copy_session, require
 from interactive_ir.study.flow.tasks import TaskFlow
 from interactive_ir.study.log import Event
 from interactive_ir.study.progress import Progress
@@ -148,6 +148,17 @@ class Rounds:
         """A rewritten text query (text mode)."""
         return self.round(participant, "search", [("search", {"text": text})], (text,), client_ts, ask)
 
+    def check_offered(self, participant: str, action: str, client_ts: float | None = None) -> None:
+        """Refuse (log and raise ActionRefused) round `action` when the participant's condition does not offer
+        its mode; for a caller that checks its own input first (the page's "no marks yet")."""
+        mode, logged_as = ROUND_KINDS[action]
+        ps = self.participants
+        with ps.locked(participant) as p:
+            if p.phase == "search" and p.current is not None and mode is not None \
+                    and mode not in ps.condition_of(p).modes:
+                rnd = len(p.session.turns) if p.session else None
+                raise ps.refuse(p, logged_as, f"this system does not offer {mode} in this task", client_ts, rnd)
+
     # --- one round ----------------------------------------------------------------------------------
     def round(self, participant: str, action: str, inputs: list[tuple[str, dict]], args: tuple,
               client_ts: float | None, ask: bool, organiser: bool = False) -> Turn:
@@ -171,18 +182,23 @@ class Rounds:
             require(p, "search")
             self.tasks.check_time(p, client_ts)
             c = ps.condition_of(p)
+            given = {k: v for _, pl in inputs for k, v in pl.items()}
+            rnd = len(p.session.turns) if p.session else None
             try:
                 left = p.lock_left(ps.clock()) if action in TYPED and not organiser else 0
                 if left > 0:
                     raise DescriptionLocked(f"the organiser's description is the only query for {left:.0f} more "
                                             "second(s): look through its results; then you can type your own words")
-                _check_round(p, mode, c.modes, first=action == "describe")
+                if mode is not None and mode not in c.modes:  # a round the page never offers (the API's)
+                    raise ps.refuse(p, logged_as, f"this system does not offer {mode} in this task", client_ts,
+                                    rnd, **given)
+                _check_round(p, first=action == "describe")
                 session = copy_session(p.session)
                 turn = run_round(self.engines.of(c), session, action, *args)
+            except ActionRefused:
+                raise
             except Exception as e:
-                rnd = len(p.session.turns) if p.session else None
                 msg = str(e) if isinstance(e, IIRError) else f"{type(e).__name__}: {e}"
-                given = {k: v for _, pl in inputs for k, v in pl.items()}
                 ps.write(p, [ps.event(p, "error", {"action": logged_as, "message": msg, **given}, client_ts, rnd)])
                 raise
             events = [ps.event(p, t, pl, client_ts, turn.round) for t, pl in inputs]
@@ -250,12 +266,10 @@ class Rounds:
             return turn
 
 
-def _check_round(p: Progress, mode: str | None, modes: Sequence[str], first: bool) -> None:
+def _check_round(p: Progress, first: bool) -> None:
     """Refuse a round the participant may not run now (SessionError, logged by the caller)."""
     if p.ended:
         raise SessionError("this task has ended")
-    if mode is not None and mode not in modes:
-        raise SessionError(f"this system does not offer {mode} in this task")
     if first and p.described:
         raise SessionError("the first description was already given")
     if not first and not p.described:

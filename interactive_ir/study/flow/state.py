@@ -28,6 +28,14 @@ class StudyClosed(SessionError):
     """The study closed (`closes_at`): nobody new may start a task."""
 
 
+class ActionRefused(SessionError):
+    """An action the participant's condition does not offer (sent through the API, say): refused and logged as a
+    "refused" event, never as the action's own event; nothing else changed."""
+
+
+REFUSED_TEXT = 500  # characters of each string a refusal keeps of what was sent
+
+
 @dataclass
 class _Slot:
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -91,6 +99,16 @@ class Participants:
                      task=a.position if a else None, target=a.task.target if a else None,
                      condition=a.condition if a else None, round=round_, payload=dict(payload or {}),
                      client_ts=client_ts)
+
+    def refuse(self, p: Progress, action: str, message: str, client_ts: float | None = None,
+               round_: int | None = None, **given: Any) -> ActionRefused:
+        """Log a refusal of `action` (what was sent cut to REFUSED_TEXT characters) and return the exception to
+        raise: one line for the participant."""
+        sent = {k: v[:REFUSED_TEXT] if isinstance(v, str) else v for k, v in given.items()}
+        self.write(p, [self.event(p, "refused", {"action": action, "message": message, **sent}, client_ts, round_,
+                                  task=p.current is not None)])
+        logging.getLogger(__name__).info("study: refused %s of participant %s: %s", action, p.participant, message)
+        return ActionRefused(message)
 
     def write(self, p: Progress, events: list[Event], session: Session | None = None) -> list[int]:
         """Log `events` and, when given, the current task's session, in one transaction."""

@@ -25,6 +25,9 @@ from interactive_ir.study.progress import Progress
 from interactive_ir.study.questionnaire import attention_results, check_answers, screened_out
 
 TIME_GRACE_S = 2.0  # a client timer firing this early (clock skew, latency) still ends the task
+# a click's logged action -> the mode its condition must offer (None: any condition); any other action is refused
+CLICK_MODES = {"open": None, "mark_relevant": "feedback", "mark_irrelevant": "feedback", "unmark": "feedback",
+               "reference": "composed", "unreference": "composed"}
 
 
 class TaskTimeout(SessionError):
@@ -100,12 +103,18 @@ class TaskFlow:
 
     # --- clicks -----------------------------------------------------------------------------------
     def click(self, participant: str, image_id: str, action: str = "open", client_ts: float | None = None) -> None:
-        """Log a click on an image (opening it, selecting it as a reference, marking it, ...)."""
+        """Log a click on an image (opening it, selecting it as a reference, marking it, ...); an action of
+        CLICK_MODES whose mode the participant's condition does not offer is refused (ActionRefused)."""
         image_id, action = str(image_id)[:500], str(action)[:64]
         ps = self.participants
         with ps.locked(participant) as p:
             require(p, "search")
             rnd = p.session.round if p.session and p.session.turns else None
+            mode = CLICK_MODES.get(action, "?")
+            if mode is not None and mode not in ps.condition_of(p).modes:
+                why = f"not a click this page offers: {action!r}" if mode == "?" else \
+                    f"this system does not offer {mode} in this task"
+                raise ps.refuse(p, "click", why, client_ts, rnd, click=action, image_id=image_id)
             ps.write(p, [ps.event(p, "click", {"image_id": image_id, "action": action,
                                                "is_target": image_id == p.current.task.target}, client_ts, rnd)])
 
@@ -127,6 +136,14 @@ class TaskFlow:
             if events:
                 self.participants.write(p, events)
         return len(events)
+
+    def refuse(self, participant: str, action: str, message: str, client_ts: float | None = None,
+               **given: Any) -> None:
+        """Refuse an action the page never offers (the UI calls this): logged as "refused", ActionRefused raised."""
+        ps = self.participants
+        with ps.locked(participant) as p:
+            rnd = p.session.round if p.session and p.session.turns else None
+            raise ps.refuse(p, action, message, client_ts, rnd, **given)
 
     def log_error(self, participant: str, action: str, message: str, client_ts: float | None = None) -> None:
         """Record an error the participant saw (the UI calls this for errors outside the runner)."""

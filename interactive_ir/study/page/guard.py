@@ -16,7 +16,9 @@ GUARD_ENV_PREFIX = "IIR_STUDY_"
 class StudyGuard:
     """Per-client limits of the study page; each field can be set by env `IIR_STUDY_<FIELD>`."""
 
-    admin_from: str = "127.0.0.1,::1"  # addresses/networks whose admin sign-in other clients' failures never hold back
+    admin_from: str = "127.0.0.1,::1"  # addresses/networks that keep their free admin sign-in tries even while many sources fail
+    admin_surge_sources: int = 200  # more distinct failing sources than this within 10 min: an unknown source's back-off starts at its first failure
+    admin_link_h: float = 24.0  # hours the one-time admin sign-in link in the server log lives (a new one is logged after)
     joins_per_client: int = 10  # participants one address may enrol per join_window_s (raise it for a lab behind one address; 0 = no limit)
     join_window_s: float = 600.0  # the window of joins_per_client, in seconds
 

@@ -273,7 +273,8 @@ def _on_card(page: StudyPage, c: Components):
     import gradio as gr
 
     def on_card(token, tab, ts, evt: gr.EventData):
-        data = getattr(evt, "_data", None) or {}
+        data = getattr(evt, "_data", None)
+        data = data if isinstance(data, dict) else {}  # event data that is not an object: nothing asked
         token, tab = page.act("card", token, tab, str(data.get("action", "")), str(data.get("id", "")),
                               client_ts=ts)
         return render(page, c, token, tab)
@@ -286,7 +287,8 @@ def _on_paradata(page: StudyPage):
 
     def on_paradata(token, tab, ts, evt: gr.EventData):
         """The page's focus, visibility and idle changes (paradata.js): logged, nothing redrawn."""
-        data = getattr(evt, "_data", None) or {}
+        data = getattr(evt, "_data", None)
+        data = data if isinstance(data, dict) else {}  # event data that is not an object: nothing asked
         page.act("paradata", token, tab, data.get("events"), client_ts=ts)
 
     return on_paradata
@@ -297,7 +299,8 @@ def _on_choose(page: StudyPage, c: Components):
 
     def on_choose(token, tab, ts, evt: gr.EventData):
         """A click on one of the pending question's options (a thumbnail, none of these, yes/no)."""
-        data = getattr(evt, "_data", None) or {}
+        data = getattr(evt, "_data", None)
+        data = data if isinstance(data, dict) else {}  # event data that is not an object: nothing asked
         token, tab = page.act("choose", token, tab, data.get("index"), str(data.get("question") or ""),
                               data.get("round"), client_ts=ts)
         return render(page, c, token, tab)
@@ -426,7 +429,8 @@ def layout(page: StudyPage, password: str):
         _forms_and_end(gr, c, study)
         _wire(demo, page, c)
     guard = study_guard()
-    gate = AdminGate(password, LoginLimiter(trusted=Addresses(guard.admin_from)))
+    gate = AdminGate(password, LoginLimiter(trusted=Addresses(guard.admin_from), surge_sources=guard.admin_surge_sources),
+                     link_s=guard.admin_link_h * 3600)
     demo.extra_routes = add_admin_page(demo, page, password, gate).routes()
     if study.scoreboard:
         from interactive_ir.study.page.scoreboard import add_scoreboard_page

@@ -23,6 +23,7 @@ from interactive_ir.study.log import TASK_END_TYPES, AlreadyEnrolled, StudyLog
 from interactive_ir.study.page.admin_actions import AdminActions
 from interactive_ir.study.page.guard import StudyGuard, study_guard
 from interactive_ir.study.page.render import (
+    CARD_ACTIONS,
     Outcomes,
     TabState,
     brief_md,
@@ -36,7 +37,7 @@ from interactive_ir.study.page.render import (
 )
 from interactive_ir.study.progress import Progress
 from interactive_ir.study.recruitment import LinkError, end_message, read_arrival
-from interactive_ir.study.runner import StaleQuestionError, StudyRunner
+from interactive_ir.study.runner import ActionRefused, StaleQuestionError, StudyRunner
 from interactive_ir.ui.render import esc
 from interactive_ir.ui.serving.limits import WindowCounter
 
@@ -129,8 +130,24 @@ class StudyPage(AdminActions):
         except SessionError:
             return None
 
+    def fresh(self, pid: str | None, tab: TabState) -> None:
+        """The tab's marks and reference as the log holds them: reloaded whenever the participant's last event in
+        the log is not the one the tab last saw (another process, or another tab, acted meanwhile)."""
+        if not pid:
+            return
+        last = self.runner.log.last_event_id(self.study.study_id, pid)
+        if last == tab.seen:
+            return
+        p = self.progress(pid)
+        tab.sync(p)
+        if p is not None and p.phase == "search" and p.session is not None and p.session.turns:
+            tab.marks, tab.reference = self.runner.current_marks(pid)
+        tab.seen = last
+
     def view(self, token: Any, tab: TabState) -> View:
-        p = self.progress(self.who(token, tab))
+        pid = self.who(token, tab)
+        self.fresh(pid, tab)
+        p = self.progress(pid)
         tab.sync(p)
         status = tab.notice
         if p is None:
@@ -222,15 +239,19 @@ class StudyPage(AdminActions):
         try:
             if name not in ("join", "leave") and not pid:
                 raise SessionError("this page does not know you yet: please read the information and answer it")
+            self.fresh(pid, tab)  # act on what the log holds, whichever process served the last action
             new_token = getattr(self, f"_{name}")(pid, tab, *args, ts)  # None: the same participant
             token = token if new_token is None else new_token
         except IIRError as e:
             tab.notice = f"⚠️ {_sentence(e)}"
-            self._log_error(name, pid, str(e), ts)
+            if not isinstance(e, ActionRefused):  # a refusal is logged as one already
+                self._log_error(name, pid, str(e), ts)
         except Exception as e:  # a bug or a crashed backend: the participant's state is unchanged
             log.exception("study page action %s failed", name)
             tab.notice = f"⚠️ Something went wrong ({type(e).__name__}). Please try again."
             self._log_error(name, pid, f"{type(e).__name__}: {e}", ts)
+        if not pid or self.runner.log.last_event_id(self.study.study_id, pid) != tab.seen:
+            tab.seen = -1  # the log moved on: the next view reads the marks back from it
         return token, tab
 
     def _log_error(self, name: str, pid: str, message: str, ts: float | None) -> None:
@@ -326,6 +347,7 @@ class StudyPage(AdminActions):
     def _feedback(self, pid, tab, ts):
         rel, irr = tab.marked()
         if not rel and not irr:
+            self.runner.check_offered(pid, "feedback", ts)  # a condition without marks: refused, not "mark one"
             raise SessionError("mark at least one result as relevant or not relevant first")
         self.runner.feedback(pid, rel, irr, ts, ask=False)
 
@@ -341,10 +363,18 @@ class StudyPage(AdminActions):
             if not self.runner.pick(pid, image_id, ts):
                 tab.notice = "That is not the image you are looking for: keep searching."
             return
+        if action not in CARD_ACTIONS:
+            self.runner.refuse(pid, "card", f"not a card button: {str(action)[:64]!r}", ts,
+                               card=str(action), image_id=str(image_id))
         shown = p.session.last.shown if p.session and p.session.last else []
         if image_id not in shown:
             raise SessionError("that image is not among the results on the page")
-        self.runner.click(pid, image_id, _toggle(tab, action, image_id), ts)
+        before = dict(tab.marks), tab.reference
+        try:
+            self.runner.click(pid, image_id, _toggle(tab, action, image_id), ts)
+        except Exception:  # refused or not logged: the tab's marks stay as the log has them
+            tab.marks, tab.reference = before
+            raise
 
     def _paradata(self, pid, tab, items, ts):
         """The page's focus, visibility and idle changes (logged only; the page is not redrawn)."""

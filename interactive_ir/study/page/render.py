@@ -70,6 +70,7 @@ class TabState:
     expert: bool | None = None  # the URL's expert=1 / expert=0: an expert or novice session (None: not said)
     drawn: str = ""  # what the page last drew, in short (a competition's poll redraws only when it changes)
     client: str = ""  # the address the tab's last join came from (enrolments are limited per address)
+    seen: int = -1  # the participant's last event id in the log that `marks` and `reference` reflect (-1: reload)
 
     def sync(self, p: Progress | None) -> None:
         rnd = p.session.round if p is not None and p.session is not None else -1

@@ -17,37 +17,102 @@ from interactive_ir.ui.serving.limits import Addresses, WindowCounter
 PASSWORD = "Vq8-2mZr!xT4pL"
 
 
-def test_forty_forged_addresses_do_not_lock_the_admin_out():
-    now = [0.0]
-    said = []
-    gate = AdminGate(PASSWORD, LoginLimiter(trusted=Addresses("127.0.0.1,::1"), clock=lambda: now[0]),
+def _gate(now, said, **limits):
+    return AdminGate(PASSWORD, LoginLimiter(trusted=Addresses("127.0.0.1,::1"), clock=lambda: now[0], **limits),
                      clock=lambda: now[0], announce=said.append)
-    for i in range(40):  # the attack of the issue: 40 wrong passwords from 40 made-up addresses in 2 s
-        gate.sign_in("wrong", f"203.0.113.{i}")
+
+
+def _once(line: str) -> str:
+    return line.split("once=")[1].split()[0]
+
+
+def test_forty_failing_sources_then_the_right_password_from_a_41st_passes_at_once():
+    now, said = [0.0], []
+    gate = _gate(now, said)
+    for i in range(40):  # the attack of the issue: 40 wrong passwords from 40 addresses in 2 s
+        assert gate.sign_in("wrong", f"203.0.113.{i}") == ("", "Wrong password")
         now[0] += 0.05
-    assert gate.sign_in(PASSWORD, "198.51.100.7")[0] == ""  # a stranger's address is held back ...
-    key, why = gate.sign_in(PASSWORD, "127.0.0.1")  # ... the admin's own address is not
+    key, why = gate.sign_in(PASSWORD, "198.51.100.7")  # a 41st source, no failures of its own: at once
     assert key and why == "" and gate.signed_in(key)
-    # from anywhere, the one-time link in the server log lets the password through, once
-    assert len(said) == 1 and "/admin?once=" in said[0]
-    once = said[0].split("once=")[1].split()[0]
-    assert gate.sign_in("wrong", "198.51.100.7", once) == ("", "Wrong password")  # still the password
-    key, why = gate.sign_in(PASSWORD, "198.51.100.7", once)
-    assert key and len(said) == 2  # used: a new link is logged, the old one no longer passes
-    assert gate.sign_in(PASSWORD, "198.51.100.7", once)[0] == ""
-    assert gate.sign_in(PASSWORD, "198.51.100.8", said[1].split("once=")[1].split()[0])[0]
+    assert gate.sign_in(PASSWORD, "127.0.0.1")[0]  # and the admin's own address
+    for _ in range(4):  # an attacker's own source does slow down
+        gate.sign_in("wrong", "203.0.113.0")
+    assert gate.limiter.wait_s("203.0.113.0") > 0 and "try again in" in gate.sign_in(PASSWORD, "203.0.113.0")[1]
+
+
+def test_a_thousand_failing_sources_neither_lock_out_nor_grow_memory():
+    now, said = [0.0], []
+    gate = _gate(now, said, surge_sources=200, max_sources=300)
+    for i in range(1000):
+        gate.sign_in("wrong", f"10.{i // 250}.{i % 250}.1")
+        now[0] += 0.01
+    assert len(gate.limiter) <= 300 and gate.limiter.surging()  # bounded, and the surge is seen
+    assert gate.sign_in(PASSWORD, "198.51.100.9")[0]  # a source without failures: at once
+    assert gate.sign_in(PASSWORD, "::1")[0]
+    # during the surge an unknown source's back-off starts at its first failure; the admin's addresses keep
+    # their free tries
+    gate.sign_in("wrong", "198.51.100.10")
+    assert gate.limiter.wait_s("198.51.100.10") == 2.0
+    gate.sign_in("wrong", "127.0.0.1")
+    assert gate.limiter.wait_s("127.0.0.1") == 0
+    now[0] += 601  # the window passed: no surge, free tries again
+    assert not gate.limiter.surging()
+    gate.sign_in("wrong", "198.51.100.11")
+    assert gate.limiter.wait_s("198.51.100.11") == 0
+
+
+def test_behind_an_untrusted_proxy_twelve_wrong_guesses_from_the_admins_address_leave_the_link_working():
+    """Every visitor is the proxy's 127.0.0.1: an attacker's guesses hold that address back, the one-time link
+    from the server log still signs the admin in (with the password), once."""
+    now, said = [0.0], []
+    gate = _gate(now, said)
+    assert len(said) == 1 and "/admin?once=" in said[0] and "proxy" in said[0]  # the start-up log says so
+    for _ in range(12):
+        gate.sign_in("guess", "127.0.0.1")
+        now[0] += 0.1
+    key, why = gate.sign_in(PASSWORD, "127.0.0.1")
+    assert key == "" and why.startswith("Too many wrong passwords") and "sign-in link in the server log" in why
+    once = _once(said[0])
+    assert gate.sign_in("wrong", "127.0.0.1", once) == ("", "Wrong password")  # still the password ...
+    assert gate.limiter.wait_s("127.0.0.1") < 900  # ... and a wrong one with the link is not counted
+    key, why = gate.sign_in(PASSWORD, "127.0.0.1", once)
+    assert key and why == "" and len(said) == 2  # used: a new link is logged
+    assert gate.limiter.wait_s("127.0.0.1") == 0  # a success clears the address
+
+
+def test_the_one_time_link_is_single_use_and_expires():
+    now, said = [0.0], []
+    gate = AdminGate(PASSWORD, LoginLimiter(clock=lambda: now[0]), clock=lambda: now[0], announce=said.append,
+                     link_s=3600)
+
+    def held_back():
+        for _ in range(20):
+            gate.sign_in("wrong", "192.0.2.1")
+
+    held_back()
+    first = _once(said[0])
+    assert gate.sign_in(PASSWORD, "192.0.2.1", first)[0]
+    held_back()
+    assert gate.sign_in(PASSWORD, "192.0.2.1", first)[0] == ""  # used: refused
+    second = _once(said[1])
+    assert second != first
+    now[0] += 3601
+    held_back()  # the link expired: refused, and a new link is logged
+    assert gate.sign_in(PASSWORD, "192.0.2.1", second)[0] == "" and len(said) == 3
+    assert gate.sign_in(PASSWORD, "192.0.2.1", "made-up")[0] == ""
+    assert gate.sign_in(PASSWORD, "192.0.2.1", _once(said[2]))[0]
 
 
 def test_a_clients_own_failures_still_slow_it_down():
     now = [0.0]
-    lim = LoginLimiter(free=3, base_s=2, max_s=60, global_max=10, window_s=600, clock=lambda: now[0],
+    lim = LoginLimiter(free=3, base_s=2, max_s=60, surge_sources=10, window_s=600, clock=lambda: now[0],
                        trusted=Addresses("10.1.0.0/16"))
     for _ in range(5):
         lim.failed("10.1.2.3")
     assert lim.wait_s("10.1.2.3") == 4 and lim.wait_s("10.1.2.4") == 0  # trusted, but its own failures count
-    for i in range(10):
+    for i in range(20):
         lim.failed(f"192.0.2.{i}")
-    assert lim.wait_s("192.0.2.200") > 0 and lim.wait_s("10.1.9.9") == 0
+    assert lim.wait_s("192.0.2.200") == 0 and lim.wait_s("10.1.9.9") == 0  # others' failures hold no one back
 
 
 def test_addresses_and_windows():
@@ -67,7 +132,7 @@ def test_addresses_and_windows():
     assert w.total() == 5  # bounded
 
 
-def test_the_export_is_served_once_and_only_to_a_signed_in_admin(tmp_path):
+def test_the_export_is_served_once_and_only_to_the_signed_in_admins_browser(tmp_path):
     from fastapi import FastAPI
     from starlette.testclient import TestClient
 
@@ -79,18 +144,35 @@ def test_the_export_is_served_once_and_only_to_a_signed_in_admin(tmp_path):
     f.write_text("id,type\n1,enrol\n")
     with pytest.raises(PermissionError):
         gate.offer("made-up", f)
+    assert gate.bind_token("made-up") == ""
     key, _ = gate.sign_in(PASSWORD, "127.0.0.1")
+    app = FastAPI(routes=gate.routes())
+    admin, other = TestClient(app), TestClient(app)
+    bind = gate.bind_token(key)
+    r = admin.get(f"/admin/bind/{bind}")
+    assert r.status_code == 204 and "httponly" in r.headers["set-cookie"].lower()
+    assert "samesite=strict" in r.headers["set-cookie"].lower() and r.headers["set-cookie"].startswith(gate.cookie)
+    assert AdminGate(PASSWORD, announce=lambda _: None).cookie != gate.cookie  # one cookie per app (ports share)
+    assert other.get(f"/admin/bind/{bind}").status_code == 404  # the bind token is single use
     url = gate.offer(key, f)
-    client = TestClient(FastAPI(routes=gate.routes()))
-    assert client.get(url.replace(url.split("/")[-2], "x" * 43)).status_code == 404  # a guessed token
-    r = client.get(url)
+    assert other.get(url).status_code == 404  # another client with the URL: refused ...
+    other.cookies.set(gate.cookie, "x" * 43)
+    assert other.get(url).status_code == 404  # ... with a made-up cookie too
+    assert admin.get(url.replace(url.split("/")[-2], "x" * 43)).status_code == 404  # a guessed token
+    r = admin.get(url)  # the admin's browser: served (the others' tries did not use the offer up)
     assert r.status_code == 200 and r.text.startswith("id,type")
-    assert client.get(url).status_code == 404 and not f.exists()  # once, then the file is gone
+    assert admin.get(url).status_code == 404 and not f.exists()  # once, then the file is gone
+    key2, _ = gate.sign_in(PASSWORD, "127.0.0.1")  # another admin session's cookie does not fit this key's offers
+    second = TestClient(app)
+    second.get(f"/admin/bind/{gate.bind_token(key2)}")
+    f1 = tmp_path / "mine.csv"
+    f1.write_text("x")
+    assert second.get(gate.offer(key, f1)).status_code == 404
     f2 = tmp_path / "late.csv"
     f2.write_text("x")
     url2 = gate.offer(key, f2)
     now[0] += 60  # past download_s
-    assert client.get(url2).status_code == 404
+    assert admin.get(url2).status_code == 404
     f3 = tmp_path / "never.csv"
     f3.write_text("x")
     gate.offer(key, f3)
@@ -156,3 +238,46 @@ def test_a_weak_admin_password_is_refused_before_any_model_loads(monkeypatch, tm
     cfg = startup.app_config(environ={}, study=study)
     with pytest.raises(BadInputError, match="example password"):
         app.build_page(cfg)
+
+
+def test_a_wrong_password_is_answered_in_one_line_through_the_page(monkeypatch):
+    """Through Gradio's server: wrong, huge and held-back sign-ins each get one short line (a warning), never
+    an error or a traceback; the right password then gets the bind token for the download cookie."""
+    gr = pytest.importorskip("gradio")
+    import httpx
+
+    from interactive_ir.study.page.admin import add_admin_page
+
+    class Page:  # what /admin reads of a StudyPage
+        study = type("S", (), {"study_id": "s", "competition": False})()
+
+        def admin_view(self):
+            return "0 participant(s)", []
+
+    now, warned = [0.0], []
+    monkeypatch.setattr(gr, "Warning", warned.append)  # the page's toast (the server runs in this process)
+    gate = AdminGate(PASSWORD, LoginLimiter(clock=lambda: now[0]), clock=lambda: now[0], announce=lambda _: None)
+    with gr.Blocks() as demo:
+        gr.Markdown("the study page")
+    add_admin_page(demo, Page(), PASSWORD, gate)
+    port = _free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+
+    def sign_in(given):
+        base = f"http://127.0.0.1:{port}/gradio_api/call/login_fn"
+        ev = httpx.post(base, json={"data": [given]}, timeout=20).json()["event_id"]
+        return httpx.get(f"{base}/{ev}", timeout=20).text
+
+    try:
+        for given in ["wrong", "x" * 100_000, "wrong", "wrong", "wrong"]:
+            text = sign_in(given)
+            assert "event: complete" in text and "Traceback" not in text and "xxxxxxxxxx" not in text
+            note = warned.pop()
+            assert not warned and "\n" not in note and len(note) < 200
+        assert note.startswith("Too many wrong passwords")  # the 5th: held back, one line
+        now[0] += 10_000
+        text = sign_in(PASSWORD)
+        data = [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
+        assert len(data[-1][-1]) >= 40  # the bind token, for the browser's download cookie
+    finally:
+        demo.close()

@@ -74,7 +74,7 @@ def play(db, tiny, finder: str):
                 p = runner.start_task(pid)
                 target, cond = p.current.task.target, p.current.condition
                 turn = runner.describe(pid, caps[target][0])
-                runner.click(pid, turn.shown[1], "mark_relevant")
+                runner.click(pid, turn.shown[1], "mark_relevant" if cond == "F" else "open")  # T offers no marks
                 if cond == finder:
                     runner.pick(pid, target)
                 else:

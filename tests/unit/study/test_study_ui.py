@@ -246,7 +246,7 @@ def test_admin_passwords_are_checked_and_failures_slow_down():
     check_password_strength("Vq8-2mZr!xT4pL")  # fine
     check_password_strength("")  # no password: the admin page is off
     now = [0.0]
-    lim = LoginLimiter(free=3, base_s=2, max_s=60, global_max=10, window_s=600, clock=lambda: now[0])
+    lim = LoginLimiter(free=3, base_s=2, max_s=60, surge_sources=4, window_s=600, clock=lambda: now[0])
     for _ in range(3):
         assert lim.wait_s("1.2.3.4") == 0
         lim.failed("1.2.3.4")
@@ -258,9 +258,9 @@ def test_admin_passwords_are_checked_and_failures_slow_down():
     assert lim.wait_s("1.2.3.4") == 4
     lim.succeeded("1.2.3.4")
     assert lim.wait_s("1.2.3.4") == 0
-    for i in range(5):  # many clients: everyone waits
+    for i in range(5):  # many failing clients: no one else waits, but a new one's first failure now slows it
         lim.failed(f"10.0.0.{i}")
-    assert lim.wait_s("9.9.9.9") > 0
+    assert lim.wait_s("9.9.9.9") == 0 and lim.wait_s("10.0.0.4") == 2
 
 
 def test_passwords_and_clock():
