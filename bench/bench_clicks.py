@@ -19,7 +19,8 @@ of `evaluation.users`), prints each row as it finishes, and checks issue 38's go
 | typing@overlook | user:typing | 0 | 0.2 | paging@overlook | at least +10 points |
 | random-questions, wrong-marks, shuffled-page | (the known-bad) | 0 | 0 | paging | below paging |
 
-Extra rows by name: click, question (no noise), click@N / question@N / typing@N (N% noise).
+Extra rows by name: click, question, picture (no noise), click@N / question@N / picture@N / typing@N (N% noise);
+`picture` is the question-only user with Picture questions chosen in Options (`user:picture`).
 
 "Found" is the target shown on a page within the rounds and not overlooked. The difference to the baseline
 is in points with a 95% paired bootstrap interval over the targets (the same targets and seeds in both
@@ -83,10 +84,10 @@ def make_row(name: str, overlook: float = 0.2) -> Row:
     if name in fixed:
         return fixed[name]
     user, _, pct = name.partition("@")
-    goals = {"click": 10.0, "question": 10.0, "typing": 15.0}
+    goals = {"click": 10.0, "question": 10.0, "typing": 15.0, "picture": 10.0}
     if user not in goals:
         raise SystemExit(f"unknown row {name!r}: choose from {', '.join(DEFAULT_ROWS)}, click, question, "
-                         "or click@N, question@N, typing@N (N% noise)")
+                         "or click@N, question@N, picture@N, typing@N (N% noise)")
     noise = float(pct) / 100 if pct else 0.0
     return Row(name, f"user:{user}", noise, 0.0, "paging", goals[user])
 

@@ -264,16 +264,32 @@ class TextSearch:
         """Whether a typed description's round (`turn`, default the last) has a close match: how far its best
         result stands out from the next ones, against this index's calibration (`retrieval.score_profile`);
         None for other rounds, a search with NOT terms (they move scores), or an index without a current profile."""
-        from interactive_ir.retrieval.score_profile import PROFILE_KEY, STANDOUT_K, close_match
+        from interactive_ir.retrieval.score_profile import PROFILE_KEY, STANDOUT_K, CloseMatch, close_match
 
         turn = turn if turn is not None else session.last
-        if turn is None or turn.kind not in NOTE_KINDS or not turn.scores or session.not_terms:
+        if (turn is None or turn.kind not in NOTE_KINDS or not turn.scores or session.not_terms
+                or self.config.no_match_quantile <= 0):
             return None
+        unknown = self._unknown_words(turn)
+        if unknown:  # no caption uses any of its words ("asdf qwerty"): whatever stands out, nothing is close
+            return CloseMatch(round(float(turn.scores[0]), 4), 0.0, 0.0, self.config.no_match_quantile, None, True,
+                              unknown)
         profile = self.index.manifest.get(PROFILE_KEY)
         if not isinstance(profile, dict) or turn.query_row is None:
             return None
         scores, _ = self.retriever.search_rows(turn.query_row, STANDOUT_K, **self.scope_for(session))
         return close_match(profile, scores, self.retriever.default_tau, self.config.no_match_quantile)
+
+    def _unknown_words(self, turn: Turn) -> tuple[str, ...]:
+        """The typed description's words when no stored caption of a caption index uses any of them (not for a
+        multilingual embedder: its queries need not share the captions' language)."""
+        from interactive_ir.backends.embedders import is_multilingual
+        from interactive_ir.retrieval.vocabulary import caption_vocabulary, unknown_words
+
+        spec = str(getattr(getattr(self.retriever, "embedder", None), "spec", "") or "")
+        if is_multilingual(spec) or not (turn.query or "").strip():
+            return ()
+        return unknown_words(turn.query, caption_vocabulary(self.index))
 
     def duplicate_groups(self, turn: Turn) -> list[list[str]]:
         """The turn's shown ids as groups of near-duplicates (`retrieval.duplicates.fold`), each headed by its

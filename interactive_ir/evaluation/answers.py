@@ -46,7 +46,8 @@ __all__ = ["NOT_SURE", "SHORT_WORDS", "is_yes_no", "question_kind", "rule_answer
 NOT_SURE = "not sure"
 
 _YES_NO = re.compile(r"^\s*(?:is|are|was|were|does|do|did|can|could|has|have|had|will|would|should|am)\b", re.I)
-_GENERIC = frozenset("visible present there thing something anything someone anyone person people".split())
+_GENERIC = frozenset("visible present there thing something anything someone anyone".split())
+# ("Are there people ...?" asks whether people are there: `Text.has` meets it with any person word)
 
 
 def is_yes_no(question: str) -> bool:

@@ -338,11 +338,31 @@ def _before_prep(text: Text, q: list[str], subject: set[str], order: list[int]) 
     return None
 
 
+def _else_phrase(text: Text, order: list[int]) -> str | None:
+    """A person, animal or vehicle the knowledge names other than the first one it names (what a person adds
+    to "what else is in the picture?"); None when it names one kind only."""
+    keys = {root(w) for w in _ACTORS | CATEGORIES["vehicle"]}
+    spots = text.occurrences(keys, order)
+    if not spots:
+        return None
+    first = text.roots[spots[0][0]][spots[0][1]]
+    other = [(ci, p) for ci, p in spots if text.roots[ci][p] != first and not _same_kind(text.roots[ci][p], first)]
+    return _noun_phrase(text.toks[other[0][0]], other[0][1]) if other else None
+
+
+def _same_kind(a: str, b: str) -> bool:
+    """Both words name people (a boy, the children ...): one answer, not two things."""
+    people = {root(w) for w in PEOPLE}
+    return a in people and b in people
+
+
 def thing_phrase(text: Text, question: str, subject: set[str], order: list[int]) -> str | None:
     q = [t for t in tokens(question) if t not in PUNCT]
     if not subject:  # "what is in the picture?": the description's first person, animal or thing
         if not any(w in _LOOKS for w in q):
             return None
+        if "else" in q:  # "what else is in the picture?": a thing beside the first person or animal named
+            return _else_phrase(text, order)
         spots = text.occurrences({root(w) for w in _ACTORS | CATEGORIES["vehicle"]}, order)[:1]
         return _noun_phrase(text.toks[spots[0][0]], spots[0][1]) if spots else None
     category = [w for w in q if w in CATEGORIES and root(w) not in text.known]

@@ -25,6 +25,7 @@ Round 0 is always the query's description. Each later round is one call of an en
 | `belief:marks` | `search_text` | every shown image the user judges alike marked "like it", the rest "not it" (`engine.marks`) | - |
 | `user:click` | `search_text` | the click-only user: only the Closest click (or none of these), `--user-noise` of them on a random shown image (`evaluation.users`) | - |
 | `user:question` | `search_text` | the question-only user: only the page's question answered (`engine.ask_belief`; an option clicked with `engine.choose`, an open one answered with `engine.reply`), `--user-noise` of the answers a random option; no question: `engine.skip` | - |
+| `user:picture` | `search_text` | the question-only user with Picture questions chosen in Options: the belief's picture question ("which of these is most like it?", pictures chosen to tell most) answered by a click, `--user-noise` of them on a random option | - |
 | `user:typing` | `search_text` | the typing user: the `belief` round (click, answer and how the target differs) with `--user-noise` errors | - |
 | `fixed-dialogue` (= `:concat`) | `search_text` | ChatIR's query: the caption and the first t entries joined by ", " | dialogues |
 | `fixed-dialogue:split` | `search_text` | the dialogue file's round-t entry as the query (PlugIR's released files) | dialogues |
@@ -79,7 +80,7 @@ REFERENCE = ("none", "oracle", "attribute", *KNOWN_BAD)
 ENGINE_QUESTIONS = ("inverted-pull",)  # reference strategies that answer the engine's own (grounded) questions
 GROUNDED = _protocols(registry.questioners())  # the engine's questioner without an LLM
 BELIEF = _protocols(registry.methods("belief"))  # rounds moved by the belief (`modes/belief`), the page's default
-USERS = ("user:click", "user:question", "user:typing")  # the default page's three simulated users (issue 38)
+USERS = ("user:click", "user:question", "user:typing", "user:picture")  # the default page's simulated users (issue 38)
 _METHOD_OF = {m.protocol: m for name in ("conversation", "feedback", "composed", "belief")
               for m in registry.methods(name) if m.protocol}
 ALL = (*CONVERSATION, *FEEDBACK, *COMPOSED, "mixed", *REFERENCE, *GROUNDED, *BELIEF, *USERS, *FIXED)
@@ -136,7 +137,8 @@ class Protocol:
         """How a simulated session behaves: its questions (the belief protocols call the belief's actions
         by name, so their sessions keep no mode: eval's records stay as they were)."""
         if self.family == "user":  # the default page: generic actions reach the belief; its rounds ask themselves
-            return SessionOptions(mode=BELIEF_MODE, ask_questions=False)
+            return SessionOptions(mode=BELIEF_MODE, ask_questions=False,  # user:picture: Options, Picture questions
+                                  questioner="grounded" if self.variant == "picture" else "")
         options = SessionOptions(ask_questions=self.asks_questions)
         if self.family == "grounded" or self.name in ENGINE_QUESTIONS:
             options.questioner = "grounded"
@@ -562,4 +564,4 @@ def _user_typing(engine, session: Session, k: TargetKnowledge, user: SimulatedUs
     return engine.closest(session, c.image_id, act["said"] or None), act
 
 
-_USER_ROUNDS = {"click": _user_click, "question": _user_question, "typing": _user_typing}
+_USER_ROUNDS = {"click": _user_click, "question": _user_question, "typing": _user_typing, "picture": _user_question}

@@ -85,7 +85,8 @@ QUESTION_FILLER = frozenset(
     "you see show shown appear appears visible present there thing things something anything someone anyone "
     "anybody somebody photo image picture scene kind type sort color colour many much doing happening "
     "taken happen going look looks looking contain contains include includes feature features wear wearing "
-    "wears worn hold holding holds have having has get getting located place where what who which".split()
+    "wears worn hold holding holds have having has get getting located place where what who which else stand stands "
+    "out colors colours".split()
 )  # words of a question that ask rather than describe: ignored when matching it against the knowledge
 RELATIONS = frozenset("wear wearing wears worn hold holding holds carry carrying carries have having "
                       "eat eating eats play playing plays played ride riding rides".split())

@@ -311,7 +311,7 @@ class Belief:
         order = order[np.argsort(-logp[order], kind="stable")]
         n_best = max(1, k - self.config.explore) if k > 1 else k
         chosen = list(order[:n_best])
-        chosen += self._informative(order[n_best:], logp, chosen, k - n_best)
+        chosen += self.informative(order[n_best:], logp, chosen, k - n_best)
         pos = np.asarray(chosen, dtype=np.int64)
         return self.rows[pos], logp[pos], n_best
 
@@ -339,7 +339,7 @@ class Belief:
         probs = self.click_probabilities(self._click_logits(self.cosines(np.asarray(display, np.int64), at)))
         return float(_information(p, probs[:, None, :])[0])
 
-    def _informative(self, cand: np.ndarray, logp: np.ndarray, page: list[int], n: int) -> list[int]:
+    def informative(self, cand: np.ndarray, logp: np.ndarray, page: list[int], n: int) -> list[int]:
         """Greedy: `n` of `cand` that each most raise the expected information of a click on the page so far
         (PicHunter's most informative display), vectorised over the candidates: info_depth x cand x options."""
         if n <= 0 or not len(cand):

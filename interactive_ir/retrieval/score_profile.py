@@ -40,6 +40,7 @@ class CloseMatch:
     quantile: float  # that quantile (0.05: 5% of searches whose image came first stand out less: false alarms)
     absent_hit: float | None  # measured share of searches whose image was removed that get the note (None: unknown)
     weak: bool  # standout < cutoff: no close match
+    unknown: tuple[str, ...] = ()  # the description's words when no stored caption uses any of them (`vocabulary`)
 
 
 def standout(scores) -> float | None:

@@ -36,7 +36,7 @@ def _options(automatic: str, entries) -> tuple[tuple[str, str, bool], ...]:
 # the Options panel, from the mode table
 FEEDBACK_CHOICES = _options("the best method available here", FEEDBACK.methods)
 COMPOSED_CHOICES = _options("the best method available here", COMPOSED.methods)
-QUESTIONER_CHOICES = _options("written questions with a capable language model, picture questions otherwise",
+QUESTIONER_CHOICES = _options("written questions with a capable language model, otherwise the search's own questions",
                               registry.questioners())
 
 

@@ -247,6 +247,10 @@ def no_match_html(engine, s: Session) -> str:
     cm = engine.close_match(s) if not s.ended else None
     if cm is None or not cm.weak:
         return ""
+    if cm.unknown:
+        words = ", ".join(f"“{w}”" for w in cm.unknown[:4])
+        return ('<div class="iir-no-match" role="note"><b>No close match</b>: no caption here uses '
+                + esc(words) + ". Check the spelling, or try other words.</div>")
     where = "among the photos your filters keep" if s.filters else "here"
     tip = "remove a filter" if s.filters else "try other words, or Closest on the nearest result"
     hit = f" Where the image is missing, this note shows {round(cm.absent_hit * 100)}% of the time." \

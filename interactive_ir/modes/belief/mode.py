@@ -29,7 +29,7 @@ from interactive_ir.core.steps import QuestionStep
 from interactive_ir.core.text_search import OnCore, TextSearch, left_out
 from interactive_ir.errors import BadInputError, SessionError
 from interactive_ir.modes.belief.llm_questions import written_question
-from interactive_ir.modes.belief.questions import NO, YES, QuestionContext, next_question
+from interactive_ir.modes.belief.questions import NO, YES, QuestionContext, next_question, picture_question
 from interactive_ir.modes.conversation.plugir.config import resolve_questioner
 from interactive_ir.retrieval.belief import Belief, BeliefConfig
 from interactive_ir.retrieval.query_language import parse_query
@@ -41,6 +41,7 @@ TELL = "tell"  # the turn kind of a statement round (an answer, "it also has ...
 MARKS = "marks"  # the turn kind of a marks round
 SKIP = "skip"  # the turn kind of a round with no evidence but the page shown (the next page)
 KINDS = (CLOSEST, TELL, MARKS, SKIP)
+PICTURE_OPTIONS = 4  # the pictures a picture question offers (then "none of these")
 
 
 def kept(session: Session, extra: dict) -> list[str]:
@@ -199,18 +200,31 @@ class BeliefMode(OnCore):
         return self._round(session, TELL, typed, {"said": said, **answer}, answered=session.pending_question)
 
     def choose(self, session: Session, index: int, question: Question | str | None = None) -> Turn | None:
-        """A click on option `index` of the pending yes/no question: that yes or no is what is said (`tell`).
-        None when the pending question is not a yes/no one (the conversation takes the click).
+        """A click on option `index` of the pending question: a yes or no to a yes/no one is what is said
+        (`tell`); a picture of its picture question is a Closest click among the pictures it offered ("none of
+        these": none is close). None when the pending question is neither (the conversation takes the click).
         `question`: the question the click was made on (a newer one replaced it: SessionError)."""
         pending = session.question
-        if pending is None or pending.kind != "yesno":
+        pictures = pending is not None and pending.kind == "choice" and any(o.image_id for o in pending.options)
+        if pending is None or (pending.kind != "yesno" and not pictures):
             return None
         text = question.text if isinstance(question, Question) else question
         if text and text != pending.text:
             raise SessionError("that question was replaced by a newer one: answer the one shown")
-        if not 0 <= int(index) < len(pending.options):
-            raise BadInputError(f"not an option: {index}")
-        return self.tell(session, pending.options[int(index)].label)
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= int(index) < len(pending.options):
+            raise BadInputError(f"not an option: {str(index)[:40]}")
+        if not pictures:
+            return self.tell(session, pending.options[int(index)].label)
+        self._last_shown(session, [])
+        options = [o.image_id for o in pending.options if o.image_id and o.image_id in self.index.row_of]
+        if not options:
+            raise SessionError("the pictures of that question are no longer in this index: start a new search")
+        picked = pending.options[int(index)].image_id or None
+        if picked is not None and picked not in options:
+            raise SessionError(f"image {picked!r} is no longer in this index: pick another")
+        extra = {"clicked": picked, "options": options, "picture": True}
+        label = pending.options[int(index)].label if picked else "none of these"
+        return self._round(session, CLOSEST, label, extra, answered=pending.text)
 
     def skip(self, session: Session) -> Turn:
         """Nothing to say about this page: the next most probable unseen images (the page is ruled out)."""
@@ -218,11 +232,37 @@ class BeliefMode(OnCore):
         return self._round(session, SKIP, "skip", {}, answered="")
 
     def question(self, session: Session) -> QuestionStep:
-        """The belief's next question (`questions.next_question`), not yet applied to the session."""
+        """The belief's next question, not yet applied to the session: a picture question when the person chose
+        picture questions (Options), else `questions.next_question` (written by the LLM with "Written
+        questions", or auto with a capable one)."""
+        if (session.options.questioner or "").strip().lower() == "grounded":
+            last = session.last
+            return picture_question(last.round if last else -1, self.picture_options(session) if last else [])
         write = None
         if self.llm is not None and resolve_questioner(session.options.questioner, self.llm) == "llm":
             write = partial(written_question, self.llm)  # "Written questions", or auto with a capable LLM
         return next_question(session, self.question_context, write)
+
+    def picture_options(self, session: Session, n: int = PICTURE_OPTIONS) -> list[tuple[str, str]]:
+        """(image id, caption) of `n` images for a picture question, chosen so that a click among them tells
+        most about the target (PicHunter's most informative display: `Belief.informative` under the click
+        model, among the `question_depth` most probable images not on the page just shown)."""
+        b = self.belief_of(session)
+        logp = b.log_posterior()
+        last = session.last
+        hidden = logp.copy()
+        shown = self._rows(last.shown if last else (), strict=False)
+        if shown:
+            pos = b.positions(shown)
+            hidden[pos] = -np.inf
+        live = int(np.isfinite(hidden).sum())
+        if live < 2:
+            return []
+        cand, _ = b.top(hidden, min(self.belief_config.question_depth, live))
+        cand = cand[np.argsort(-hidden[cand], kind="stable")]
+        chosen = b.informative(cand, logp, [], min(n, len(cand)))
+        ids = [self.index.ids[int(b.rows[p])] for p in chosen]
+        return list(zip(ids, self.core.captions_of(ids)))
 
     def question_context(self, session: Session) -> QuestionContext | None:
         """The `question_depth` most probable images' captions and probabilities (what its questions are

@@ -89,6 +89,21 @@ def best_word(ctx: QuestionContext, asked: set[str]) -> tuple[str, str, float] |
     return words[j], surfaces[words[j]], float(info[j])
 
 
+PICTURE_QUESTION = "Which of these is most like the picture you have in mind?"  # the belief's picture question
+NONE_OPTION = "none of these"  # a picture question's last option
+
+
+def picture_question(round_: int, options: Sequence[tuple[str, str]]) -> QuestionStep:
+    """The belief's picture question (Options: Picture questions): "which of these is most like it?" over
+    `options` ((image id, caption) of images chosen so that the click tells most: `BeliefMode.picture_options`),
+    then "none of these"; its answer is a Closest click among those images (`BeliefMode.choose`). No question
+    when fewer than two images are left to choose from."""
+    if len(options) < 2:
+        return QuestionStep(round_, None)
+    opts = tuple(Option(caption or image_id, image_id) for image_id, caption in options) + (Option(NONE_OPTION),)
+    return QuestionStep(round_, Question(PICTURE_QUESTION, "choice", opts, round_), {WORD: ""})
+
+
 Writer = Callable[[str, Sequence[str], Sequence[str]], "str | None"]  # (word, captions with it, without) -> question
 
 
@@ -129,5 +144,5 @@ def asked_word(step: QuestionStep) -> str | None:
     return step.extra.get(WORD)
 
 
-__all__ = ["COLOURS", "NO", "OPEN_QUESTIONS", "QUALITIES", "QuestionContext", "YES", "asked_word", "best_word",
-           "next_question"]
+__all__ = ["COLOURS", "NO", "NONE_OPTION", "OPEN_QUESTIONS", "PICTURE_QUESTION", "QUALITIES", "QuestionContext", "YES",
+           "asked_word", "best_word", "next_question", "picture_question"]

@@ -431,3 +431,20 @@ def test_make_user_kinds(tiny_index):
         make_user(retriever.index, answerer="llm")
     with pytest.raises(BadInputError, match="unknown answerer"):
         make_user(retriever.index, answerer="oracle")
+
+
+@pytest.mark.parametrize("question, knowledge, expected", [
+    ("Are there people in the picture?", ["Two small children in red shirts playing on a skateboard ."], "yes"),
+    ("Are there people in the picture?", ["A white dog watching a black dog in the air ."], "no"),
+    ("What colours stand out?", ["Two small children in red shirts playing on a skateboard ."], "red"),
+    ("What colours stand out?", ["A boy jumps off a rock in the forest"], "not sure"),
+    ("What else is in the picture?", ["A woman is guiding a brown dog around an obstacle course"], "a brown dog"),
+    ("What else is in the picture?", ["A boy jumps off a rock in the forest"], "not sure"),
+])
+def test_the_belief_s_own_questions_get_the_answers_a_person_would_give(question, knowledge, expected):
+    """The page's questions "Are there people ...?", "What colours stand out?" and "What else is in the
+    picture?" are answered from the knowledge (they were all "not sure": "people" was generic, "stand out"
+    and "else" were taken for what the question is about)."""
+    from interactive_ir.evaluation.simulators import rule_answer
+
+    assert rule_answer(knowledge, question)[0] == expected

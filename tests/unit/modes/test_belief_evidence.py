@@ -250,3 +250,50 @@ def test_a_yes_or_no_reads_the_captions_of_the_most_probable_images_only(tiny_in
     assert top3.sum() <= 3 and not (top3 & ~everywhere).any()
     best = set(np.argsort(-b.log_posterior(), kind="stable")[:3].tolist())
     assert set(np.flatnonzero(top3).tolist()) <= best
+
+
+def test_picture_questions_chosen_in_options_are_asked_and_a_picture_is_a_closest_click(engine):
+    """With Picture questions chosen (questioner "grounded"), the belief asks "which of these is most like it?"
+    over images not on the page just shown, then "none of these"; clicking a picture is a Closest click among
+    the pictures offered (the posterior moves toward it and the page keeps it), "none of these" is none."""
+    from interactive_ir.modes.belief.questions import NONE_OPTION, PICTURE_QUESTION
+
+    s = engine.new_session(belief=True)
+    s.options.questioner = "grounded"
+    engine.search_text(s, "a shape")
+    q = s.question
+    assert q is not None and q.kind == "choice" and q.text == PICTURE_QUESTION
+    pictures = [o.image_id for o in q.options if o.image_id]
+    assert len(pictures) >= 2 and q.options[-1].label == NONE_OPTION and not q.options[-1].image_id
+    assert not set(pictures) & set(s.last.shown) and len(set(pictures)) == len(pictures)
+    before = copy.deepcopy(s)
+    turn = engine.choose(s, 1, q)
+    assert turn.extra["clicked"] == pictures[1] and turn.extra["options"] == pictures
+    assert turn.answered_question == PICTURE_QUESTION and pictures[1] in turn.extra["kept"]
+    b0 = engine.belief_mode.belief_of(before)
+    b1 = engine.belief_mode.belief_of(s)
+    moved = b1.actions - b0.actions  # the click's evidence (the next page's showing is apart: `seen`)
+    row = b1.positions([engine.index.row_of[pictures[1]]])[0]
+    others = b1.positions([engine.index.row_of[p] for p in pictures if p != pictures[1]])
+    assert moved[row] > moved[others].max()  # the clicked picture gains on the others offered
+    none = engine.choose(before, len(q.options) - 1, q)
+    assert none.extra["clicked"] is None and none.user_text == "none of these"
+    with pytest.raises(BadInputError):
+        engine.choose(copy.deepcopy(before), len(q.options), q)
+
+
+def test_picture_options_are_the_most_informative_display_among_the_probable_images(engine):
+    s = engine.new_session(belief=True)
+    engine.search_text(s, "a shape")
+    mode = engine.belief_mode
+    ids = [i for i, _ in mode.picture_options(s, 3)]
+    b = mode.belief_of(s)
+    logp = b.log_posterior()
+    chosen = b.positions([engine.index.row_of[i] for i in ids])
+    shown = set(b.positions([engine.index.row_of[i] for i in s.last.shown]).tolist())
+    cand = [p for p in np.argsort(-logp, kind="stable") if p not in shown][:mode.belief_config.question_depth]
+    info = b.click_information(chosen, logp)
+    rng = np.random.default_rng(0)
+    for _ in range(20):  # no random display of as many probable images tells more
+        other = rng.choice(cand, size=len(chosen), replace=False)
+        assert b.click_information(other, logp) <= info + 1e-9

@@ -110,7 +110,7 @@ def test_a_description_whose_best_result_does_not_stand_out_gets_the_note(tmp_pa
     eng = build_engine(r, config=EngineConfig(k=4))
     m = r.index.row_vectors(np.arange(len(r.index)))
     cut, seen = cutoffs(profile, 0.05)[1], set()
-    for text in [caps[ids[3]][0], "red car", "quantum violin spreadsheet", "green dog", "on the", caps[ids[7]][1]]:
+    for text in [caps[ids[3]][0], "red car", "quantum violin dog", "green dog", "on the", caps[ids[7]][1]]:
         s = eng.new_session()
         eng.search_text(s, text)
         cm = eng.close_match(s)
@@ -140,7 +140,7 @@ def test_an_index_without_a_profile_or_another_tau_gets_no_note(tmp_path):
     r, _, _ = build_tiny(tmp_path / "old")  # built before profiles, or by build_index alone
     eng = build_engine(r, config=EngineConfig(k=4))
     s = eng.new_session()
-    eng.search_text(s, "quantum violin spreadsheet")
+    eng.search_text(s, "a blue boat")  # words its captions use (none used: `test_a_description_..._no_caption_uses`)
     assert eng.close_match(s) is None and no_match_html(eng, s) == ""
     z = [0.9, 0.5, 0.4, 0.3]  # standout 6.1 (above 6.0) and [0.9, 0.8, 0.5, 0.3]: 2.1 (below)
     profile = {"version": 2, "tau": 0.5, "quantiles": {"0.05": 6.0, "0.5": 9.0}}
@@ -165,6 +165,30 @@ def test_the_page_says_no_close_match_and_shows_the_scores_on_demand(tmp_path):
     s3 = eng.new_session()
     eng.search_text(s3, caps[ids[3]][0])
     assert no_match_html(eng, s3) == ""
+
+
+def test_a_description_none_of_whose_words_a_caption_uses_gets_the_note_with_or_without_a_profile(tmp_path):
+    """"asdf qwerty" on a caption index: no stored caption uses either word, so nothing is close, whatever stands
+    out (the standout measure cannot flag it); one known word and the embedder has something to go on."""
+    from interactive_ir.retrieval.vocabulary import caption_vocabulary, unknown_words
+    from interactive_ir.ui.render import no_match_html
+
+    r, _, caps = build_tiny(tmp_path / "old")
+    eng = build_engine(r, config=EngineConfig(k=4))
+    vocab = caption_vocabulary(r.index)
+    assert vocab and all(w in vocab for c in caps.values() for w in c[0].split() if len(w) > 3 and w.isalpha())
+    assert unknown_words("asdf qwerty", vocab) == ("asdf", "qwerty") and unknown_words("asdf boat", vocab) == ()
+    s = eng.new_session()
+    eng.search_text(s, "asdf qwerty")
+    cm = eng.close_match(s)
+    assert cm is not None and cm.weak and cm.unknown == ("asdf", "qwerty")
+    html = no_match_html(eng, s)
+    assert "No close match" in html and "“asdf”, “qwerty”" in html and "spelling" in html
+    s2 = eng.new_session()
+    eng.search_text(s2, "asdf boat")
+    assert eng.close_match(s2) is None  # no profile, and a word it knows
+    off = build_engine(r, config=EngineConfig(k=4, no_match_quantile=0))  # the setting turns every note off
+    assert off.close_match(s) is None
 
 
 # --- D6: near-duplicates folded ---------------------------------------------------------------------

@@ -172,3 +172,19 @@ def test_a_picture_question_on_the_belief_page_shows_its_pictures(started):
     html = render.dialogue_html(st, True, "", engine)
     assert html.count('class="iir-opt iir-opt-pic"') == 2 and html.count('data-action="choose"') == 3
     assert "Click the closest one" in html
+
+
+def test_picture_questions_chosen_in_options_appear_on_the_belief_page_and_a_click_on_one_counts(tiny_index):
+    """Options, Picture questions, on the default page: the belief's own picture question is shown with its
+    pictures, and clicking one is a Closest click on it (kept on the page), not the conversation's answer."""
+    engine = build_engine(tiny_index[0], config=EngineConfig(k=K))
+    st = h.set_questioner(engine, UIState(), "grounded")
+    h.start(engine, st, "a red square")
+    q = st.session.question
+    assert st.session.on_belief and q is not None and q.kind == "choice"
+    html = render.dialogue_html(st, True, "", engine)
+    pictures = [o.image_id for o in q.options if o.image_id]
+    assert html.count('class="iir-opt iir-opt-pic"') == len(pictures) >= 2
+    h.choose(engine, st, 0, q.text)
+    last = st.session.last
+    assert last.kind == "closest" and last.extra["clicked"] == pictures[0] and pictures[0] in last.extra["kept"]
