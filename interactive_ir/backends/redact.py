@@ -1,0 +1,134 @@
+"""One place that takes secrets and internal addresses out of text about model endpoints.
+
+Two audiences, two functions:
+
+- `redact_text` is for the owner (the log, `config`, eval headers, error messages): every URL inside the text
+  keeps its scheme, host, port and path, but loses its user-info (`https://user:pass@host` ->
+  `https://***@host`) and the values of query parameters that carry credentials (`?api_key=`, `token=`,
+  `key=`, `sig=`, ...); `Authorization: Bearer ...`-like values and bare API keys (`sk-...`, `hf_...`) go too.
+- `public_text` is for visitors (the page: the "Running on" panel, so `/config`, the status line, the dialogue):
+  `redact_text`, then every URL and every host:port (requests' `HTTPConnectionPool(host='10.0.0.5', port=8000)`,
+  httpx's `for url: http://...`, a bare `10.0.0.5:8000`) becomes "the model's server".
+
+`public_reason(e)` is a backend failure as a visitor reads it: the backend's own visitor sentence (`PUBLIC_ATTR`
+on the exception, e.g. "the language model (an OpenAI-compatible endpoint) did not answer: it timed out")
+where it set one, else `public_text` of the message; `whole_sentences` keeps either within a length by cutting at
+a sentence end, or at a word with an ellipsis, never mid-word.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+
+HIDDEN = "***"  # what a secret becomes
+SERVER = "the model's server"  # what an internal address becomes for a visitor
+PUBLIC_ATTR = "public"  # the attribute of a BackendError holding its visitor sentence
+NOTE_CHARS = 300  # a visitor's failure note at most this long (cut at a sentence or word)
+
+# query parameters whose values are credentials (compared lower-case, "-" read as "_")
+SECRET_PARAMS = frozenset({
+    "api_key", "apikey", "key", "token", "access_token", "auth", "auth_token", "authorization", "sig", "signature",
+    "secret", "client_secret", "password", "pass", "pwd", "code", "session", "sessionid", "credential",
+    "x_amz_signature", "x_amz_credential", "x_amz_security_token", "hf_token", "bearer", "jwt", "id_token",
+    "refresh_token", "private_token", "sas", "se", "sp", "sv", "sr",
+})
+_URL = re.compile(r"\b[a-z][a-z0-9+.\-]{1,15}://[^\s'\"<>`()\[\]{}]+", re.I)
+_AUTH_VALUE = re.compile(
+    r"(?i)\b(authorization|proxy-authorization|x-api-key|api[_-]?key|access[_-]?token|auth[_-]?token|token|password|"
+    r"passwd|secret)(\s*[:=]\s*)(?:(bearer|basic|token)\s+)?['\"]?[^\s'\",;&)]+")
+_SCHEME_VALUE = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=\-]{8,}")
+_BARE_KEYS = re.compile(r"\b(?:sk-[A-Za-z0-9_\-]{12,}|hf_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|"
+                        r"AKIA[0-9A-Z]{16}|xox[abpr]-[A-Za-z0-9\-]{10,})\b")
+_POOL = re.compile(r"\b\w*ConnectionPool\(host=['\"][^'\"]*['\"],\s*port=\d+\)")
+_HOST_KW = re.compile(r"\bhost=['\"][^'\"]+['\"](?:,\s*port=\d+)?")
+_HOST_PORT = re.compile(r"(?<![\w.\-/@])(?:\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f:]+\]|localhost|[a-z0-9\-]+(?:\.[a-z0-9\-]+)+)"
+                        r":\d{2,5}\b", re.I)
+_IPV4 = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.])")
+
+
+def _secret_param(name: str) -> bool:
+    return name.lower().replace("-", "_") in SECRET_PARAMS
+
+
+def redact_url(url: str) -> str:
+    """`url` without its user-info and credential query values (scheme, host, port and path kept)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. a bad IPv6 literal: nothing of it is safe to keep
+        return f"{url.partition(':')[0]}://{HIDDEN}" if "://" in url else HIDDEN
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{HIDDEN}@{netloc.rpartition('@')[2]}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if pairs:
+            query = "&".join(f"{quote(k, safe='')}={HIDDEN if _secret_param(k) else quote(v, safe='')}" for k, v in pairs)
+        elif "=" not in query:  # ?SECRET with no name: it may be a key itself
+            query = HIDDEN
+    fragment = HIDDEN if parts.fragment else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def redact_text(text: object) -> str:
+    """`text` with every URL in it through `redact_url`, and header-like secrets and bare API keys hidden."""
+    out = _URL.sub(lambda m: redact_url(m.group(0)), str(text or ""))
+    out = _AUTH_VALUE.sub(lambda m: f"{m.group(1)}{m.group(2)}{(m.group(3) + ' ') if m.group(3) else ''}{HIDDEN}", out)
+    out = _SCHEME_VALUE.sub(lambda m: f"{m.group(1)} {HIDDEN}", out)
+    return _BARE_KEYS.sub(HIDDEN, out)
+
+
+def hide_hosts(text: str) -> str:
+    """`text` with every URL, connection pool and host:port said as "the model's server"."""
+    out = _URL.sub(SERVER, text)
+    out = _POOL.sub(SERVER, out)
+    out = _HOST_KW.sub(SERVER, out)
+    out = _HOST_PORT.sub(SERVER, out)
+    return _IPV4.sub(SERVER, out)
+
+
+def public_text(text: object) -> str:
+    """`text` as a visitor may read it: no secret (`redact_text`) and no internal address (`hide_hosts`)."""
+    return hide_hosts(redact_text(text))
+
+
+def whole_sentences(text: str, limit: int = NOTE_CHARS) -> str:
+    """`text` (one line) within `limit` characters: whole sentences where they fit, else cut at a word with "…"."""
+    text = " ".join(str(text or "").split())
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    ends = [m.end() for m in re.finditer(r"[.!?](?=\s)", head)]
+    if ends and ends[-1] >= limit // 3:
+        return head[:ends[-1]]
+    cut = head[:limit - 1].rsplit(" ", 1)[0].rstrip(" ,;:(-")
+    return (cut or head[:limit - 1]) + "…"
+
+
+def public_reason(e: BaseException, limit: int = NOTE_CHARS) -> str:
+    """A failure as a visitor reads it: the backend's visitor sentence (`PUBLIC_ATTR`) or the message through
+    `public_text`, within `limit` (`whole_sentences`)."""
+    said = getattr(e, PUBLIC_ATTR, "") or public_text(str(e).strip() or type(e).__name__)
+    return whole_sentences(said, limit)
+
+
+def with_public(error: BaseException, sentence: str) -> BaseException:
+    """`error` carrying `sentence` as what a visitor is told (`public_reason`)."""
+    setattr(error, PUBLIC_ATTR, sentence)
+    return error
+
+
+class RedactSecrets(logging.Filter):
+    """A log handler's filter: each record's message through `redact_text` (for libraries that log URLs)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a broken record is the logging module's to report
+            return True
+        clean = redact_text(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
