@@ -94,6 +94,16 @@ def public_text(text: object) -> str:
     return hide_hosts(redact_text(text))
 
 
+def public_spec(spec: str) -> str:
+    """A model spec as a visitor may read it: `openai:MODEL@URL` -> `openai:MODEL` (any address dropped)."""
+    spec = str(spec or "")
+    name, colon, args = spec.partition(":")
+    model, at, where = args.partition("@")
+    if at and (("://" in where) or "." in where or ":" in where):
+        return public_text(f"{name}{colon}{model}")
+    return public_text(spec)
+
+
 def whole_sentences(text: str, limit: int = NOTE_CHARS) -> str:
     """`text` (one line) within `limit` characters: whole sentences where they fit, else cut at a word with "…"."""
     text = " ".join(str(text or "").split())
