@@ -124,6 +124,11 @@ def public_reason(e: BaseException, limit: int = NOTE_CHARS) -> str:
     return whole_sentences(said, limit)
 
 
+def public_clause(e: BaseException, limit: int = NOTE_CHARS) -> str:
+    """`public_reason` without its full stop, to go inside a sentence ("the question model failed: <clause>; ...")."""
+    return public_reason(e, limit).rstrip(". ")
+
+
 def with_public(error: BaseException, sentence: str) -> BaseException:
     """`error` carrying `sentence` as what a visitor is told (`public_reason`)."""
     setattr(error, PUBLIC_ATTR, sentence)

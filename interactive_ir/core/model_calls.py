@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from interactive_ir.backends.base import LLM, Prompt
+from interactive_ir.backends.redact import redact_text
 from interactive_ir.core.session import Turn
 from interactive_ir.errors import BackendError, Cancelled
 
@@ -97,7 +98,7 @@ class MeteredLLM:
                 raise BackendError(f"{self.spec} returned {len(replies)} replies for {len(prompts)} prompts")
         except Exception as e:
             latency = time.perf_counter() - start
-            message = str(e) or type(e).__name__
+            message = redact_text(e) or type(e).__name__
             self.log.extend(LLMCall(stage, p, None, latency, self.spec, temperature, message) for p in prompts)
             if isinstance(e, (BackendError, Cancelled)):  # Cancelled: superseded work, not a failure
                 raise
@@ -153,10 +154,10 @@ def ask(vlm, images: Sequence[Sequence], questions: Sequence[str], *, turn: Turn
             raise BackendError(f"VLM {spec} returned {len(replies)} answers for {len(questions)} questions")
         return [r if isinstance(r, str) else "" for r in replies]
     except BackendError as e:
-        error = str(e)
+        error = redact_text(e)
         raise
     except Exception as e:  # noqa: BLE001 - a backend may raise anything; the session must stay usable
-        error = str(e) or type(e).__name__
+        error = redact_text(e) or type(e).__name__
         raise BackendError(f"VLM {spec} failed at stage {stage!r}: {error}") from e
     finally:
         dt = time.perf_counter() - t

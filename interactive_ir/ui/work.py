@@ -108,9 +108,9 @@ def current(st: UIState, work: Work) -> bool:
 
 def adopt(engine, st: UIState, work: Work, result) -> bool:
     """Apply a finished step to the tab unless a newer action superseded it. Returns whether it was applied."""
+    from interactive_ir.backends.redact import public_text, whole_sentences
     from interactive_ir.core.steps import QuestionStep, Refinement
     from interactive_ir.errors import SessionError
-    from interactive_ir.backends.redact import public_text, whole_sentences
     from interactive_ir.ui.render import no_paths
 
     def said(error: str) -> str:  # a model's note as a visitor reads it: no server, no secret, whole words

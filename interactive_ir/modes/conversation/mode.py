@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 
+from interactive_ir.backends.redact import public_clause
 from interactive_ir.core.model_calls import MeteredLLM, add_llm_calls
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.steps import Refinement, add_timings
@@ -208,7 +209,7 @@ class Conversation:
             ref = cr.reformulate(llm, description, dialogue, temperature=cfg.reformulate_temperature,
                                  max_tokens=cfg.reformulate_max_tokens, limit=self.core.config.max_text_chars)
         except BackendError as e:
-            error = f"the reformulation model failed ({e}); searched with the dialogue as typed"
+            error = f"the reformulation model failed: {public_clause(e)}; searched with the dialogue as typed"
             ref = cr.Reformulation(self._typed(description, dialogue), False)
         return ref, llm, error, time.perf_counter() - t
 

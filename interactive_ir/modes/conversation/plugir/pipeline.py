@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from interactive_ir.backends.redact import public_clause, redact_text
 from interactive_ir.config import MAX_TEXT_CHARS
 from interactive_ir.errors import BackendError
 from interactive_ir.modes.conversation.plugir import filtering, rce
@@ -144,8 +145,8 @@ def _cluster(retriever, captions_of, cfg: PlugIRConfig, cands: Candidates,
     try:
         captions = [c for c in captions_of(rep_ids) if c]
     except BackendError as e:
-        res.error = f"the captioner failed ({e}); asked without the candidates' captions"
-        res.extra["caption_error"] = str(e)
+        res.error = f"the captioner failed: {public_clause(e)}; asked without the candidates' captions"
+        res.extra["caption_error"] = redact_text(e)
     res.extra["rce"] = rce.summary(len(cands), found.labels, rep_ids, found.entropies[found.representatives],
                                    captions)
     return vectors, captions or None
@@ -162,7 +163,7 @@ def _write_questions(llm, cfg: PlugIRConfig, state: QuestionState, rep_captions:
         replies = llm.generate(prompts, stage="question", temperature=cfg.question_temperature,
                                max_tokens=cfg.question_max_tokens * per_prompt)
     except BackendError as e:
-        res.error = _join(res.error, f"the question model failed ({e}); asked a question built from the "
+        res.error = _join(res.error, f"the question model failed: {public_clause(e)}; asked a question built from the "
                                      "results instead")
         replies = []
     res.timings["question"] = res.timings.get("question", 0.0) + time.perf_counter() - t
@@ -186,7 +187,7 @@ def _verdicts(llm, cfg: PlugIRConfig, context: str, questions: list[str], res: Q
                                temperature=cfg.filter_temperature, max_tokens=cfg.filter_max_tokens)
         return filtering.verdicts(replies, questions)
     except BackendError as e:
-        res.error = _join(res.error, f"the filter model failed ({e}); chose among all questions")
+        res.error = _join(res.error, f"the filter model failed: {public_clause(e)}; chose among all questions")
         return [EMPTY] * len(questions)
 
 
