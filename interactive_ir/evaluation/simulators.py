@@ -43,6 +43,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from interactive_ir.backends.redact import redact_text
 from interactive_ir.errors import BackendError, BadInputError
 from interactive_ir.evaluation.answers import NOT_SURE, SHORT_WORDS, is_yes_no, rule_answer
 from interactive_ir.evaluation.knowledge import TargetKnowledge
@@ -583,12 +584,12 @@ def make_user(index, llm=None, answerer: str | None = None, vlm=None, config: Si
         if llm is None:
             raise BadInputError("the LLM answerer needs an LLM: pass --llm or --answerer SPEC")
         return SimulatedUser(LLMAnswerer(llm, config, sim), actor, LLMRelativeCaptioner(llm, captions_of, config),
-                             "llm", getattr(llm, "spec", ""), sim_name, config.noise, seed)
+                             "llm", redact_text(getattr(llm, "spec", "")), sim_name, config.noise, seed)
     if kind == "vlm":
         if vlm is None:
             raise BadInputError("the VLM answerer needs a VLM: pass --answerer vlm:SPEC")
         return SimulatedUser(VLMAnswerer(vlm, config, sim), actor, VLMRelativeCaptioner(vlm, index, captions_of, config),
-                             "vlm", getattr(vlm, "spec", ""), sim_name, config.noise, seed)
+                             "vlm", redact_text(getattr(vlm, "spec", "")), sim_name, config.noise, seed)
     if kind == "rule":
         return SimulatedUser(CaptionAnswerer(config, sim), actor, RuleRelativeCaptioner(captions_of, config), "rule",
                              "", sim_name, config.noise, seed)
