@@ -24,7 +24,7 @@ from interactive_ir.backends.cancel import POLL_S, CancelToken, check
 from interactive_ir.backends.guard import BackendPaused, CircuitBreaker, Deadline, MalformedReply
 from interactive_ir.backends.llm_config import LLMConfig
 from interactive_ir.backends.prompts import Prompt, as_messages
-from interactive_ir.backends.redact import redact_text, redact_url, with_public
+from interactive_ir.backends.redact import redact_client_logs, redact_text, redact_url, with_public
 from interactive_ir.errors import BackendError, BackendUnavailable, Cancelled
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,7 @@ class OpenAILLM:
         key = (api_key or os.environ.get("IIR_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or "").strip()
         self.kind = spec.partition(":")[0] if ":" in spec else "openai"  # the spec prefix, for messages
         shown = redact_text(spec)
+        redact_client_logs()  # the HTTP client logs each request's URL: never with its password or key
         if not key and not base_url:
             raise BackendUnavailable(
                 f"{shown} needs an API key: set OPENAI_API_KEY (or IIR_LLM_API_KEY), or point at a local "

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
-from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 HIDDEN = "***"  # what a secret becomes
 SERVER = "the model's server"  # what an internal address becomes for a visitor
@@ -39,6 +39,7 @@ _AUTH_VALUE = re.compile(
     r"(?i)\b(authorization|proxy-authorization|x-api-key|api[_-]?key|access[_-]?token|auth[_-]?token|token|password|"
     r"passwd|secret)(\s*[:=]\s*)(?:(bearer|basic|token)\s+)?['\"]?[^\s'\",;&)]+")
 _SCHEME_VALUE = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=\-]{8,}")
+_PARAM = re.compile(r"([?&;])([\w.%\-]+)=([^\s&#'\"<>()]*)")  # a query parameter outside a full URL (a path)
 _BARE_KEYS = re.compile(r"\b(?:sk-[A-Za-z0-9_\-]{12,}|hf_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|"
                         r"AKIA[0-9A-Z]{16}|xox[abpr]-[A-Za-z0-9\-]{10,})\b")
 _POOL = re.compile(r"\b\w*ConnectionPool\(host=['\"][^'\"]*['\"],\s*port=\d+\)")
@@ -52,6 +53,14 @@ def _secret_param(name: str) -> bool:
     return name.lower().replace("-", "_") in SECRET_PARAMS
 
 
+def _redact_param(pair: str) -> str:
+    """One `name=value` of a query string with a credential's value hidden; a bare value (no name) is hidden."""
+    name, eq, _ = pair.partition("=")
+    if not eq:
+        return HIDDEN if pair else pair
+    return f"{name}={HIDDEN}" if _secret_param(unquote(name)) else pair
+
+
 def redact_url(url: str) -> str:
     """`url` without its user-info and credential query values (scheme, host, port and path kept)."""
     try:
@@ -61,13 +70,7 @@ def redact_url(url: str) -> str:
     netloc = parts.netloc
     if "@" in netloc:
         netloc = f"{HIDDEN}@{netloc.rpartition('@')[2]}"
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        if pairs:
-            query = "&".join(f"{quote(k, safe='')}={HIDDEN if _secret_param(k) else quote(v, safe='')}" for k, v in pairs)
-        elif "=" not in query:  # ?SECRET with no name: it may be a key itself
-            query = HIDDEN
+    query = "&".join(_redact_param(p) for p in parts.query.split("&")) if parts.query else ""
     fragment = HIDDEN if parts.fragment else ""
     return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
 
@@ -75,6 +78,8 @@ def redact_url(url: str) -> str:
 def redact_text(text: object) -> str:
     """`text` with every URL in it through `redact_url`, and header-like secrets and bare API keys hidden."""
     out = _URL.sub(lambda m: redact_url(m.group(0)), str(text or ""))
+    out = _PARAM.sub(lambda m: f"{m.group(1)}{m.group(2)}={HIDDEN}" if _secret_param(unquote(m.group(2)))
+                     and m.group(3) != HIDDEN else m.group(0), out)
     out = _AUTH_VALUE.sub(lambda m: f"{m.group(1)}{m.group(2)}{(m.group(3) + ' ') if m.group(3) else ''}{HIDDEN}", out)
     out = _SCHEME_VALUE.sub(lambda m: f"{m.group(1)} {HIDDEN}", out)
     return _BARE_KEYS.sub(HIDDEN, out)
@@ -147,3 +152,16 @@ class RedactSecrets(logging.Filter):
         if clean != message:
             record.msg, record.args = clean, None
         return True
+
+
+CLIENT_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "openai._base_client", "urllib3",
+                  "urllib3.connectionpool", "requests")  # HTTP clients that log request URLs and headers
+
+
+def redact_client_logs(names=CLIENT_LOGGERS) -> None:
+    """`RedactSecrets` on the loggers of the HTTP clients a model backend uses (once each): their request lines
+    ("HTTP Request: POST http://user:pass@host/...") reach the log without the secrets, whatever the handlers."""
+    for name in names:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactSecrets) for f in logger.filters):
+            logger.addFilter(RedactSecrets())
