@@ -69,7 +69,8 @@ class MeteredLLM:
 
     @property
     def spec(self) -> str:
-        return self.llm.spec
+        """The backend's spec without secrets (`redact_text`): it goes into call records, exports and errors."""
+        return redact_text(self.llm.spec)
 
     @property
     def batch_capable(self) -> bool:
@@ -144,7 +145,7 @@ def ask(vlm, images: Sequence[Sequence], questions: Sequence[str], *, turn: Turn
     """`vlm.ask(images, questions)`, logged on `turn` (`labels` name each question's images, e.g. ids)."""
     questions = list(questions)
     labels = list(labels) + [""] * (len(questions) - len(labels))
-    spec = getattr(vlm, "spec", "")
+    spec = redact_text(getattr(vlm, "spec", ""))
     t = time.perf_counter()
     error = None
     replies: list = []
