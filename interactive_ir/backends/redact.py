@@ -85,9 +85,27 @@ def redact_text(text: object) -> str:
     return _BARE_KEYS.sub(HIDDEN, out)
 
 
+# public services a note may link to (a dataset's page, the inference router, a licence): shown as they are
+PUBLIC_HOSTS = ("huggingface.co", "hf.co", "openai.com", "github.com", "wikimedia.org", "wikipedia.org",
+                "creativecommons.org", "pypi.org", "pytorch.org")
+
+
+def _public_url(url: str) -> bool:
+    """A URL a visitor may read: a public service's over http(s), or a non-network reference (`hf://...`)."""
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        return False
+    if parts.scheme.lower() not in ("http", "https", "ws", "wss", "ftp"):
+        return parts.scheme.lower() in ("hf", "mailto")
+    return not parts.port and any(host == h or host.endswith("." + h) for h in PUBLIC_HOSTS)
+
+
 def hide_hosts(text: str) -> str:
-    """`text` with every URL, connection pool and host:port said as "the model's server"."""
-    out = _URL.sub(SERVER, text)
+    """`text` with every URL (but a public service's), connection pool and host:port said as "the model's
+    server"."""
+    out = _URL.sub(lambda m: m.group(0) if _public_url(m.group(0)) else SERVER, text)
     out = _POOL.sub(SERVER, out)
     out = _HOST_KW.sub(SERVER, out)
     out = _HOST_PORT.sub(SERVER, out)

@@ -94,3 +94,13 @@ def test_the_log_filter_redacts_formatted_records():
                                None)
     assert RedactSecrets().filter(record)
     assert "hunter2" not in record.getMessage() and "SEKRET" not in record.getMessage()
+
+
+def test_a_public_services_link_stays_for_visitors_an_internal_one_goes():
+    text = ("asked through https://router.huggingface.co/v1, index hf://user/iir-index, licence "
+            "https://creativecommons.org/licenses/by/4.0/; served at http://llm.internal:8000/v1 and "
+            "https://huggingface.co.evil.example/x and https://huggingface.co:8443/x")
+    out = public_text(text)
+    assert "https://router.huggingface.co/v1" in out and "hf://user/iir-index" in out
+    assert "https://creativecommons.org/licenses/by/4.0/" in out
+    assert "llm.internal" not in out and "evil.example" not in out and "8443" not in out
