@@ -152,6 +152,12 @@ def public_clause(e: BaseException, limit: int = NOTE_CHARS) -> str:
     return public_reason(e, limit).rstrip(". ")
 
 
+def log_failure(logger: logging.Logger, step: str, e: BaseException) -> None:
+    """The owner's log line for a model failure a visitor is told about (`public_clause`): the whole message,
+    secrets redacted (the host kept: the owner needs it)."""
+    logger.warning("%s failed: %s", step, redact_text(str(e) or type(e).__name__))
+
+
 def with_public(error: BaseException, sentence: str) -> BaseException:
     """`error` carrying `sentence` as what a visitor is told (`public_reason`)."""
     setattr(error, PUBLIC_ATTR, sentence)

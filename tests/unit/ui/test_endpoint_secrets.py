@@ -167,4 +167,6 @@ def test_failure_notes_on_the_status_line_and_in_the_dialogue_name_no_secret_and
         assert sentences(note), note
     assert "did not answer" in notes[0] and "OpenAI-compatible endpoint" in notes[0], notes[0]
     assert not leaks(caplog.text, failing.port, host=False), caplog.text
+    assert f"http://***@127.0.0.1:{failing.port}/v1?api_key=***" in caplog.text  # the owner's log: the redacted URL
+    assert "question model failed" in caplog.text or "could not prepare a question" in caplog.text
     assert not leaks(str(raised.value), failing.port, host=False)  # the owner's message: the host, never a secret
