@@ -197,7 +197,8 @@ def refused(ctx: PageContext, st: UIState, e: BaseException, clear: tuple[str, .
         msg = message(e)
     else:
         log.exception("unexpected error in the page")
-        msg = f"Something went wrong ({e.__class__.__name__}: {render.no_paths(str(e))}). Your search is unchanged: try again."
+        msg = (f"Something went wrong ({e.__class__.__name__}: {render.no_paths(public_reason(e))}). Your search is "
+               "unchanged: try again.")
     st.notice = f"⚠ {msg}"
     gr.Warning(msg, title="Cannot do that" if isinstance(e, IIRError) else "Error")
     return view(ctx, st, clear)

@@ -114,7 +114,7 @@ def adopt(engine, st: UIState, work: Work, result) -> bool:
     from interactive_ir.ui.render import no_paths
 
     def said(error: str) -> str:  # a model's note as a visitor reads it: no server, no secret, whole words
-        return whole_sentences(no_paths(public_text(error))).rstrip(".")
+        return whole_sentences(no_paths(public_text(error))).rstrip(".").rstrip("…")
 
     with st.lock:
         if not current(st, work):
@@ -130,7 +130,7 @@ def adopt(engine, st: UIState, work: Work, result) -> bool:
                 engine.apply_refine(st.session, result)
                 st.refined = result.reformulated
                 if result.error:
-                    st.notice = (f"⚠ The model could not rewrite the dialogue ({said(result.error)}): these are "
+                    st.notice = (f"⚠ The model could not rewrite the dialogue: {said(result.error)}. These are "
                                  "the results of your words as typed.")
             elif result is not None:  # a round made again with its LLM method
                 last = result.last
