@@ -1,6 +1,7 @@
 """Prompt injection (issue 40, item 5): 216 payloads ("ignore previous instructions", fake system and assistant
 turns, fake fence markers, JSON and tool-call shapes, markdown, HTML and script, Unicode tricks, very long text) are
-planted in captions (what a Hub dataset's columns become), file names and a visitor's text, and every model is a
+planted in captions (what a Hub dataset's caption column becomes), file names, a metadata file's columns (album,
+tags), EXIF (make, model, description) and a visitor's text (description, answer, "like this, but"), and every model is a
 scripted one that OBEYS them: wherever a prompt carries "command #N", inside a fence or not, it answers with the
 attacker's output N (a script tag, a JSON action, a tool call, a URL, a file path, a query-language filter, a flood).
 
@@ -24,7 +25,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from iir_testutils import make_images, query_modes, write_captions
+from iir_testutils import make_images, query_modes
 
 from interactive_ir.backends.fence import inside_fences
 from interactive_ir.backends.llms import FakeLLM, fake_reply
@@ -128,9 +129,23 @@ def _safe_name(payload: str, i: int) -> str:
     return re.sub(r"[^A-Za-z0-9 #._-]", "_", payload)[:60].strip() + f" {i}.png"
 
 
+def _plant_exif(path: Path, payload: str) -> None:
+    """The image's EXIF make, model and description set to `payload` (what a camera or an editor writes)."""
+    from PIL import Image
+
+    with Image.open(path) as im:
+        im.load()
+        exif = Image.Exif()
+        exif[0x010F], exif[0x0110], exif[0x010E] = payload[:60], payload[:60], payload[:2000]  # make, model, description
+        im.save(path, exif=exif)
+
+
 @pytest.fixture(scope="module")
 def indices(tmp_path_factory):
-    """One tiny index per batch of payloads: every image's caption and file name carry one payload."""
+    """One tiny index per batch of payloads: every image's caption (what a Hub dataset's caption column becomes),
+    file name, user fields (a metadata file's columns: album, tags) and EXIF carry payloads."""
+    import json
+
     from interactive_ir.backends import make_embedder
     from interactive_ir.index import load_index
     from interactive_ir.index.builder import BuildConfig, build_index
@@ -144,15 +159,19 @@ def indices(tmp_path_factory):
             plain = make_images(root / "plain", BATCH, seed=batch)
             images = root / "images"
             images.mkdir()
-            caps = {}
+            rows = []
             for i, (rel, captions) in enumerate(sorted(plain.items())):
-                payload = PAYLOADS[(batch * BATCH + i) % len(PAYLOADS)]
+                k = batch * BATCH + i
+                payload, other = PAYLOADS[k % len(PAYLOADS)], PAYLOADS[(k + 7) % len(PAYLOADS)]
                 name = _safe_name(payload, i)
                 (root / "plain" / rel).rename(images / name)
-                caps[name] = [f"{captions[0]} {payload}", captions[1]]
+                _plant_exif(images / name, other)
+                rows.append({"image": name, "captions": [f"{captions[0]} {payload}", captions[1]],
+                             "album": other, "tags": [other[:80], "dog"]})
+            meta = root / "captions.jsonl"
+            meta.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
             emb = make_embedder("fake:32")
-            build_index(BuildConfig(images=images, out=root / "index",
-                                    captions=write_captions(root / "captions.jsonl", caps)), emb)
+            build_index(BuildConfig(images=images, out=root / "index", captions=meta), emb)
             built[batch] = Retriever(load_index(root / "index"), emb)
         return built[batch]
 
