@@ -71,6 +71,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _redact_log() -> None:
+    """Every line of the log through `redact.redact_text` (a library's URL never shows a password)."""
+    from interactive_ir.backends.redact import RedactSecrets
+
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactSecrets) for f in handler.filters):
+            handler.addFilter(RedactSecrets())
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     only = next((a for a in argv if a in COMMANDS), None)
@@ -82,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
     )
     quiet_third_parties(args.verbose)
+    _redact_log()
     if not args.command:
         parser.print_help()
         return 2

@@ -67,9 +67,10 @@ def load_optional(kind: str, spec: str, make_it: Callable[[str], object]) -> tup
     try:
         backend = make_it(spec)
     except (IIRError, OSError, ImportError, RuntimeError, ValueError) as e:
-        note = f"{kind} {spec} could not be loaded ({_first_line(e)})"
-        log.warning(note)
-        return None, note
+        from interactive_ir.backends.redact import public_spec, public_text, redact_text
+
+        log.warning("%s %s could not be loaded (%s)", kind, redact_text(spec), redact_text(_first_line(e)))
+        return None, f"{kind} {public_spec(spec)} could not be loaded ({public_text(_first_line(e))})"
     return backend, ""
 
 
@@ -91,11 +92,13 @@ def load_llm(given: str = "") -> LoadedLLM:
     choice = choose_llm(given)
     if not choice.spec:  # nothing to load: no "loading" line (the page's note says why, once)
         return LoadedLLM(None, "", choice.why)
-    log.info("loading the LLM %s ...", choice.spec)
+    from interactive_ir.backends.redact import redact_text
+
+    log.info("loading the LLM %s ...", redact_text(choice.spec))
     t = time.perf_counter()
     llm, failed = load_optional("LLM", choice.spec, lambda spec: backends.make_llm(spec))
     if llm is not None:
-        log.info("LLM %s loaded in %.1f s", choice.spec, time.perf_counter() - t)
+        log.info("LLM %s loaded in %.1f s", redact_text(choice.spec), time.perf_counter() - t)
         reach = probe(llm)  # an HTTP server is checked once: the page says whether it answers
         return LoadedLLM(llm, reach[1] if reach and not reach[0] else llm_note(choice.spec)
                          + (" Its server answers." if reach else ""))
@@ -116,6 +119,7 @@ def load_vision(captioner_spec: str, vlm_spec: str) -> Vision:
     """The app's captioner and VLM; a failure leaves one out with a note."""
     from interactive_ir import backends
     from interactive_ir.backends.guard import probe
+    from interactive_ir.backends.redact import public_spec
 
     t = time.perf_counter()
     captioner, cap_note = load_optional("captioner", captioner_spec, lambda s: backends.make_captioner(s))
@@ -127,9 +131,9 @@ def load_vision(captioner_spec: str, vlm_spec: str) -> Vision:
     if captioner is not None:
         reach = probe(captioner)
         notes.append(reach[1] if reach and not reach[0]
-                     else f"Captioner {captioner_spec}: describes uploaded reference images.")
+                     else f"Captioner {public_spec(captioner_spec)}: describes uploaded reference images.")
     if vlm is not None:
         reach = probe(vlm)
         notes.append(reach[1] if reach and not reach[0]
-                     else f"VLM {vlm_spec}: re-ranks reference + caption results and says why.")
+                     else f"VLM {public_spec(vlm_spec)}: re-ranks reference + caption results and says why.")
     return Vision(captioner, vlm, notes, failed)

@@ -15,6 +15,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from interactive_ir.backends.redact import redact_text, whole_sentences, with_public
 from interactive_ir.errors import BackendError
 
 log = logging.getLogger(__name__)
@@ -78,8 +79,10 @@ class CircuitBreaker:
             now = self._clock()
             if now < self._open_until or self._trial:
                 left = max(1, round(self._open_until - now))
-                raise BackendPaused(f"{self.name} is paused after {self._failed} failed calls in a row "
-                                    f"(last: {self.last_error}); trying it again in about {left} s")
+                raise with_public(BackendPaused(f"{self.name} is paused after {self._failed} failed calls in a row "
+                                                f"(last: {self.last_error}); trying it again in about {left} s"),
+                                  f"the language model is paused after {self._failed} failed calls in a row; it is "
+                                  f"tried again in about {left} s.")
             self._trial = True
 
     def success(self) -> None:
@@ -98,7 +101,7 @@ class CircuitBreaker:
         with self._lock:
             self._failed += 1
             self._trial = False
-            self.last_error = (error or "failed")[:200]
+            self.last_error = whole_sentences(redact_text(error or "failed"), 200)
             if self._failed >= self.failures:
                 self._open_until = self._clock() + self.pause_s
                 log.warning("%s failed %d times in a row: not called for %.0f s (last error: %s)", self.name,

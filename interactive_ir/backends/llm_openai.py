@@ -4,6 +4,8 @@ Several prompts are sent concurrently (a bounded thread pool), so one `generate`
 round trip of wall time. Timeouts, connection errors, 5xx and 429 are retried with exponential backoff,
 all within the stage's deadline (`deadline_s`); repeated failures open a circuit breaker (see `guard`).
 A malformed reply (not JSON, no `choices`, empty content) is a plain error and a logged warning.
+No message names the endpoint's secrets: the spec and URL are shown through `redact.redact_text` (the owner's
+log and errors), and every failure carries a visitor sentence without the host (`redact.public_reason`).
 `chat` sends ready-made message lists (content with images included): the `openai-vision` captioner
 and VLM use it, so they share this client's key handling, timeouts and retries.
 """
@@ -22,11 +24,18 @@ from interactive_ir.backends.cancel import POLL_S, CancelToken, check
 from interactive_ir.backends.guard import BackendPaused, CircuitBreaker, Deadline, MalformedReply
 from interactive_ir.backends.llm_config import LLMConfig
 from interactive_ir.backends.prompts import Prompt, as_messages
+from interactive_ir.backends.redact import redact_client_logs, redact_text, redact_url, with_public
 from interactive_ir.errors import BackendError, BackendUnavailable, Cancelled
 
 log = logging.getLogger(__name__)
 
 OPENAI_URL = "https://api.openai.com/v1"
+ENDPOINT_KINDS = {"hf-router": "the Hugging Face inference router", "openai-vision": "an OpenAI-compatible endpoint"}
+
+
+def endpoint_kind(kind: str) -> str:
+    """What a visitor is told the model runs on (never its address)."""
+    return ENDPOINT_KINDS.get(kind, "an OpenAI-compatible endpoint")
 
 
 class OpenAILLM:
@@ -37,19 +46,24 @@ class OpenAILLM:
         self._openai = openai = require("openai", "llm")
         key = (api_key or os.environ.get("IIR_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or "").strip()
         self.kind = spec.partition(":")[0] if ":" in spec else "openai"  # the spec prefix, for messages
+        shown = redact_text(spec)
+        redact_client_logs()  # the HTTP client logs each request's URL: never with its password or key
         if not key and not base_url:
             raise BackendUnavailable(
-                f"{spec} needs an API key: set OPENAI_API_KEY (or IIR_LLM_API_KEY), or point at a local "
+                f"{shown} needs an API key: set OPENAI_API_KEY (or IIR_LLM_API_KEY), or point at a local "
                 f"OpenAI-compatible server, e.g. {self.kind}:{model}@http://localhost:8000/v1"
             )
         self.spec = spec
+        self.shown = shown  # the spec without secrets, for messages and the log
         self.model = model
         self.base_url = base_url or OPENAI_URL
+        self.where = redact_url(self.base_url)  # the URL without secrets, for messages and the log
+        self.public = f"the language model ({endpoint_kind(self.kind)})"  # what a visitor is told it is
         self.config = config
         # a local server (vLLM, Ollama, ...) usually ignores the key, but the client insists on one
         self.client = openai.OpenAI(api_key=key or "not-needed", base_url=self.base_url,
                                     timeout=min(config.timeout_s, config.deadline_s), max_retries=0)
-        self.breaker = CircuitBreaker(f"the LLM {spec}", config.breaker_failures, config.breaker_pause_s)
+        self.breaker = CircuitBreaker(f"the LLM {shown}", config.breaker_failures, config.breaker_pause_s)
 
     def generate(self, prompts: Sequence[Prompt], *, temperature: float = 0.0, max_tokens: int = 256,
                  cancel: CancelToken | None = None) -> list[str]:
@@ -67,7 +81,7 @@ class OpenAILLM:
         messages = list(messages)
         if not messages:
             return []
-        check(cancel, self.spec)
+        check(cancel, self.shown)
         self.breaker.before_call()
         deadline = Deadline(self.config.deadline_s)
         try:
@@ -99,7 +113,7 @@ class OpenAILLM:
             while pending:
                 done, pending = futures.wait(pending, timeout=None if cancel is None else POLL_S,
                                              return_when=futures.FIRST_EXCEPTION)
-                check(cancel, self.spec)
+                check(cancel, self.shown)
                 if any(f.exception() is not None for f in done):
                     break
             return [f.result() for f in jobs]  # the first failure, in prompt order
@@ -116,14 +130,15 @@ class OpenAILLM:
             left = deadline.left
             if left <= 0.05:
                 break
-            check(cancel, self.spec)
+            check(cancel, self.shown)
             tried += 1
             try:
                 r = self._client(min(self.config.timeout_s, left)).chat.completions.create(
                     model=self.model, messages=messages, temperature=temperature, max_tokens=max_tokens)
             except openai.APIStatusError as e:
                 if e.status_code != 429 and e.status_code < 500:
-                    raise BackendError(self._status_message(e)) from e
+                    raise with_public(BackendError(self._status_message(e)),
+                                      f"{self.public} refused the request (HTTP {e.status_code}).") from e
                 error = e
             except openai.APIConnectionError as e:  # includes APITimeoutError
                 error = e
@@ -133,15 +148,15 @@ class OpenAILLM:
                 return self._content(r)
             delay = self.config.backoff_s * 2**attempt
             if attempt + 1 < attempts and deadline.left > delay + 0.05:
-                log.info("%s: %s; retry %d/%d in %.2f s", self.spec, type(error).__name__,
+                log.info("%s: %s; retry %d/%d in %.2f s", self.shown, type(error).__name__,
                          attempt + 1, attempts - 1, delay)
                 if cancel is None:
                     time.sleep(delay)
                 elif cancel.wait(delay):
-                    check(cancel, self.spec)
+                    check(cancel, self.shown)
             elif attempt + 1 < attempts:
                 break  # no time left for another try
-        raise BackendError(self._final_message(error, tried, deadline))
+        raise with_public(BackendError(self._final_message(error, tried, deadline)), self._public_failure(error))
 
     def _client(self, timeout: float):
         """The client with this attempt's timeout (what the stage's deadline leaves)."""
@@ -161,40 +176,54 @@ class OpenAILLM:
         return content.strip()
 
     def _malformed(self, detail: str) -> MalformedReply:
-        log.warning("%s at %s gave a malformed reply: %s", self.spec, self.base_url, detail)
+        log.warning("%s at %s gave a malformed reply: %s", self.shown, self.where, redact_text(detail))
         return MalformedReply("the LLM gave an unusable reply this time, so it could not help with this step")
 
     def probe(self) -> tuple[bool, str]:
-        """(reachable, a sentence for the page): one GET of the server's model list, `probe_timeout_s` at most."""
+        """(reachable, a sentence for the page, which names no address): one GET of the server's model list,
+        `probe_timeout_s` at most. The owner's log gets the (redacted) URL."""
+        name = f"{self.model} ({endpoint_kind(self.kind)})"
         try:
             self._client(self.config.probe_timeout_s).models.list()
         except self._openai.APIStatusError as e:  # it answered: reachable (a 404 for /models is fine)
             if e.status_code in (401, 403):
-                return True, f"{self.spec}: {self.base_url} answers but refuses the key (HTTP {e.status_code})"
-            return True, f"{self.spec}: {self.base_url} is reachable"
+                log.warning("%s: %s refuses the key (HTTP %d)", self.shown, self.where, e.status_code)
+                return True, f"{name} answers but refuses the key (HTTP {e.status_code})."
+            return True, f"{name} is reachable."
         except self._openai.APIConnectionError as e:
             why = "no answer" if isinstance(e, self._openai.APITimeoutError) else "cannot connect"
-            return False, (f"{self.spec}: {self.base_url} is not reachable ({why} within "
-                           f"{self.config.probe_timeout_s:g} s): questions pause until it answers")
+            log.warning("%s: %s is not reachable (%s within %g s)", self.shown, self.where, why,
+                        self.config.probe_timeout_s)
+            return False, (f"{name} is not reachable ({why} within {self.config.probe_timeout_s:g} s): "
+                           "questions pause until it answers.")
         except Exception as e:  # noqa: BLE001 - a server that answers junk is still up
-            return True, f"{self.spec}: {self.base_url} is reachable (its model list is unreadable: {type(e).__name__})"
-        return True, f"{self.spec}: {self.base_url} is reachable"
+            return True, f"{name} is reachable (its model list is unreadable: {type(e).__name__})."
+        return True, f"{name} is reachable."
 
     def _status_message(self, e) -> str:
         hint = {401: "check OPENAI_API_KEY / IIR_LLM_API_KEY",
                 403: "the key may not have access to this model",
-                404: f"check that the model {self.model!r} is served at {self.base_url}"}.get(e.status_code, "")
-        return f"{self.spec}: the server answered HTTP {e.status_code}: {e.message}" + (f" ({hint})" if hint else "")
+                404: f"check that the model {self.model!r} is served at {self.where}"}.get(e.status_code, "")
+        return (f"{self.shown}: the server answered HTTP {e.status_code}: {redact_text(e.message)}"
+                + (f" ({hint})" if hint else ""))
+
+    def _public_failure(self, e: Exception | None) -> str:
+        """The failure as a visitor is told it: what the model is, and why, without its address."""
+        if e is None or isinstance(e, self._openai.APITimeoutError):
+            return f"{self.public} did not answer: it timed out."
+        if isinstance(e, self._openai.APIStatusError):
+            return f"{self.public} did not answer: its server had an error (HTTP {e.status_code})."
+        return f"{self.public} did not answer: it could not be reached."
 
     def _final_message(self, e: Exception | None, attempts: int, deadline: Deadline) -> str:
         tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
         if e is None or isinstance(e, self._openai.APITimeoutError):
             waited = min(deadline.seconds, time.monotonic() - deadline.start)
-            return (f"{self.spec}: no reply from {self.base_url} ({tries} in {waited:.1f} s; each waits at most "
+            return (f"{self.shown}: no reply from {self.where} ({tries} in {waited:.1f} s; each waits at most "
                     f"{min(self.config.timeout_s, deadline.seconds):g} s, the whole step {deadline.seconds:g} s). "
                     "Is the server up and the model loaded? Raise the limits with IIR_LLM_TIMEOUT_S and "
                     "IIR_LLM_DEADLINE_S")
         if isinstance(e, self._openai.APIStatusError):
-            return f"{self.spec}: the server answered HTTP {e.status_code} ({tries}): {e.message}"
-        return (f"{self.spec}: cannot reach {self.base_url} ({tries}): {e}. "
+            return f"{self.shown}: the server answered HTTP {e.status_code} ({tries}): {redact_text(e.message)}"
+        return (f"{self.shown}: cannot reach {self.where} ({tries}): {redact_text(e)}. "
                 f"Start the server or fix the URL ({self.kind}:MODEL@URL or IIR_LLM_BASE_URL)")

@@ -130,7 +130,12 @@ def fake_reply(text: str) -> str:
     - mentions "question" -> a numbered list of up to 3 questions about the prompt's last content words;
     - mentions "answer" -> "Uncertain";
     - else a caption-like rewrite of the last non-empty line: "a photo of <its first 12 words>".
+
+    The prompts' fences and data rule (`backends.fence`) are read past, as a model reads past its markup.
     """
+    from interactive_ir.backends.fence import unfence
+
+    text = unfence(text)
     low = text.lower()
     if "uncertain" in low:
         return "Uncertain"

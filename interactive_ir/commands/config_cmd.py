@@ -65,12 +65,14 @@ def markdown(rows: Sequence) -> str:
 
 
 def plain(rows: Sequence) -> str:
-    """Aligned columns per section under a header row: variable, field, default, current value (`*` when changed),
-    meaning."""
+    """Aligned columns per section under a header row: variable, field, default, current value (`*` when changed;
+    a URL's user-info and credential query values hidden: `redact_text`), meaning."""
+    from interactive_ir.backends.redact import redact_text
+
     out = []
     for section, source, group in _sections(rows):
         out.append(f"{section} ({source})" if section != OUTSIDE else "read outside the config dataclasses")
-        table = [HEADER] + [(r.env or "(flag only)", r.field, r.default, ("* " if r.changed else "  ") + r.current,
+        table = [HEADER] + [(r.env or "(flag only)", r.field, r.default, ("* " if r.changed else "  ") + redact_text(r.current),
                              r.help) for r in group]
         widths = [min(40, max(len(t[i]) for t in table)) for i in range(4)]
         for t in table:

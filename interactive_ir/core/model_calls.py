@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from interactive_ir.backends.base import LLM, Prompt
+from interactive_ir.backends.redact import redact_text
 from interactive_ir.core.session import Turn
 from interactive_ir.errors import BackendError, Cancelled
 
@@ -68,7 +69,8 @@ class MeteredLLM:
 
     @property
     def spec(self) -> str:
-        return self.llm.spec
+        """The backend's spec without secrets (`redact_text`): it goes into call records, exports and errors."""
+        return redact_text(self.llm.spec)
 
     @property
     def batch_capable(self) -> bool:
@@ -97,7 +99,7 @@ class MeteredLLM:
                 raise BackendError(f"{self.spec} returned {len(replies)} replies for {len(prompts)} prompts")
         except Exception as e:
             latency = time.perf_counter() - start
-            message = str(e) or type(e).__name__
+            message = redact_text(e) or type(e).__name__
             self.log.extend(LLMCall(stage, p, None, latency, self.spec, temperature, message) for p in prompts)
             if isinstance(e, (BackendError, Cancelled)):  # Cancelled: superseded work, not a failure
                 raise
@@ -143,7 +145,7 @@ def ask(vlm, images: Sequence[Sequence], questions: Sequence[str], *, turn: Turn
     """`vlm.ask(images, questions)`, logged on `turn` (`labels` name each question's images, e.g. ids)."""
     questions = list(questions)
     labels = list(labels) + [""] * (len(questions) - len(labels))
-    spec = getattr(vlm, "spec", "")
+    spec = redact_text(getattr(vlm, "spec", ""))
     t = time.perf_counter()
     error = None
     replies: list = []
@@ -153,10 +155,10 @@ def ask(vlm, images: Sequence[Sequence], questions: Sequence[str], *, turn: Turn
             raise BackendError(f"VLM {spec} returned {len(replies)} answers for {len(questions)} questions")
         return [r if isinstance(r, str) else "" for r in replies]
     except BackendError as e:
-        error = str(e)
+        error = redact_text(e)
         raise
     except Exception as e:  # noqa: BLE001 - a backend may raise anything; the session must stay usable
-        error = str(e) or type(e).__name__
+        error = redact_text(e) or type(e).__name__
         raise BackendError(f"VLM {spec} failed at stage {stage!r}: {error}") from e
     finally:
         dt = time.perf_counter() - t

@@ -403,7 +403,10 @@ def run_header(protocol: Protocol, cfg: RunConfig, index_fingerprint: dict, back
     only with `references` (queries with a reference image), so that other runs resume from older checkpoints."""
     skip = ("progress", "keep_sessions") if references else ("progress", "keep_sessions", "keep_reference")
     settings = {k: v for k, v in asdict(cfg).items() if k not in skip}
-    return {"format": FORMAT, "protocol": protocol.name, **settings, "index": index_fingerprint, "backends": backends}
+    from interactive_ir.backends.redact import redact_text
+
+    shown = {k: redact_text(v) if isinstance(v, str) else v for k, v in backends.items()}  # specs carry no secret
+    return {"format": FORMAT, "protocol": protocol.name, **settings, "index": index_fingerprint, "backends": shown}
 
 
 def query_hash(q: Query) -> str:

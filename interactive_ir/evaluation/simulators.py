@@ -43,6 +43,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from interactive_ir.backends.fence import SHORT_RULE, data_rule, fence
+from interactive_ir.backends.redact import redact_text
 from interactive_ir.errors import BackendError, BadInputError
 from interactive_ir.evaluation.answers import NOT_SURE, SHORT_WORDS, is_yes_no, rule_answer
 from interactive_ir.evaluation.knowledge import TargetKnowledge
@@ -221,11 +223,13 @@ ANSWER_SYSTEM_CERTAIN = (
 
 
 def build_answer_prompt(context: Sequence[str], question: str, allow_uncertain: bool = True) -> list[dict]:
-    """Chat messages asking for an answer to `question` from the target's captions."""
+    """Chat messages asking for an answer to `question` (the engine's, maybe an LLM's) from the target's captions,
+    both in data blocks (`backends.fence`)."""
     ctx = " ".join(c.strip().rstrip(".") + "." for c in context if c.strip())
     system = ANSWER_SYSTEM if allow_uncertain else ANSWER_SYSTEM_CERTAIN
-    return [{"role": "system", "content": system},
-            {"role": "user", "content": f"[Context] {ctx} [Question] {question.strip()} [Answer]"}]
+    return [{"role": "system", "content": f"{system} {data_rule('context', 'question')}"},
+            {"role": "user", "content": f"[Context] {fence('context', ctx, cap=3000)} "
+                                        f"[Question] {fence('question', question)} [Answer]"}]
 
 
 # --- the model-free rules --------------------------------------------------------------------------------
@@ -307,7 +311,12 @@ def _open(index, image_id: str):
 
 
 VLM_ANSWER_PROMPT = ("Answer the question about the image in a few words. If the image does not show what the "
-                     "question asks about, answer \"Uncertain\". Question: {question}")
+                     "question asks about, answer \"Uncertain\". " + SHORT_RULE + " Question: {question}")
+
+
+def vlm_answer_prompt(question: str) -> str:
+    """`VLM_ANSWER_PROMPT` with the question (the engine's, maybe an LLM's) in a data block."""
+    return VLM_ANSWER_PROMPT.format(question=fence("question", question))
 
 
 class VLMAnswerer(_Chooser):
@@ -325,7 +334,7 @@ class VLMAnswerer(_Chooser):
         try:
             if knowledge.pixels is None:
                 raise BadInputError("the target image could not be opened")
-            raw = self.vlm.ask([[knowledge.pixels]], [VLM_ANSWER_PROMPT.format(question=question.strip())],
+            raw = self.vlm.ask([[knowledge.pixels]], [vlm_answer_prompt(question)],
                                max_tokens=cfg.max_tokens)[0]
         except (BackendError, BadInputError) as e:
             log.warning("answerer VLM failed (%s); answering from the captions", e)
@@ -405,19 +414,23 @@ RELATIVE_SYSTEM = (
     "says how to change the candidate image to get the target image. Mention only what differs. Reply with the "
     "instruction only."
 )
-RELATIVE_EXAMPLE = (
-    "[Candidate image] a brown dog runs on the grass\n[Target image] a black dog jumps into a lake to catch a "
-    "stick\n[Instruction]", "make the dog black and have it jump into a lake after a stick")
+RELATIVE_EXAMPLE = (("a brown dog runs on the grass", "a black dog jumps into a lake to catch a stick"),
+                    "make the dog black and have it jump into a lake after a stick")
+
+
+def _relative_user(cand: str, tgt: str) -> str:
+    return f"[Candidate image] {fence('candidate', cand, cap=2000)}\n[Target image] {fence('target', tgt, cap=2000)}\n[Instruction]"
 
 
 def build_relative_prompt(candidate: Sequence[str], target: Sequence[str]) -> list[dict]:
-    """Chat messages asking how the target differs from the candidate (one-shot)."""
+    """Chat messages asking how the target differs from the candidate (one-shot); both images' captions in data
+    blocks, the example's alike."""
     cand = "; ".join(c.strip().rstrip(".") for c in candidate if c.strip()) or "(no description)"
     tgt = "; ".join(c.strip().rstrip(".") for c in target if c.strip())
-    return [{"role": "system", "content": RELATIVE_SYSTEM},
-            {"role": "user", "content": RELATIVE_EXAMPLE[0]},
+    return [{"role": "system", "content": f"{RELATIVE_SYSTEM} {data_rule('candidate', 'target')}"},
+            {"role": "user", "content": _relative_user(*RELATIVE_EXAMPLE[0])},
             {"role": "assistant", "content": RELATIVE_EXAMPLE[1]},
-            {"role": "user", "content": f"[Candidate image] {cand}\n[Target image] {tgt}\n[Instruction]"}]
+            {"role": "user", "content": _relative_user(cand, tgt)}]
 
 
 def _ranked_words(texts: Sequence[str]) -> list[tuple[str, str]]:
@@ -583,12 +596,12 @@ def make_user(index, llm=None, answerer: str | None = None, vlm=None, config: Si
         if llm is None:
             raise BadInputError("the LLM answerer needs an LLM: pass --llm or --answerer SPEC")
         return SimulatedUser(LLMAnswerer(llm, config, sim), actor, LLMRelativeCaptioner(llm, captions_of, config),
-                             "llm", getattr(llm, "spec", ""), sim_name, config.noise, seed)
+                             "llm", redact_text(getattr(llm, "spec", "")), sim_name, config.noise, seed)
     if kind == "vlm":
         if vlm is None:
             raise BadInputError("the VLM answerer needs a VLM: pass --answerer vlm:SPEC")
         return SimulatedUser(VLMAnswerer(vlm, config, sim), actor, VLMRelativeCaptioner(vlm, index, captions_of, config),
-                             "vlm", getattr(vlm, "spec", ""), sim_name, config.noise, seed)
+                             "vlm", redact_text(getattr(vlm, "spec", "")), sim_name, config.noise, seed)
     if kind == "rule":
         return SimulatedUser(CaptionAnswerer(config, sim), actor, RuleRelativeCaptioner(captions_of, config), "rule",
                              "", sim_name, config.noise, seed)

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 import gradio as gr
 
 from interactive_ir.backends.guard import pause_mark, status_note
-from interactive_ir.errors import IIRError
+from interactive_ir.backends.redact import public_reason
+from interactive_ir.errors import BackendError, IIRError
 from interactive_ir.ui import card_actions, handlers, render, share, signin, work
 from interactive_ir.ui.handlers import Modes, modes
 from interactive_ir.ui.serving.tabs import on_tab_closed
@@ -111,7 +112,11 @@ def page_context(engine, questions_off_reason: str = "", examples: Sequence[str]
 
 # --- the page's outputs --------------------------------------------------------------------------------
 def message(e: BaseException) -> str:
-    """An engine error as a sentence for the page (never a server path: `render.no_paths`)."""
+    """An engine error as a sentence for the page (never a server path: `render.no_paths`; a model's failure
+    never names its server or a secret: `redact.public_reason`)."""
+    if isinstance(e, BackendError):
+        text = render.no_paths(public_reason(e))
+        return text[0].upper() + text[1:] if text else e.__class__.__name__
     text = render.no_paths(str(e).strip()) or e.__class__.__name__
     first = text.split(" ", 1)[0]
     if any(c in first for c in "./\\'\"") or not first.isalpha():  # a file name or an id: leave it as it is
@@ -192,7 +197,8 @@ def refused(ctx: PageContext, st: UIState, e: BaseException, clear: tuple[str, .
         msg = message(e)
     else:
         log.exception("unexpected error in the page")
-        msg = f"Something went wrong ({e.__class__.__name__}: {render.no_paths(str(e))}). Your search is unchanged: try again."
+        msg = (f"Something went wrong ({e.__class__.__name__}: {render.no_paths(public_reason(e))}). Your search is "
+               "unchanged: try again.")
     st.notice = f"⚠ {msg}"
     gr.Warning(msg, title="Cannot do that" if isinstance(e, IIRError) else "Error")
     return view(ctx, st, clear)
@@ -237,8 +243,11 @@ def in_background(fn, *args) -> futures.Future:
 
 def failure_note(step: str, e: BaseException) -> str:
     what = "refine these results" if step == "refine" else "write a question"
-    why = message(e) if isinstance(e, IIRError) else f"{e.__class__.__name__}: {render.no_paths(str(e))}"
-    return f"The model could not {what} ({why}). The results shown stand; you can go on."
+    if isinstance(e, BackendError):
+        why = render.no_paths(public_reason(e))
+    else:
+        why = message(e) if isinstance(e, IIRError) else f"{e.__class__.__name__}: {render.no_paths(public_reason(e))}"
+    return f"The model could not {what}: {why.rstrip('.')}. The results shown stand; you can go on."
 
 
 def _wait(tab: UIState, job_work: work.Work, job: futures.Future):

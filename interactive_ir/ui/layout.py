@@ -14,8 +14,12 @@ INTRO = ("Describe the image you have in mind, then narrow it down: answer the q
 
 
 def notes_markdown(notes, credit=None) -> str:
-    """"About this app": what runs, then the served collection's credit (`index.credit.Credit`, from the index)."""
-    notes = [n for n in notes if n]
+    """"About this app": what runs, then the served collection's credit (`index.credit.Credit`, from the index).
+    Every visitor reads it (and `/config` carries it): no note names a secret or an internal address
+    (`redact.public_text`)."""
+    from interactive_ir.backends.redact import public_text
+
+    notes = [public_text(n) for n in notes if n]
     text = "**Running on:**\n" + "\n".join(f"- {n}" for n in notes) if notes else ""
     if credit is not None:
         text += ("\n\n" if text else "") + f"**Credit:** {credit.markdown()}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from html import escape
 
+from interactive_ir.backends.redact import public_text
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.ui import filter_view
 from interactive_ir.ui.captions import plain_caption
@@ -454,8 +455,8 @@ def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "
             lines.append(("note", "(more like one of the results)"))
         elif t.user_text:
             lines.append(("you", t.user_text))
-        if t.error:
-            lines.append(("error", t.error))
+        if t.error:  # a model's failure as a visitor reads it: no server, no secret (`redact.public_text`)
+            lines.append(("error", no_paths(public_text(t.error))))
         if t.question and t is not (s.last if s else None):
             lines.append(("system", t.question))
     history = []

@@ -108,9 +108,13 @@ def current(st: UIState, work: Work) -> bool:
 
 def adopt(engine, st: UIState, work: Work, result) -> bool:
     """Apply a finished step to the tab unless a newer action superseded it. Returns whether it was applied."""
+    from interactive_ir.backends.redact import public_text, whole_sentences
     from interactive_ir.core.steps import QuestionStep, Refinement
     from interactive_ir.errors import SessionError
     from interactive_ir.ui.render import no_paths
+
+    def said(error: str) -> str:  # a model's note as a visitor reads it: no server, no secret, whole words
+        return whole_sentences(no_paths(public_text(error))).rstrip(".").rstrip("…")
 
     with st.lock:
         if not current(st, work):
@@ -119,14 +123,14 @@ def adopt(engine, st: UIState, work: Work, result) -> bool:
             if isinstance(result, QuestionStep):
                 engine.apply_question(st.session, result)
                 if result.error:
-                    st.notice = f"⚠ The question step had a problem: {no_paths(result.error)}"
+                    st.notice = f"⚠ The question step had a problem: {said(result.error)}."
             elif work.step == "refine" and st.acted and _moves(st, result):
                 st.offer = result  # the person acts on the quick results: offered, not swapped under the cursor
             elif isinstance(result, Refinement):
                 engine.apply_refine(st.session, result)
                 st.refined = result.reformulated
                 if result.error:
-                    st.notice = (f"⚠ The model could not rewrite the dialogue ({no_paths(result.error)}): these are "
+                    st.notice = (f"⚠ The model could not rewrite the dialogue: {said(result.error)}. These are "
                                  "the results of your words as typed.")
             elif result is not None:  # a round made again with its LLM method
                 last = result.last

@@ -17,7 +17,7 @@ from interactive_ir.modes.feedback.mode import FeedbackConfig, plain_expansion
 pytestmark = pytest.mark.integration
 
 JUNK_MARKERS = ("Given the image descriptions", "Descriptions:", "Taggings:", "Keywords:", "Step 1", "Step 2",
-                "Instruction:", "Reference Image:")
+                "Instruction:", "Reference Image:", "<<<", ">>>")  # the last two: a fence marker copied from the prompt
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import logging
 import re
 from collections.abc import Sequence
 
+from interactive_ir.backends.fence import CAPS, data_rule, fence, fence_items
 from interactive_ir.errors import BackendError
 from interactive_ir.retrieval.words import content_words
 
@@ -23,7 +24,8 @@ _START = re.compile(r"^(is|are|does|do|was|were|can|could|has|have|did)\b", re.I
 _PREFIX = re.compile(r"^\s*(?:question\s*[:\-]|q\s*[:\-]|\d+[.)]|[-*•])\s*", re.I)
 
 PROMPT = """You help someone find one photo they have in mind. The search has two groups of likely photos.
-Group A (their captions mention "{word}"):
+{rule}
+Group A (their captions mention {word}):
 {group_a}
 Group B:
 {group_b}
@@ -32,9 +34,13 @@ group B. Do not mention groups or captions. Reply with the question only."""
 
 
 def build_prompt(word: str, group_a: Sequence[str], group_b: Sequence[str]) -> str:
-    """The prompt asking for a yes/no question telling `group_a` (captions naming `word`) from `group_b`."""
-    lines = lambda caps: "\n".join(f"- {c}" for c in list(caps)[:MAX_CAPTIONS] if c) or "- (no captions)"  # noqa: E731
-    return PROMPT.format(word=word, group_a=lines(group_a), group_b=lines(group_b))
+    """The prompt asking for a yes/no question telling `group_a` (captions naming `word`) from `group_b`; the word and
+    the captions (an index's, a dataset's: untrusted) sit in data blocks (`backends.fence`)."""
+    return PROMPT.format(rule=data_rule("word", "group a", "group b"), word=fence("word", word),
+                         group_a=fence_items("group a", [c for c in group_a if c], CAPS["caption"], start=1,
+                                             max_items=MAX_CAPTIONS, empty="(no captions)"),
+                         group_b=fence_items("group b", [c for c in group_b if c], CAPS["caption"], start=1,
+                                             max_items=MAX_CAPTIONS, empty="(no captions)"))
 
 
 def parse_question(raw: object, word: str) -> str | None:

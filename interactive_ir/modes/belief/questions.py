@@ -67,6 +67,9 @@ def _open_informs(ctx: QuestionContext, about: frozenset | None) -> bool:
     return sum(m >= OPEN_SPREAD for m in mass.values()) >= 2
 
 
+MAX_WORD = 30  # a longer caption "word" (a flood of letters planted in a caption) is never asked about
+
+
 def best_word(ctx: QuestionContext, asked: set[str]) -> tuple[str, str, float] | None:
     """(stem, surface form, expected information in nats) of the caption word whose yes or no tells most about
     the target among the probable images; None when none tells `min_information` (bits) or more."""
@@ -76,7 +79,7 @@ def best_word(ctx: QuestionContext, asked: set[str]) -> tuple[str, str, float] |
         forms = surface_words(caption or "")
         rows.append(set(forms))
         for w, form in forms.items():
-            if w not in ctx.said and w not in asked and form not in asked and w not in STEERING:
+            if w not in ctx.said and w not in asked and form not in asked and w not in STEERING and len(w) <= MAX_WORD:
                 surfaces.setdefault(w, form)
     if not surfaces:
         return None

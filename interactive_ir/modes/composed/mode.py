@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from interactive_ir.backends.redact import log_failure, public_clause
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.text_search import OnCore, TextSearch
 from interactive_ir.errors import BackendError, BadInputError, SessionError
@@ -181,7 +182,8 @@ class Composed(OnCore):
             try:
                 ref.caption = self.captioner.caption([ref.image])[0].strip()
             except BackendError as e:
-                errors.append(f"the captioner failed on the upload ({e})")
+                log_failure(log, "the captioner (the upload)", e)
+                errors.append(f"the captioner failed on the upload: {public_clause(e)}")
                 ref.caption = ""
         return ref.caption
 
@@ -193,7 +195,8 @@ class Composed(OnCore):
             try:
                 cap = self.core.caption_of(ref.id)
             except BackendError as e:
-                errors.append(f"the captioner failed on the reference ({e})")
+                log_failure(log, "the captioner (the reference)", e)
+                errors.append(f"the captioner failed on the reference: {public_clause(e)}")
                 cap = ""
             return (cap, "index" if self.index.records[self.index.row_of[ref.id]].caption else "captioner") if cap \
                 else (BLANK_REFERENCE, "none")
@@ -218,7 +221,8 @@ class Composed(OnCore):
             s1 = stages.reason(self.llm, turn, caption, desc, max_tokens=cfg.reason_max_tokens,
                                temperature=cfg.temperature)
         except BackendError as e:
-            errors.append(f"the LLM failed ({e}); searched with the relative caption and reference description")
+            log_failure(log, "the ImageScope reasoner", e)
+            errors.append(f"the LLM failed: {public_clause(e)}; searched with the relative caption and reference description")
             s1 = parse_stage1("", caption, desc)
         turn.extra.update(atomic=[list(a) for a in s1.atomic], instruction_types=s1.types,
                           descriptions=s1.descriptions, stage1_source=s1.source)
@@ -267,7 +271,8 @@ class Composed(OnCore):
                 else:
                     errors.append("stage 2 skipped: the reasoner gave no yes/no propositions")
             except (BackendError, BadInputError) as e:
-                errors.append(f"stage 2 re-ranking skipped ({e})")
+                log_failure(log, "ImageScope stage 2", e)
+                errors.append(f"stage 2 re-ranking skipped: {public_clause(e)}")
         if cfg.alpha > 0:
             try:
                 head = hits[:cfg.alpha]
@@ -279,7 +284,8 @@ class Composed(OnCore):
                 turn.extra["stage3"] = {"evaluated": [h.id for h in head], "decisions": decisions,
                                         "moved_to_top": head[first].id if first is not None else ""}
             except (BackendError, BadInputError) as e:
-                errors.append(f"stage 3 evaluation skipped ({e})")
+                log_failure(log, "ImageScope stage 3", e)
+                errors.append(f"stage 3 evaluation skipped: {public_clause(e)}")
         return hits
 
 

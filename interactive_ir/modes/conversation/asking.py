@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from interactive_ir.backends.redact import public_clause, redact_text
 from interactive_ir.core.model_calls import MeteredLLM, add_llm_calls
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.steps import QuestionStep, add_timings
@@ -136,8 +137,9 @@ class Asker:
                     timings["candidates"] = time.perf_counter() - t
                 q, extra = self._grounded(session, turn, cfg, cands, timings)
             except IIRError as e:
-                log.warning("grounded question step failed: %s", e)
-                return QuestionStep(turn.round, None, timings=timings, error=f"could not prepare a question ({e})")
+                log.warning("grounded question step failed: %s", redact_text(e))
+                return QuestionStep(turn.round, None, timings=timings,
+                                    error=f"could not prepare a question: {public_clause(e)}")
             return QuestionStep(turn.round, q, {"grounded": extra}, timings)
         llm = MeteredLLM(self.llm)
         try:
@@ -160,9 +162,9 @@ class Asker:
         except Cancelled:  # superseded: nobody waits for this question
             raise
         except IIRError as e:
-            log.warning("question step failed: %s", e)
+            log.warning("question step failed: %s", redact_text(e))
             return QuestionStep(turn.round, None, timings=timings, llm_calls=llm.calls(), llm_seconds=llm.seconds,
-                                round_trips=llm.round_trips, error=f"could not prepare a question ({e})")
+                                round_trips=llm.round_trips, error=f"could not prepare a question: {public_clause(e)}")
         q = Question(res.question, "fallback" if res.fallback else "llm", (), turn.round) if res.question else None
         return QuestionStep(turn.round, q, dict(res.extra), {**timings, **res.timings}, llm.calls(), llm.seconds,
                             llm.round_trips, res.error)
@@ -220,7 +222,7 @@ class Asker:
             try:
                 caps = self.core.captions_of(rep_ids)
             except BackendError as e:
-                info["caption_error"] = str(e)
+                info["caption_error"] = redact_text(e)
                 caps = [cand_captions[i] for i in ctx.representatives]
             ctx.captions = list(caps)
             info["rce"] = ctx.summary()

@@ -14,8 +14,10 @@ A grounded question (no LLM) is answered by a click: `answer_choice`.
 
 from __future__ import annotations
 
+import logging
 import time
 
+from interactive_ir.backends.redact import log_failure, public_clause
 from interactive_ir.core.model_calls import MeteredLLM, add_llm_calls
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.steps import Refinement, add_timings
@@ -30,6 +32,8 @@ from interactive_ir.retrieval import query_updates
 from interactive_ir.types import Question
 
 __all__ = ["Conversation", "PlugIRConfig", "plugir_config", "Question", "Refinement"]
+
+log = logging.getLogger(__name__)
 
 
 class Conversation:
@@ -208,7 +212,8 @@ class Conversation:
             ref = cr.reformulate(llm, description, dialogue, temperature=cfg.reformulate_temperature,
                                  max_tokens=cfg.reformulate_max_tokens, limit=self.core.config.max_text_chars)
         except BackendError as e:
-            error = f"the reformulation model failed ({e}); searched with the dialogue as typed"
+            log_failure(log, "the reformulation", e)
+            error = f"the reformulation model failed: {public_clause(e)}; searched with the dialogue as typed"
             ref = cr.Reformulation(self._typed(description, dialogue), False)
         return ref, llm, error, time.perf_counter() - t
 

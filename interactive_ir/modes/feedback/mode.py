@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+from interactive_ir.backends.redact import log_failure, public_clause
 from interactive_ir.core.session import Session, Turn
 from interactive_ir.core.text_search import OnCore, TextSearch
 from interactive_ir.errors import BackendError, BadInputError
@@ -165,7 +166,8 @@ class Feedback(OnCore):
                 else:
                     turn.extra["fallback"] = "the LLM reply had no usable rewrite: used the plain expansion"
             except BackendError as e:
-                turn.error = f"the LLM failed ({e}); searched with the plain expansion"
+                log_failure(log, "the feedback rewrite", e)
+                turn.error = f"the LLM failed: {public_clause(e)}; searched with the plain expansion"
         query = _shorten(query, self.config.max_text_chars)
         turn.query = query
         t = time.perf_counter()

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from interactive_ir.backends.fence import CAPS, data_rule, fence_items
+
 # Table 1 of Zhu et al. ("Enhancing Interactive Image Retrieval With Query Rewriting ..."), verbatim.
 PAPER_SUBTASKS = {
     "summary": "Given the video descriptions, generate the topic of this video.",
@@ -46,15 +48,17 @@ _ANSWER_LABEL = {"summary": "Topic:", "keywords": "Taggings:", "cot": "Keywords:
 
 
 def _descriptions(texts) -> str:
-    return "\n".join(f"{i}. {t.strip()}" for i, t in enumerate(texts, 1))
+    """The numbered descriptions, in one data block (`backends.fence`): the visitor's query and the captions."""
+    return fence_items("descriptions", texts, start=1, cap=CAPS["description"])
 
 
 def build_prompt(method: str, expanded: list[str]) -> str:
-    """The query-editing prompt for `method` over C^t = [original query, caption, caption, ...]."""
+    """The query-editing prompt for `method` over C^t = [original query, caption, caption, ...]; the texts sit in
+    data blocks, and the instructions around them say they are data."""
     if method not in _SUBTASKS:  # one prompt per LLM method of the feedback mode's table entry
         raise ValueError(f"unknown query-editing method {method!r}; choose one of {', '.join(_SUBTASKS)}")
     example = [PAPER_EXAMPLE_QUERY, *PAPER_EXAMPLE_CAPTIONS]
-    return (f"{_SUBTASKS[method]}\n\n"
+    return (f"{_SUBTASKS[method]}\n{data_rule('descriptions')}\n\n"
             f"Example.\nDescriptions:\n{_descriptions(example)}\n{_EXAMPLE_ANSWERS[method]}\n\n"
             f"Now the descriptions to use.\nDescriptions:\n{_descriptions(expanded)}\n{_ANSWER_LABEL[method]}")
 
@@ -67,7 +71,7 @@ _BULLET = re.compile(r"^\s*(?:[-*•]+|\(?\d{1,2}[.)])\s*")
 _PREFIX = re.compile(r"^\s*(?:a\s+)?(?:video\s+or\s+image|image\s+or\s+video|videos?|images?|photos?|pictures?)"
                      r"\s+of\s+", re.I)
 _JUNK_LINE = re.compile(r"^\s*(?:example\.?|descriptions?:?|now the descriptions to use\.?|given the image "
-                        r"descriptions.*)\s*$", re.I)
+                        r"descriptions.*|text between a <<<.*|<<</?descriptions>>>.*)\s*$", re.I)
 _WORDS = re.compile(r"[A-Za-z][A-Za-z'-]*")
 _PREAMBLE = re.compile(r"^\s*(?:sure|okay|ok|certainly|here is|here's|here are|the (?:topic|answer) is:?$)|:\s*$", re.I)
 

@@ -185,7 +185,7 @@ def test_a_hung_llm_server_never_delays_another_tabs_plain_search(servers, tiny_
         th.join(30)
     # the search ended while both questions still waited (they wait out their 8 s deadline): generous on a loaded machine
     assert other.current_ids and still_waiting and searched < 6
-    assert all("no reply from" in st.session.last.error for st in asking)  # and each gets a plain note
+    assert all("did not answer: it timed out" in st.session.last.error for st in asking)  # and each gets a plain note
 
 
 def test_at_start_up_the_page_says_which_llm_server_is_unreachable_and_questions_pause(servers, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from interactive_ir.backends.fence import DATA_RULE, inside_fences, unfence
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.backends.vlms import FakeVLM
 from interactive_ir.errors import BackendError, BadInputError
@@ -273,7 +274,9 @@ def test_answer_prompt_holds_the_users_knowledge_and_offers_uncertain():
         assert "in a few words" in build_answer_prompt(Q.knowledge, "q?", allow)[0]["content"]
     for cap in Q.knowledge:
         assert cap in text
-    assert msgs[-1]["content"].endswith("[Question] What colour is the stick? [Answer]")
+    assert unfence(msgs[-1]["content"]).endswith("[Question] What colour is the stick? [Answer]")
+    assert inside_fences(msgs[-1]["content"], "What colour is the stick?") and DATA_RULE in msgs[0]["content"]
+    assert all(inside_fences(msgs[-1]["content"], cap.rstrip(".")) for cap in Q.knowledge)
 
 
 def test_llm_answerer_parses_the_reply():
@@ -373,7 +376,8 @@ def test_rule_relative_never_returns_a_target_caption_verbatim(reference, target
 def test_relative_prompt_has_both_descriptions_and_a_worked_example():
     msgs = build_relative_prompt(["a brown cat"], Q.knowledge)
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user"]
-    assert "[Candidate image] a brown cat" in msgs[-1]["content"]
+    assert "[Candidate image] a brown cat" in unfence(msgs[-1]["content"])
+    assert inside_fences(msgs[-1]["content"], "a brown cat") and DATA_RULE in msgs[0]["content"]
     assert Q.description in msgs[-1]["content"] and msgs[-1]["content"].endswith("[Instruction]")
 
 

@@ -7,6 +7,7 @@ import copy
 
 import numpy as np
 
+from interactive_ir.backends.fence import DATA_RULE, inside_fences
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.core.options import SessionOptions
 from interactive_ir.engine import EngineConfig, build_engine
@@ -16,8 +17,10 @@ from interactive_ir.modes.belief.llm_questions import build_prompt, parse_questi
 
 def test_the_prompt_shows_both_groups_and_the_word():
     p = build_prompt("beach", ["a dog on the beach", "kids on a beach"], ["a dog in the snow"])
-    assert '"beach"' in p and "- a dog on the beach" in p and "- a dog in the snow" in p
-    assert "- (no captions)" in build_prompt("beach", ["a"], [])
+    assert "<<<word>>>beach<<</word>>>" in p and "1. a dog on the beach" in p and "1. a dog in the snow" in p
+    for data in ("beach", "a dog on the beach", "kids on a beach", "a dog in the snow"):
+        assert inside_fences(p, data), data
+    assert DATA_RULE in p and "(no captions)" in build_prompt("beach", ["a"], [])
 
 
 def test_the_parser_takes_a_yes_no_question_naming_the_word_and_survives_junk():
@@ -48,7 +51,7 @@ def test_with_written_questions_the_llm_words_the_yes_no_question_and_its_answer
     asked = {}
 
     def responder(prompt):
-        word = prompt.split('mention "', 1)[1].split('"', 1)[0]
+        word = prompt.split('mention <<<word>>>', 1)[1].split('<<<', 1)[0]
         asked["word"] = word
         return f"Sure.\nDoes your picture show a {word}, perhaps?"
 

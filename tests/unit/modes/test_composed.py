@@ -189,7 +189,7 @@ def test_reference_description_from_the_captioner_when_the_index_has_none(tmp_pa
     eng = build_engine(r, llm=llm, captioner=FakeCaptioner(), config=EngineConfig(k=3))
     t = eng.relative(eng.new_session(ask_questions=False), "make it red", reference=ids[0])
     assert t.extra["reference_caption"].startswith("a mostly ") and t.extra["reference_caption_source"] == "captioner"
-    assert "- Reference Image: a mostly " in llm.prompts[0]
+    assert "- Reference Image: <<<reference>>>a mostly " in llm.prompts[0]
 
 
 def test_uploaded_reference_without_captioner_borrows_the_nearest_indexed_caption(tiny_index, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from interactive_ir.backends.fence import DATA_RULE, unfence
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.core.session import Session
 from interactive_ir.engine import EngineConfig, build_engine
@@ -44,7 +45,7 @@ class Responder:
             return reply
         if text.startswith(P.ANSWERER_SYSTEM):
             self._maybe_fail("filter")
-            question = text.split("[Question] ")[1].split("\n")[0]
+            question = unfence(text).split("[Question] ")[1].split("\n")[0]
             return ANSWERS.get(question, "Uncertain")
         if text.startswith(P.REFORMULATE_SYSTEM):
             self._maybe_fail("reformulate")
@@ -124,7 +125,7 @@ def test_three_turn_session(tiny_index):
     t2 = eng.answer(s, "no")
     assert t2.answered_question == q2 and s.dialogue() == [(q1, "yes, it is"), (q2, "no")]
     questioner_user = [c for c in t2.llm_calls if c["stage"] == "question"][0]["prompt"][3]["content"]
-    assert f"Question: {q1} Answer: yes, it is\nQuestion: {q2} Answer: no Question:" in questioner_user
+    assert f"Question: {q1} Answer: yes, it is\nQuestion: {q2} Answer: no<<</dialogue>>> Question:" in questioner_user
     assert [h.id for h in eng.hits_of(t2) if h.seen] == t2.seen and all(i in s.shown_ids() for i in t2.seen)
 
     # the session survives JSON and carries on
@@ -147,7 +148,7 @@ def test_ablation_methods(tiny_index, method, table, filters, reformulates):
     s = eng.new_session()
     t0 = eng.start(s, "a red dog on the beach")
     assert t0.method == method
-    assert all(p[0]["content"] == table for p in llm.calls[0]["prompts"])
+    assert all(p[0]["content"].startswith(table) and DATA_RULE in p[0]["content"] for p in llm.calls[0]["prompts"])
     assert ("filter" in stages(t0)) == filters
     assert ("rce" in t0.extra["plugir"]) == (method in ("cr+rce", "plugir"))
     if not filters:

@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 
+from interactive_ir.backends.fence import DATA_RULE, inside_fences, unfence
 from interactive_ir.backends.llms import FakeLLM
 from interactive_ir.backends.vlms import FakeVLM
 from interactive_ir.engine import EngineConfig, build_engine
@@ -43,24 +44,27 @@ def test_stage1_prompt_is_figure_10_with_the_query_filled_in():
                  "(1) Core Elements:", "(2) Enhanced Details:", "(3) Comprehensive Synthesis:"):
         assert kind in p
     assert "the final output should in JSON format" in p  # the paper's wording, kept verbatim
-    assert p.rstrip().endswith("- Instruction: is red and bigger\n- Reference Image: A small blue car on a street.")
-    assert "[[" not in p
-    assert build_stage1("x", "  ").rstrip().endswith(f"- Reference Image: {BLANK_REFERENCE}")
+    assert unfence(p).rstrip().endswith("- Instruction: is red and bigger\n- Reference Image: A small blue car on a street.")
+    assert "[[" not in p and inside_fences(p, "is red and bigger") and inside_fences(p, "A small blue car")
+    assert DATA_RULE in p and p.index(DATA_RULE) < p.rindex("<<<instruction>>>is red")  # the rule, outside the blocks
+    assert unfence(build_stage1("x", "  ")).rstrip().endswith(f"- Reference Image: {BLANK_REFERENCE}")
 
 
 def test_stage2_prompt_is_figure_11_with_the_atomic_instructions_listed():
     p = build_stage2("is red", [("Modification", "Make the car red."), ("Removal", "Remove the man.")])
     assert "Atomic Proposition Generation" in p and "[[" not in p
-    assert p.rstrip().endswith("- Instruction: is red\n- Atomic Instructions: \n  - (1) Modification: Make the car "
-                               "red.\n  - (2) Removal: Remove the man.")
+    assert unfence(p).rstrip().endswith("- Instruction: is red\n- Atomic Instructions: - (1) Modification: Make the car "
+                                        "red.\n- (2) Removal: Remove the man.")
+    assert inside_fences(p, "Make the car red.") and inside_fences(p, "Remove the man.") and DATA_RULE in p
 
 
 def test_stage3_prompt_is_figure_12_and_verifier_question():
     p = build_stage3("Make It Red.")
     assert p.startswith('Your task is to evaluate and determine if the right candidate image reflects the change '
-                        'described in the <INSTRUCTION> "make it red".')
-    assert "ANSWER: [Yes/No]" in p and p.rstrip().endswith("followed by your explanation on a new line.")
-    assert build_verifier_question(" Is the car\nred? ") == "Answer the question with Yes or No. Is the car red?"
+                        'described in the <INSTRUCTION> <<<instruction>>>make it red<<</instruction>>>.')
+    assert "ANSWER: [Yes/No]" in p and unfence(p).rstrip().endswith("followed by your explanation on a new line.")
+    assert unfence(build_verifier_question(" Is the car\nred? ")) == "Answer the question with Yes or No. Is the car red?"
+    assert inside_fences(build_verifier_question("Is the car red?"), "Is the car red?")
 
 
 # --- JSON repair ---------------------------------------------------------------------------------------
@@ -279,7 +283,7 @@ def test_stage2_reranks_the_top_k_by_confirmed_propositions_stably(keyed):
     assert t.why[L[5]][:2] == ["stage 2: 2/2 propositions confirmed", "holds: Is it red? (verifier: yes, wanted yes)"]
     assert L[8] not in t.why  # beyond rerank_k: untouched
     assert len(vlm.calls) == 1 and len(vlm.calls[0]["questions"]) == 16
-    assert vlm.calls[0]["questions"][0] == "Answer the question with Yes or No. Is it red?"
+    assert unfence(vlm.calls[0]["questions"][0]) == "Answer the question with Yes or No. Is it red?"
     assert t.extra["llm_round_trips"] == 2 and t.extra["vlm_round_trips"] == 1
     assert [c["stage"] for c in t.llm_calls].count("verify") == 16
 
@@ -302,7 +306,7 @@ def test_stage3_puts_the_first_accepted_candidate_on_top(keyed):
     assert t.shown == [L[1], L[0], L[2], L[3], L[4]]
     assert t.why[L[1]] == ["stage 3: evaluator says yes (looks right)"]
     assert t.extra["stage3"] == {"evaluated": L[:3], "decisions": [False, True, True], "moved_to_top": L[1]}
-    assert '"make it red"' in t.llm_calls[-1]["prompt"]
+    assert "<<<instruction>>>make it red<<</instruction>>>" in t.llm_calls[-1]["prompt"]
 
 
 def test_compose_with_a_vlm_runs_stage_3_only(keyed):

@@ -59,7 +59,8 @@ def test_filter_keeps_uncertain_and_empty_drops_answered():
 def test_filter_prompts_one_per_question_with_the_context():
     ps = filtering.filter_prompts("a dog\nQuestion: where? Answer: beach", ["Is it sunny?", "Is it wet?"])
     assert len(ps) == 2
-    assert ps[1][1]["content"] == "[Context] a dog\nQuestion: where? Answer: beach\n[Question] Is it wet?\n[Answer]"
+    assert ps[1][1]["content"] == ("[Context] <<<context>>>a dog\nQuestion: where? Answer: beach<<</context>>>\n"
+                                   "[Question] <<<question>>>Is it wet?<<</question>>>\n[Answer]")
 
 
 def test_concat_query_cuts_the_context_not_the_question():

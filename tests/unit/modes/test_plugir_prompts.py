@@ -1,19 +1,42 @@
-"""The PlugIR prompts (paper Appendix A, Tables 17-20) are built as the paper shows them."""
+"""The PlugIR prompts (paper Appendix A, Tables 17-20) are built as the paper shows them, once the fences around
+their data (`backends.fence`) and the data rule ending each system message are taken away; and those are there."""
 
 from __future__ import annotations
 
+import re
+
+from interactive_ir.backends.fence import DATA_RULE, inside_fences
 from interactive_ir.modes.conversation.plugir import prompts as P
 from interactive_ir.modes.conversation.plugir.questioner import question_prompts
 
 DIALOGUE = [("what colour is the dog?", "brown"), ("where is it?", "on a beach")]
 
 
+def unfenced(prompt):
+    """The prompt without its fence markers and data rule: what the paper shows."""
+    out = []
+    for m in prompt:
+        text = re.sub(r"<<</?[a-z][a-z0-9 _-]*>>>", "", m["content"])
+        out.append({**m, "content": re.sub(r" " + re.escape(DATA_RULE) + r"( This prompt's data blocks: [a-z, ]+\.)?$",
+                                           "", text)})
+    return out
+
+
 def roles(prompt):
     return [m["role"] for m in prompt]
 
 
+def test_every_field_is_fenced_and_the_system_message_says_the_blocks_are_data():
+    for p in (P.questioner_prompt("DESC", [("QQ", "AA")]), P.questioner_prompt("DESC", [("QQ", "AA")], ["CAP"]),
+              P.answerer_prompt(P.render_context("DESC", [("QQ", "AA")]), "ASKED"),
+              P.reformulate_prompt("DESC", [("QQ", "AA")])):
+        assert DATA_RULE in p[0]["content"]
+        for needle in ("DESC", "QQ", "AA", "CAP", "ASKED"):
+            assert inside_fences(p[-1]["content"], needle), (needle, p[-1]["content"])
+
+
 def test_table17_baseline_questioner():
-    p = P.questioner_prompt("a dog running", DIALOGUE)
+    p = unfenced(P.questioner_prompt("a dog running", DIALOGUE))
     assert roles(p) == ["system", "user", "assistant", "user"]
     assert p[0]["content"].startswith("You are a proficient question generator tasked with aiding in the retrieval "
                                       "of a target image.")
@@ -32,7 +55,7 @@ def test_table17_baseline_questioner():
 
 
 def test_table18_questioner_with_candidates():
-    p = P.questioner_prompt("a dog running", [], ["a dog on sand", "two dogs"])
+    p = unfenced(P.questioner_prompt("a dog running", [], ["a dog on sand", "two dogs"]))
     assert roles(p) == ["system", "user", "assistant", "user"]
     assert "via leveraging three key information sources:" in p[0]["content"]
     assert p[0]["content"].endswith("Please explain how did you utilize the information sources for generating a "
@@ -52,7 +75,7 @@ def test_table18_questioner_with_candidates():
 def test_table19_answerer():
     ctx = P.render_context("a dog running", DIALOGUE)
     assert ctx == "a dog running\nQuestion: what colour is the dog? Answer: brown\nQuestion: where is it? Answer: on a beach"
-    p = P.answerer_prompt(ctx, "is it sunny?")
+    p = unfenced(P.answerer_prompt(ctx, "is it sunny?"))
     assert roles(p) == ["system", "user"]
     assert p[0]["content"] == ('Answer the question only according to the given context. If you cannot determine the '
                                'answer or there are no objects that are asked by the question in the context , answer '
@@ -61,7 +84,7 @@ def test_table19_answerer():
 
 
 def test_table20_reformulation():
-    p = P.reformulate_prompt("a dog running", DIALOGUE)
+    p = unfenced(P.reformulate_prompt("a dog running", DIALOGUE))
     assert roles(p) == ["system", "user", "assistant", "user"]
     assert p[0]["content"].startswith("Your role is to reconstruct the [Caption] with the additional information")
     assert p[1]["content"] == (

@@ -275,6 +275,17 @@ def fallback_descriptions(instruction: str, reference_description: str) -> list[
     return [inst, f"{ref.rstrip(' .')}, {inst}"]
 
 
+DESCRIPTION_CHARS = 500  # a target description (searched as text) at most this long, cut at a word
+
+
+def _capped(text: str, limit: int = DESCRIPTION_CHARS) -> str:
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return cut if len(cut) >= limit // 2 else text[:limit]
+
+
 def parse_stage1(reply: str, instruction: str, reference_description: str = "") -> Stage1Result:
     """Atomic instructions and up to three target descriptions (never empty)."""
     notes: list[str] = []
@@ -306,6 +317,7 @@ def parse_stage1(reply: str, instruction: str, reference_description: str = "") 
         descs = fallback_descriptions(instruction, reference_description)
         source = "fallback"
         notes.append("no target descriptions: used the instruction (and the reference description)")
+    descs = [_capped(d) for d in descs]  # each is searched as text: a flood (a model's, a caption's) is cut at a word
     return Stage1Result(atomic, descs, source, notes)
 
 

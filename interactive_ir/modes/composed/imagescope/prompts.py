@@ -6,9 +6,15 @@ only; the authors' released prompt files end each example with its JSON renderin
 text], ...], "step2": [three sentences]} and {"step1": [statements], "step2": [[question, "True"|"False"],
 ...]}), so the example here carries that JSON too: it is the only place the expected schema is stated.
 The verifier question wrapper is the authors' ("Answer the question with Yes or No. {question}").
+
+Our addition: every instruction, description, atomic instruction and question sits in a data block
+(`backends.fence`), in the worked examples too (the model sees them laid out as its query), and a sentence
+outside the blocks says they are data, never instructions (`data_rule`).
 """
 
 from __future__ import annotations
+
+from interactive_ir.backends.fence import CAPS, SHORT_RULE, clean, data_rule, fence
 
 INSTRUCTION_TYPES = ("Addition", "Removal", "Modification", "Comparison", "Retention")
 BLANK_REFERENCE = "A blank image."  # the paper's reference description when there is no reference image
@@ -178,28 +184,51 @@ def _one_line(text: str) -> str:
     return " ".join((text or "").split())
 
 
+_EXAMPLE_INSTRUCTION = "- Instruction: has the person holding a baby\n"
+_EXAMPLE_REFERENCE = ("- Reference Image: A woman with dark hair is smiling under a gray umbrella with a white flower "
+                      "hanging from it.\n")
+_EXAMPLE_ATOMIC = "- Atomic Instructions:\n  - (1) Addition: Make the woman holding a baby.\n"
+_QUERY_HEAD = "Below is the query you need to solve:\n"
+
+
+def _fenced_examples(template: str, *names: str) -> str:
+    """The figure's worked example with its query fenced as the real query is, and the data rule before the query."""
+    out = template.replace(_EXAMPLE_INSTRUCTION, f"- Instruction: {fence('instruction', 'has the person holding a baby')}\n")
+    out = out.replace(_EXAMPLE_REFERENCE, f"- Reference Image: {fence('reference', _EXAMPLE_REFERENCE[19:-1], CAPS['caption'])}\n")
+    out = out.replace(_EXAMPLE_ATOMIC, "- Atomic Instructions: "
+                      + fence("atomic instructions", format_atomic([("Addition", "Make the woman holding a baby.")]),
+                              cap=3000, one_line=False) + "\n")
+    return out.replace(_QUERY_HEAD, f"{data_rule(*names)}\n\n{_QUERY_HEAD}")
+
+
 def build_stage1(instruction: str, reference_description: str) -> str:
-    """Figure 10 for a relative caption and the reference image's description."""
+    """Figure 10 for a relative caption and the reference image's description (each in a data block)."""
     ref = _one_line(reference_description) or BLANK_REFERENCE
-    return (STAGE1_REASONER.replace("[[INSTRUCTION]]", _one_line(instruction))
-            .replace("[[REF_IMAGE_DESC]]", ref))
+    return (_fenced_examples(STAGE1_REASONER, "instruction", "reference")
+            .replace("[[INSTRUCTION]]", fence("instruction", instruction))
+            .replace("[[REF_IMAGE_DESC]]", fence("reference", ref, CAPS["caption"])))
 
 
 def format_atomic(atomic: list[tuple[str, str]]) -> str:
-    """Stage 1's atomic instructions as Figure 11's list: "(1) Addition: ...", one per line."""
-    return "".join(f"\n  - ({i}) {kind}: {_one_line(text)}" for i, (kind, text) in enumerate(atomic, 1))
+    """Stage 1's atomic instructions as Figure 11's list: "(1) Addition: ...", one per line (each cleaned)."""
+    return "".join(f"\n  - ({i}) {clean(kind, 20)}: {clean(text, CAPS['instruction'])}"
+                   for i, (kind, text) in enumerate(atomic[:12], 1))
 
 
 def build_stage2(instruction: str, atomic: list[tuple[str, str]]) -> str:
-    """Figure 11 for a relative caption and stage 1's atomic instructions."""
-    return (STAGE2_REASONER.replace("[[INSTRUCTION]]", _one_line(instruction))
-            .replace("[[ATOMIC_INST]]", format_atomic(atomic)))
+    """Figure 11 for a relative caption and stage 1's atomic instructions (each in a data block)."""
+    return (_fenced_examples(STAGE2_REASONER, "instruction", "atomic instructions")
+            .replace("[[INSTRUCTION]]", fence("instruction", instruction))
+            .replace("[[ATOMIC_INST]]", fence("atomic instructions", format_atomic(atomic), cap=7000, one_line=False)))
 
 
 def build_stage3(instruction: str) -> str:
-    """Figure 12 for a relative caption (the authors lower-case it and strip the final full stop)."""
-    return STAGE3_EVALUATOR.replace("[[INSTRUCTION]]", _one_line(instruction).strip(" .").lower())
+    """Figure 12 for a relative caption (the authors lower-case it and strip the final full stop), in a data block."""
+    said = fence("instruction", _one_line(instruction).strip(" .").lower())
+    return (STAGE3_EVALUATOR.replace('"[[INSTRUCTION]]"', said).rstrip("\n")
+            + f"\n\n{data_rule('instruction')}\n")
 
 
 def build_verifier_question(question: str) -> str:
-    return VERIFIER_QUESTION.format(question=_one_line(question))
+    """The authors' wrapper around a proposition (a model's earlier reply: in a data block)."""
+    return VERIFIER_QUESTION.format(question=f"{fence('question', question)} ({SHORT_RULE})")

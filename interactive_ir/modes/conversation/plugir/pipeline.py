@@ -8,12 +8,14 @@ without the candidates' captions (the Table 17 prompt); a failing questioner giv
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from interactive_ir.backends.redact import log_failure, public_clause, redact_text
 from interactive_ir.config import MAX_TEXT_CHARS
 from interactive_ir.errors import BackendError
 from interactive_ir.modes.conversation.plugir import filtering, rce
@@ -25,6 +27,8 @@ from interactive_ir.retrieval.query_updates import carry_mix
 from interactive_ir.types import Candidates, Hit
 
 FALLBACK_CAPTIONS = 50  # stored captions of this many top candidates feed the fallback question
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -144,8 +148,9 @@ def _cluster(retriever, captions_of, cfg: PlugIRConfig, cands: Candidates,
     try:
         captions = [c for c in captions_of(rep_ids) if c]
     except BackendError as e:
-        res.error = f"the captioner failed ({e}); asked without the candidates' captions"
-        res.extra["caption_error"] = str(e)
+        log_failure(log, "the captioner (the candidates' captions)", e)
+        res.error = f"the captioner failed: {public_clause(e)}; asked without the candidates' captions"
+        res.extra["caption_error"] = redact_text(e)
     res.extra["rce"] = rce.summary(len(cands), found.labels, rep_ids, found.entropies[found.representatives],
                                    captions)
     return vectors, captions or None
@@ -162,7 +167,8 @@ def _write_questions(llm, cfg: PlugIRConfig, state: QuestionState, rep_captions:
         replies = llm.generate(prompts, stage="question", temperature=cfg.question_temperature,
                                max_tokens=cfg.question_max_tokens * per_prompt)
     except BackendError as e:
-        res.error = _join(res.error, f"the question model failed ({e}); asked a question built from the "
+        log_failure(log, "the question model", e)
+        res.error = _join(res.error, f"the question model failed: {public_clause(e)}; asked a question built from the "
                                      "results instead")
         replies = []
     res.timings["question"] = res.timings.get("question", 0.0) + time.perf_counter() - t
@@ -186,7 +192,8 @@ def _verdicts(llm, cfg: PlugIRConfig, context: str, questions: list[str], res: Q
                                temperature=cfg.filter_temperature, max_tokens=cfg.filter_max_tokens)
         return filtering.verdicts(replies, questions)
     except BackendError as e:
-        res.error = _join(res.error, f"the filter model failed ({e}); chose among all questions")
+        log_failure(log, "the filter model", e)
+        res.error = _join(res.error, f"the filter model failed: {public_clause(e)}; chose among all questions")
         return [EMPTY] * len(questions)
 
 

@@ -77,8 +77,11 @@ GENERIC_QUESTIONS = (
 )
 
 
+MAX_WORD = 30  # a longer "word" (a caption's run of letters: a flood, a URL's letters) is no word to ask about
+
+
 def _words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z]+", (text or "").lower()) if len(w) >= 3 and w not in _STOP}
+    return {w for w in re.findall(r"[a-z]+", (text or "").lower()) if 3 <= len(w) <= MAX_WORD and w not in _STOP}
 
 
 def _question_about(word: str) -> str:
