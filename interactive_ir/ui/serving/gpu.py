@@ -185,7 +185,9 @@ def gpu_slots(backend):
         return backend
     for method, wrapper in (("generate", GpuSlotLLM), ("caption", GpuSlotCaptioner), ("ask", GpuSlotVLM)):
         if callable(getattr(backend, method, None)):
-            log.info("ZeroGPU: %s runs in GPU slots of %d-%d s", getattr(backend, "spec", backend), SLOT_MIN_S,
-                     SLOT_MAX_S)
+            from interactive_ir.backends.redact import redact_text
+
+            log.info("ZeroGPU: %s runs in GPU slots of %d-%d s", redact_text(str(getattr(backend, "spec", backend))),
+                     SLOT_MIN_S, SLOT_MAX_S)
             return wrapper(backend)
     return backend

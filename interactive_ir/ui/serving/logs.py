@@ -31,9 +31,13 @@ class DropHandledNoise(logging.Filter):
 def setup_logging(level: int = logging.INFO) -> None:
     """Configure the root logger for `python app.py` (call once, before anything is loaded)."""
     logging.basicConfig(level=level, format=FORMAT)
+    from interactive_ir.backends.redact import RedactSecrets
+
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, DropHandledNoise) for f in handler.filters):
             handler.addFilter(DropHandledNoise())
+        if not any(isinstance(f, RedactSecrets) for f in handler.filters):
+            handler.addFilter(RedactSecrets())  # a model endpoint's password or key never reaches the log
     for name in QUIET:
         logging.getLogger(name).setLevel(max(level, logging.WARNING))
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # one line per stage, not hundreds
