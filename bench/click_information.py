@@ -21,6 +21,7 @@ No simulated user here sees the target's id, rank or index caption; the exact-ju
 candidate's held-out captions, which is why it is a ceiling and never a strategy.
 
 Usage: python bench/click_information.py [--n 1000] [--split dev] [--judges words,bm25] [--noise 0.25]
+       [--rounds 5] [-k 10] [--no-exact] [--data DIR] [--embedder text:all-MiniLM-L6-v2]
 """
 
 from __future__ import annotations
@@ -149,6 +150,7 @@ def exact_loglik(ctx, judge, eps):
 
 
 def main(argv=None) -> None:
+    global K, ROUNDS  # noqa: PLW0603 - the script's page size and rounds, set once from the flags
     from interactive_ir.evaluation.similarity import make_similarity
     from interactive_ir.evaluation.simulators import rule_choice
 
@@ -159,14 +161,20 @@ def main(argv=None) -> None:
     ap.add_argument("--noise", type=float, default=0.25)
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--embedder", default="text:all-MiniLM-L6-v2")
+    ap.add_argument("--rounds", type=int, default=ROUNDS, help="rounds after the description's page")
+    ap.add_argument("-k", type=int, default=K, help="images per page")
     ap.add_argument("--no-exact", action="store_true", help="leave out the exact-judge ceiling (the slow row)")
     a = ap.parse_args(argv)
+    K, ROUNDS = a.k, a.rounds
     t0 = time.time()
     texts, query, known, index = load(a.data, a.split, a.n, a.embedder)
     S = query @ index.T
     ctx = {"texts": texts, "known": known, "S": S, "EE": index @ index.T, "WW": word_cosines(texts)}
     rank = np.array([int((S[i] > S[i, i]).sum()) for i in range(len(texts))])
     hard = [int(i) for i in np.flatnonzero(rank >= K)]
+    if not hard:
+        raise SystemExit(f"no hard targets: every description of the {len(texts)} images ranks its image in the "
+                         f"first {K}; use more images (--n) or a smaller page (-k)")
     paging = 100 * float(np.mean(rank[hard] < K * (ROUNDS + 1)))
     print(f"{a.split} split, N = {len(texts)}, {len(hard)} hard targets, {ROUNDS} rounds of {K}; paging finds "
           f"{paging:.1f}%", flush=True)

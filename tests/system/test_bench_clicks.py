@@ -79,3 +79,22 @@ def test_paired_interval_and_verdicts():
     bad = b.make_row("wrong-marks")
     assert b.verdict(bad, -5.0, -9.0, -1.0) == "PASS" and b.verdict(bad, -5.0, -9.0, 0.5) == "FAIL"
     assert b.make_row("typing@overlook").baseline == "paging@overlook"
+
+
+def test_click_information_tiny(tmp_path):
+    """bench/click_information.py at a tiny size: the agreement line, a fitted click model's information, and a
+    found-% row per click model and noise, for each judge; the exact judge's ceiling is at least the fitted
+    model's (it is the user's own judge)."""
+    data = write_data(tmp_path / "data", 40)
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "click_information.py"), "--n", "40", "--data",
+                           str(data), "--embedder", "fake:32", "--judges", "words,bm25", "--rounds", "2", "-k", "3"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert out.count("## judge ") == 2 and out.count("nats of a click's information") == 2
+    rows = [ln.split("|") for ln in out.splitlines() if ln.startswith("| ") and "%" not in ln and "---" not in ln
+            and "click model" not in ln]
+    assert len(rows) == 2 * 3 * 2  # judges x models x noises
+    found = {(r[1].strip(), r[2].strip()): float(r[3]) for r in rows[:6]}
+    exact = [v for (m, _), v in found.items() if m.startswith("exact")]
+    assert exact and all(0.0 <= v <= 100.0 for v in found.values())
