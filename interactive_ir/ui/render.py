@@ -402,7 +402,8 @@ def options_html(engine, q) -> str:
             pic = _img(url, label, "iir-opt-img")
         cls = "iir-opt" + (" iir-opt-pic" if o.image_id else "") + (" iir-opt-none" if label == NONE_OF_THESE else "")
         text = label[0].upper() + label[1:] if label == NONE_OF_THESE or not o.image_id else label
-        items.append(f'<button type="button" class="{cls}" data-action="choose" data-index="{n}" '
+        data_id = f' data-id="{esc(o.image_id)}"' if o.image_id else ""
+        items.append(f'<button type="button" class="{cls}" data-action="choose" data-index="{n}"{data_id} '
                      f'data-question="{esc(q.text)}" data-round="{q.round}" title="{esc(answer)}">'
                      f'{pic}<span class="iir-opt-label">{esc(text)}</span></button>')
     kind = "iir-opts-yesno" if q.kind == "yesno" else "iir-opts-choice"

@@ -193,3 +193,30 @@ def test_results_still_among_the_best_keep_their_positions(browser, query_url, s
         shot(app.page, "positions-kept")
     finally:
         ctx.close()
+
+
+@pytest.mark.parametrize("viewport", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
+def test_picture_questions_chosen_in_options_appear_on_the_default_page(browser, url, shot, viewport):
+    """Options, Questions, Picture questions: the belief asks "which of these is most like it?" with its
+    pictures on the page; a click on one is a Closest click (the next round comes, the picture is kept)."""
+    ctx, app = _app(browser, url, *viewport)
+    try:
+        page = app.page
+        page.locator("#iir-options").get_by_text("Options").click()
+        page.locator("#iir-questioner").get_by_text("Picture questions").click()
+        app.search("a dog")
+        app.expect_round(1)
+        pictures = page.locator("#iir-dialogue .iir-opt-pic")
+        expect(pictures.first).to_be_visible(timeout=TIMEOUT_MS)
+        assert pictures.count() >= 2
+        expect(page.locator("#iir-dialogue")).to_contain_text("most like the picture you have in mind")
+        shot(page, "picture-question")
+        chosen = pictures.nth(0).get_attribute("data-id")
+        assert chosen and not app.liked_ids()
+        pictures.nth(0).click()
+        app.expect_round(2)
+        app.wait_idle()
+        assert chosen in app.liked_ids() + app.ids()  # the picture picked is on the page: kept, or among the results
+        shot(page, "picture-chosen")
+    finally:
+        ctx.close()

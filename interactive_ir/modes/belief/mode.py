@@ -42,6 +42,7 @@ MARKS = "marks"  # the turn kind of a marks round
 SKIP = "skip"  # the turn kind of a round with no evidence but the page shown (the next page)
 KINDS = (CLOSEST, TELL, MARKS, SKIP)
 PICTURE_OPTIONS = 4  # the pictures a picture question offers (then "none of these")
+PICTURE_DEPTH = 20  # ... chosen among this many most probable images not on the page (alike enough to compare)
 
 
 def kept(session: Session, extra: dict) -> list[str]:
@@ -246,7 +247,8 @@ class BeliefMode(OnCore):
     def picture_options(self, session: Session, n: int = PICTURE_OPTIONS) -> list[tuple[str, str]]:
         """(image id, caption) of `n` images for a picture question, chosen so that a click among them tells
         most about the target (PicHunter's most informative display: `Belief.informative` under the click
-        model, among the `question_depth` most probable images not on the page just shown)."""
+        model, among the `PICTURE_DEPTH` most probable images not on the page just shown: alike enough to the
+        description that "which is most like it?" reads as a question about it)."""
         b = self.belief_of(session)
         logp = b.log_posterior()
         last = session.last
@@ -258,7 +260,7 @@ class BeliefMode(OnCore):
         live = int(np.isfinite(hidden).sum())
         if live < 2:
             return []
-        cand, _ = b.top(hidden, min(self.belief_config.question_depth, live))
+        cand, _ = b.top(hidden, min(PICTURE_DEPTH, live))
         cand = cand[np.argsort(-hidden[cand], kind="stable")]
         chosen = b.informative(cand, logp, [], min(n, len(cand)))
         ids = [self.index.ids[int(b.rows[p])] for p in chosen]

@@ -283,6 +283,8 @@ def test_picture_questions_chosen_in_options_are_asked_and_a_picture_is_a_closes
 
 
 def test_picture_options_are_the_most_informative_display_among_the_probable_images(engine):
+    from interactive_ir.modes.belief.mode import PICTURE_DEPTH
+
     s = engine.new_session(belief=True)
     engine.search_text(s, "a shape")
     mode = engine.belief_mode
@@ -291,7 +293,7 @@ def test_picture_options_are_the_most_informative_display_among_the_probable_ima
     logp = b.log_posterior()
     chosen = b.positions([engine.index.row_of[i] for i in ids])
     shown = set(b.positions([engine.index.row_of[i] for i in s.last.shown]).tolist())
-    cand = [p for p in np.argsort(-logp, kind="stable") if p not in shown][:mode.belief_config.question_depth]
+    cand = [p for p in np.argsort(-logp, kind="stable") if p not in shown][:PICTURE_DEPTH]
     info = b.click_information(chosen, logp)
     rng = np.random.default_rng(0)
     for _ in range(20):  # no random display of as many probable images tells more
