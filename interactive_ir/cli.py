@@ -52,8 +52,23 @@ def quiet_third_parties(verbose: bool) -> None:
         os.environ.setdefault(key, value)
 
 
+MAX_ERROR = 300  # characters of an argparse error line (a flag's value is echoed in it: never a megabyte)
+UNEXPECTED = "unexpected error"  # the start of the one line an exception that is not the project's own ends in
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, its error one line (no usage block: `-h` shows it), cut to `MAX_ERROR` characters (a
+    value given is echoed in it); exit status 2, as argparse's."""
+
+    def error(self, message: str):
+        message = " ".join(message.split())
+        if len(message) > MAX_ERROR:
+            message = f"{message[:MAX_ERROR]}... ({len(message):,} characters)"
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m interactive_ir", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m interactive_ir", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     parser.add_argument("--version", action="version", version=f"interactive_ir {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -97,3 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # a bug, or a failure no check foresaw: one line, the traceback with -v
+        if args.verbose:
+            raise
+        text = " ".join(str(e).split())
+        print(f"error: {UNEXPECTED} ({type(e).__name__}: {text[:200]}); run with -v for the details",
+              file=sys.stderr)
+        return 1

@@ -54,10 +54,15 @@ def load_ranks(path: Path) -> dict:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as e:
         raise BadInputError(f"ranks file not found: {path}") from e
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadInputError(f"cannot read ranks file {path}: {e}") from e
+    except UnicodeDecodeError as e:
+        raise BadInputError(f"{path} is not a results file (not UTF-8 text): give a RANKS.json or a run bundle's "
+                            "folder") from e
+    except OSError as e:
+        raise BadInputError(f"cannot read ranks file {path}: {e.strerror or type(e).__name__}") from e
     try:
         data = json.loads(text)
+    except RecursionError as e:
+        raise BadInputError(f"{path} is not a results file (nested too deeply)") from e
     except json.JSONDecodeError as e:
         raise BadInputError(f"{path} is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from e
     if not isinstance(data, dict):

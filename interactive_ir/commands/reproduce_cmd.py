@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from interactive_ir.commands.argtypes import whole
 from interactive_ir.errors import BadInputError
 
 
@@ -223,7 +224,7 @@ def _add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--embedder", default=None, help="embedder spec (default: the index manifest's)")
     p.add_argument("--llm", default=None, help="LLM spec, for reproductions whose protocol needs one")
     p.add_argument("--vlm", default=None, help="VLM spec, for reproductions that re-rank with one (ImageScope 2-3)")
-    p.add_argument("--limit", type=int, default=None, help="only the first Q dialogues (a quick check)")
+    p.add_argument("--limit", type=whole(1), default=None, help="only the first Q dialogues (a quick check)")
     p.add_argument("--keep-reference", action="store_true",
                    help="composed benchmarks: keep each triplet's reference image in the ranking (default: left "
                         "out, as the benchmarks score)")

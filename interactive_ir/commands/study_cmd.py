@@ -22,6 +22,7 @@ import json
 import sys
 from pathlib import Path
 
+from interactive_ir.commands.argtypes import number, whole
 from interactive_ir.errors import BadInputError
 
 
@@ -34,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     v.add_argument("--index", type=Path, help="index folder to check the targets against (default: the study's index)")
     pl = sub.add_parser("plan", help="print the counterbalanced plan of the first N participants")
     pl.add_argument("study_file", type=Path, metavar="STUDY.yaml")
-    pl.add_argument("--participants", type=int, default=4, help="how many participants (default 4)")
+    pl.add_argument("--participants", type=whole(1, 100_000), default=4, help="how many participants (default 4)")
     pl.add_argument("--index", type=Path, help="index folder (default: the study's index)")
     e = sub.add_parser("export", help="export the event log: one row per event")
     e.add_argument("--db", required=True, type=Path, help="the study database (<IIR_STUDY_DIR>/<study_id>.sqlite)")
@@ -56,15 +57,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--exclude-away", action="store_true",
                    help="leave out tasks whose participant left the page too long or too often (the report shows "
                         "the analysis with them too)")
-    r.add_argument("--max-away-s", type=float, default=None,
+    r.add_argument("--max-away-s", type=number(0), default=None,
                    help="seconds away from the page that flag a task (default IIR_STUDY_AWAY_MAX_S, 30; 0: off)")
-    r.add_argument("--max-defocus", type=int, default=None,
+    r.add_argument("--max-defocus", type=whole(0), default=None,
                    help="times away from the page that flag a task (default IIR_STUDY_AWAY_MAX_DEFOCUS, 5; 0: off)")
     r.add_argument("--compare-sim", type=Path, default=None, metavar="SIM_DB",
                    help="also compare a simulated run of the study with this one (compare_sim.{json,md} in --out)")
     sm = sub.add_parser("simulate", help="dry run: simulated participants through the whole study, then the report")
     sm.add_argument("study_file", type=Path, metavar="STUDY.yaml")
-    sm.add_argument("--participants", type=int, default=8, help="how many simulated participants (default 8)")
+    sm.add_argument("--participants", type=whole(1, 100_000), default=8, help="how many simulated participants (default 8)")
     sm.add_argument("--db", type=Path, help="database to write (default: <IIR_STUDY_DIR>/<study_id>.simulated.sqlite; "
                                            "never the real study's)")
     sm.add_argument("--out", type=Path, help="report folder (default: beside the database, <name>_report)")
@@ -72,14 +73,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sm.add_argument("--llm", default="", help=f"the app's LLM for questions (default, as the app's: {DEFAULT_LLM_HELP}; "
                     f"{NO_MODEL_HELP}: none; 'fake' for a fast check)")
     sm.add_argument("--embedder", default="", help="embedder spec (default: the index's own)")
-    sm.add_argument("--seed", type=int, default=0, help="seed of the simulated participants (default 0)")
+    sm.add_argument("--seed", type=whole(0, 2**32 - 1), default=0, help="seed of the simulated participants (default 0)")
     sm.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     cs = sub.add_parser("compare-sim", help="does a simulator rank the conditions as people do? (tau, distances)")
     cs.add_argument("--db", required=True, type=Path, help="the people's study database (or its run bundle)")
     cs.add_argument("--sim", required=True, type=Path, help="the simulated one (`study simulate`'s database or bundle)")
     cs.add_argument("--out", type=Path, default=None, help="folder for compare_sim.json and compare_sim.md")
-    cs.add_argument("--boot", type=int, default=1000, help="bootstrap resamples of the tau interval (default 1000)")
-    cs.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    cs.add_argument("--boot", type=whole(1, 1_000_000), default=1000, help="bootstrap resamples of the tau interval (default 1000)")
+    cs.add_argument("--seed", type=whole(0, 2**32 - 1), default=0, help="seed of the bootstrap (default 0)")
     sb = sub.add_parser("scoreboard", help="correct/wrong submissions, times and KIS scores per participant and task")
     sb.add_argument("--db", required=True, type=Path, help="the study database")
     sb.add_argument("--out", type=Path, default=None, help="also write the scoreboard as an HTML page")
