@@ -14,6 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
+from interactive_ir.commands.argtypes import whole
 from interactive_ir.errors import BadInputError
 
 
@@ -24,13 +25,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", default="1,5,10", help="comma-separated cut-offs for Hits/Recall/MRR/NDCG (default 1,5,10)")
     p.add_argument(
         "--n-images",
-        type=int,
+        type=whole(1),
         default=None,
         help="index size: enables the rank percentile and counts a null rank as N+1 instead of infinity",
     )
     p.add_argument(
         "--rounds",
-        type=int,
+        type=whole(0, 100_000),
         default=None,
         help="the round budget T: queries that stopped early are scored over rounds 0..T (default: the longest query)",
     )
