@@ -15,14 +15,13 @@ import importlib.util
 import logging
 import os
 import sys
-from pathlib import Path
 
 log = logging.getLogger("interactive_ir.app")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     from interactive_ir.cli import Parser
-    from interactive_ir.commands.argtypes import whole
+    from interactive_ir.commands.argtypes import plain_path, whole
 
     p = Parser(prog="app.py", description="Interactive, language-guided image retrieval: the web app.")
     from interactive_ir import __version__
@@ -30,7 +29,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     from interactive_ir.config import PAGE_K
 
     p.add_argument("--version", action="version", version=f"interactive_ir {__version__}")
-    p.add_argument("--index", type=Path, help="a built index folder (default: the demo gallery, built on first start)")
+    p.add_argument("--index", type=plain_path, help="a built index folder (default: the demo gallery, built on first start)")
     p.add_argument("--embedder", help="embedder spec (default: the index's own; demo: IIR_EMBEDDER or CLIP ViT-B-32)")
     p.add_argument("--llm", help=f"LLM spec for written questions and query rewriting (default: {DEFAULT_LLM_HELP}); "
                                  f"'transformers:smollm2' loads the tiny offline model; {NO_MODEL_HELP} loads no LLM")
@@ -54,7 +53,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--anon-llm", choices=("on", "off"),
                    help="visitors who are not signed in may use this Space's LLM within hourly budgets "
                         "(default off, IIR_ANON_LLM; budgets IIR_ANON_CALLS_PER_VISITOR, IIR_ANON_CALLS_PER_HOUR)")
-    p.add_argument("--study", type=Path, help="a user-study file: serve the study page (interactive_ir.study.ui)")
+    p.add_argument("--study", type=plain_path, help="a user-study file: serve the study page (interactive_ir.study.ui)")
     p.add_argument("--trusted-proxies", help="reverse proxies whose X-Forwarded-For names the client, e.g. 127.0.0.1 "
                                              "(default: none, IIR_TRUSTED_PROXIES)")
     p.add_argument("--photo-demo", choices=("auto", "on", "off"),

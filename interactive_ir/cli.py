@@ -11,6 +11,7 @@ import argparse
 import importlib
 import logging
 import os
+import re
 import sys
 
 from interactive_ir import __version__
@@ -56,15 +57,22 @@ MAX_ERROR = 300  # characters of an argparse error line (a flag's value is echoe
 UNEXPECTED = "unexpected error"  # the start of the one line an exception that is not the project's own ends in
 
 
+LONG_WORD = re.compile(r"\S{161,}")  # a run of over 160 characters without a space (longer than a path): an echo
+
+
+def one_line(text: str, limit: int = 1000) -> str:
+    """`text` as one line for stderr: whitespace collapsed, a value it echoes cut to 80 characters, the whole to
+    `limit` characters."""
+    text = LONG_WORD.sub(lambda m: m.group(0)[:80] + "...", " ".join(str(text).split()))
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
 class Parser(argparse.ArgumentParser):
     """argparse's parser, its error one line (no usage block: `-h` shows it), cut to `MAX_ERROR` characters (a
     value given is echoed in it); exit status 2, as argparse's."""
 
     def error(self, message: str):
-        message = " ".join(message.split())
-        if len(message) > MAX_ERROR:
-            message = f"{message[:MAX_ERROR]}... ({len(message):,} characters)"
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message, MAX_ERROR)} (see {self.prog} -h)\n")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -107,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(mod.run(args) or 0)
     except IIRError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {one_line(e)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -115,7 +123,6 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # a bug, or a failure no check foresaw: one line, the traceback with -v
         if args.verbose:
             raise
-        text = " ".join(str(e).split())
-        print(f"error: {UNEXPECTED} ({type(e).__name__}: {text[:200]}); run with -v for the details",
+        print(f"error: {UNEXPECTED} ({type(e).__name__}: {one_line(e, 200)}); run with -v for the details",
               file=sys.stderr)
         return 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 MAX_ECHO = 40  # characters of a refused value shown back (a megabyte given is never printed)
 
@@ -56,3 +57,19 @@ def number(lo: float, hi: float | None = None):
 
     parse.__name__ = "number"
     return parse
+
+
+def plain_path(text: str) -> Path:
+    """An argparse type for a file or folder flag: the path, refused when it names something that is neither (a
+    device such as /dev/zero, a pipe, a socket: reading one never ends) or cannot be a path at all (too long, a NUL
+    character). A path that does not exist passes: the command says what it wanted there."""
+    if "\x00" in str(text):
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a path (it holds a NUL character)")
+    path = Path(text)
+    try:
+        special = path.exists() and not (path.is_file() or path.is_dir())
+    except OSError as e:  # a name too long, a loop of links
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a usable path ({e.strerror or e})") from None
+    if special:
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a regular file or folder (a device, pipe or socket)")
+    return path

@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from interactive_ir.commands.argtypes import number, whole
+from interactive_ir.commands.argtypes import number, plain_path, whole
 from interactive_ir.config import DEFAULT_K
 
 log = logging.getLogger(__name__)
@@ -22,8 +22,8 @@ log = logging.getLogger(__name__)
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from interactive_ir.assembly.specs import NO_MODEL_HELP
 
-    p.add_argument("--index", required=True, type=Path, help="index folder, or hf://USER/NAME[@REVISION] (a Hub index)")
-    p.add_argument("--queries", required=True, type=Path,
+    p.add_argument("--index", required=True, type=plain_path, help="index folder, or hf://USER/NAME[@REVISION] (a Hub index)")
+    p.add_argument("--queries", required=True, type=plain_path,
                    help='queries JSONL {"target", "description", "captions"} (see the queries command), or a '
                         "ChatIR/PlugIR/VisDial dialogue JSON")
     p.add_argument("--queries-format", choices=["auto", "cirr", "fashioniq", "circo", "fisd", "msrvtt"],
@@ -51,12 +51,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_user_arguments(p)
     p.add_argument("--vlm", default=None, help="VLM spec for the engine's composed re-ranking (ImageScope stages 2-3; "
                    f"default: none, eval reads no IIR_VLM; {NO_MODEL_HELP}: none)")
-    p.add_argument("--dialogues", type=Path, default=None,
+    p.add_argument("--dialogues", type=plain_path, default=None,
                    help="fixed dialogues for the fixed-dialogue protocols (ChatIR/PlugIR/VisDial JSON or queries JSONL)")
     p.add_argument("--limit", type=whole(1), default=None, help="run only the first Q queries of the file")
     p.add_argument("--seed", type=whole(0, 2**32 - 1), default=0, help="seed of the simulated user and of sampling (default 0)")
-    p.add_argument("--out", required=True, type=Path, help="output folder (reused to resume)")
-    p.add_argument("--bundle", type=Path, default=None,
+    p.add_argument("--out", required=True, type=plain_path, help="output folder (reused to resume)")
+    p.add_argument("--bundle", type=plain_path, default=None,
                    help="also write a run bundle here: configuration, versions, dialogues, per-round ranks and shown "
                         "ids, no images (`metrics DIR` re-scores it without models)")
     p.add_argument("-k", type=whole(1, 1000), default=None, help="results shown per round (default 10)")
@@ -258,7 +258,11 @@ def load_queries(args: argparse.Namespace) -> tuple[list, object]:
 
         queries = load_triplets(args.queries_format, args.queries)
     else:
-        queries = read_queries(args.queries)
+        try:
+            queries = read_queries(args.queries)
+        except (UnicodeDecodeError, RecursionError) as e:  # a binary file, JSON nested past Python's limit
+            raise BadInputError(f"{str(args.queries)[:200]} is not a queries file ({type(e).__name__}): give a "
+                                'queries JSONL {"target", "description"} or a dialogue JSON') from e
     if args.dialogues:
         queries = attach_dialogues(queries, read_dialogues(args.dialogues))
     return queries, msrvtt

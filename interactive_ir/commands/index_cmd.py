@@ -17,7 +17,7 @@ import logging
 from pathlib import Path
 
 from interactive_ir.assembly.specs import NO_MODEL_HELP
-from interactive_ir.commands.argtypes import number, whole
+from interactive_ir.commands.argtypes import number, plain_path, whole
 from interactive_ir.config import DEFAULT_EMBEDDER
 
 log = logging.getLogger(__name__)
@@ -29,26 +29,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "export: copy an index's vectors and photo metadata into a Milvus collection (index export DIR --store SPEC); "
                    "tune: choose an ivf-pq index's nprobe again from calibration queries (index tune DIR); "
                    "push: upload an index to the Hugging Face Hub (index push DIR --repo USER/NAME)")
-    p.add_argument("target", nargs="?", type=Path, help="with verify, export or tune: the index folder")
-    p.add_argument("--queries", type=Path, help="with tune: an (N, width) .npy of encoded query rows to tune on "
+    p.add_argument("target", nargs="?", type=plain_path, help="with verify, export or tune: the index folder")
+    p.add_argument("--queries", type=plain_path, help="with tune: an (N, width) .npy of encoded query rows to tune on "
                    "(default: 64 stored rows plus noise)")
     p.add_argument("--target-recall", type=number(0.01, 1), default=0.95, help="with tune: recall@100 wanted (default 0.95)")
     p.add_argument("--store", help="with export: milvus://HOST:PORT/COLLECTION or milvus-lite:PATH.db "
                    "(search it with IIR_STORE=SPEC)")
-    p.add_argument("--images", type=Path, help="folder of images (searched recursively); with --vectors: the "
+    p.add_argument("--images", type=plain_path, help="folder of images (searched recursively); with --vectors: the "
                    "folder the ids are relative to")
-    p.add_argument("--image-list", type=Path, help="index only these images: a text file, one path per line relative "
+    p.add_argument("--image-list", type=plain_path, help="index only these images: a text file, one path per line relative "
                    "to --images (every one must exist)")
-    p.add_argument("--out", type=Path, help="index folder to create or update, e.g. indices/mine")
-    p.add_argument("--captions", type=Path, help="captions file: JSONL, COCO captions JSON, or CSV/TSV image,caption")
+    p.add_argument("--out", type=plain_path, help="index folder to create or update, e.g. indices/mine")
+    p.add_argument("--captions", type=plain_path, help="captions file: JSONL, COCO captions JSON, or CSV/TSV image,caption")
     p.add_argument("--captioner", help="caption uncaptioned images with this captioner spec (e.g. "
                    f"hf:Salesforce/blip-image-captioning-base; default, or {NO_MODEL_HELP}: none)")
     p.add_argument("--embedder", default=None, help=f"embedder spec (default: IIR_EMBEDDER or {DEFAULT_EMBEDDER})")
     p.add_argument("--kind", default=None, choices=["auto", "exact", "ivf-pq", "hnsw"],
                    help="index kind (default: IIR_INDEX_KIND or auto: exact up to 300,000 images, ivf-pq above)")
-    p.add_argument("--vectors", type=Path, help="precomputed embeddings: an (N, d) .npy file or a folder of Parquet "
+    p.add_argument("--vectors", type=plain_path, help="precomputed embeddings: an (N, d) .npy file or a folder of Parquet "
                    "files with an embedding column (needs --ids)")
-    p.add_argument("--ids", type=Path, help="with --vectors: text file, one image id per line, in the vectors' order")
+    p.add_argument("--ids", type=plain_path, help="with --vectors: text file, one image id per line, in the vectors' order")
     p.add_argument("--chunk-rows", type=whole(1, 10**8), default=65_536, help="with --vectors: rows per chunk (default 65536)")
     p.add_argument("--batch-size", type=whole(1, 65_536), help="images per forward pass (default: IIR_BUILD_BATCH_SIZE, else "
                    "from the device: 32 on the CPU, 256 on a CUDA GPU)")

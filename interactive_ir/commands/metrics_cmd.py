@@ -14,12 +14,12 @@ import argparse
 import json
 from pathlib import Path
 
-from interactive_ir.commands.argtypes import whole
+from interactive_ir.commands.argtypes import plain_path, whole
 from interactive_ir.errors import BadInputError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("ranks_file", metavar="RANKS.json",
+    p.add_argument("ranks_file", metavar="RANKS.json", type=plain_path,
                    help="JSON object: query id -> list of target ranks by round; or a run bundle folder "
                         "(eval --bundle, study export --bundle): each of its runs re-scored from its records")
     p.add_argument("--k", default="1,5,10", help="comma-separated cut-offs for Hits/Recall/MRR/NDCG (default 1,5,10)")

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
-from interactive_ir.commands.argtypes import number, whole
+from interactive_ir.commands.argtypes import number, plain_path, whole
 from interactive_ir.config import DEFAULT_K
 
 
@@ -15,7 +14,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from interactive_ir.assembly.specs import DEFAULT_LLM_HELP, NO_MODEL_HELP
     from interactive_ir.modes import registry
 
-    p.add_argument("--index", required=True, type=Path, help="index folder, or hf://USER/NAME[@REVISION] (a Hub index)")
+    p.add_argument("--index", required=True, type=plain_path, help="index folder, or hf://USER/NAME[@REVISION] (a Hub index)")
     p.add_argument("--text", help='text query in the search language: words, -NOT terms, "exact phrases", '
                    "field:value filters (date:2019..2021 folder:trips camera:canon tag:family); with --image: "
                    "the relative caption")

@@ -55,6 +55,10 @@ def open_image(source, *, limit: int | None = None):
     name = str(source) if isinstance(source, (str, Path)) else "upload"
     if isinstance(source, (str, Path)):
         p = Path(source)
+        try:
+            p.exists()
+        except (OSError, ValueError) as e:  # a name too long, a NUL in it
+            raise BadInputError(f"{str(p)[:80]} is not a usable path ({getattr(e, 'strerror', None) or e})") from None
         if p.is_dir():
             raise BadInputError(f"{p} is a folder, not an image file: give one image")
         if not p.exists():

@@ -79,6 +79,14 @@ def _open(st: UIState):
     return s
 
 
+def regular_file(path) -> bool:
+    """`path` (a str or Path) names a regular file: not a device, a folder, a name too long or with a NUL."""
+    try:
+        return isinstance(path, (str, Path)) and Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def shown(value, limit: int = 40) -> str:
     """`value` as a message may echo it: its repr, cut to `limit` characters (a megabyte sent is never sent back)."""
     text = repr(value)
@@ -402,6 +410,8 @@ def set_upload(engine, st: UIState, path: str | None, tab: str = "") -> UIState:
                             "uploaded image: use a shown result as the reference instead")
     if st.ended:
         raise SessionError("this search has ended: press New search first")
+    if not regular_file(path):  # a device or a folder is never read
+        raise BadInputError("the upload is not an image file: choose a JPEG, PNG, GIF, WebP or BMP image")
     store = default_store()
     kept = store.keep(path, tab=tab or str(id(st)), replaces=st.upload or None)
     try:
@@ -558,8 +568,8 @@ def open_search(engine, st: UIState, path) -> UIState:
 
     if not path:
         raise BadInputError("choose a saved search (a .json file) to open")
-    name = Path(path).name
-    if not Path(path).is_file():
+    name = Path(str(path)).name
+    if not regular_file(path):
         raise BadInputError(f"{name[:80]} is not a saved search (a file from Save search or `chat --save`)")
     if Path(path).stat().st_size > MAX_SAVED_BYTES:
         raise BadInputError(f"{name} is over {MAX_SAVED_BYTES // (1024 * 1024)} MB: it is not a saved search")
