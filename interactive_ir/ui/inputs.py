@@ -25,7 +25,9 @@ def shown(value) -> str:
 def _refuse(component, payload) -> None:
     values = [v for _, v in component.choices]
     listed = ", ".join(shown(v) for v in values[:12]) + (", ..." if len(values) > 12 else "")
-    label = getattr(component, "label", None) or "this setting"
+    label = getattr(component, "label", None)
+    if not isinstance(label, str) or "__i18n__" in str(label):  # a translated label: its key is no name
+        label = getattr(component, "elem_id", None) or "this setting"
     raise gr.Error(f"{shown(payload)} is not a choice of {label}: choose one of {listed}", print_exception=False)
 
 
