@@ -56,6 +56,19 @@ class _Errors(logging.Handler):
         self.records.append(record.getMessage()[:200])
 
 
+class _Failed(logging.Handler):
+    """Collects eval's "query ... failed at round" warnings (a query its input broke; eval itself exits 0)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.records: list[str] = []
+
+    def emit(self, record):
+        text = record.getMessage()
+        if "failed at round" in text:
+            self.records.append(text[:200])
+
+
 # --- the page ------------------------------------------------------------------------------------------
 PAGE_VALUES = [None, float("nan"), float("inf"), -float("inf"), "", HUGE, [1, 2], {"a": 1}, -1, 10**30, True, 1.5,
                "\x00\ud800", "../../../etc/passwd", '" Teen Wolf "', "[" * 5000]
@@ -245,6 +258,8 @@ def _run_cli(argv: list[str], ok_is_clean: bool) -> str:
 
     err, out = io.StringIO(), io.StringIO()
     code = None
+    failed = _Failed()
+    logging.getLogger().addHandler(failed)
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
         old_in = sys.stdin
         sys.stdin = io.StringIO("")
@@ -256,7 +271,10 @@ def _run_cli(argv: list[str], ok_is_clean: bool) -> str:
             return f"{type(e).__name__}: {str(e)[:120]}"
         finally:
             sys.stdin = old_in
+            logging.getLogger().removeHandler(failed)
     text = err.getvalue()
+    if failed.records:  # eval went on, but a query failed on its input (a description the parser refused)
+        return f"a query failed: {failed.records[0]}"
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith(("usage:", " ", "INFO ", "WARNING "))]
     if "Traceback" in text:
         return "a traceback"
