@@ -372,7 +372,8 @@ def _run_app(app, argv: list[str], ok_is_clean: bool = False) -> str:
             return "" if ok_is_clean else "accepted silently (the page was about to load)"
         except Exception as e:
             return f"{type(e).__name__}: {str(e)[:120]}"
-    lines = [ln for ln in err.getvalue().splitlines() if ln.startswith("app.py")]
+    lines = [ln for ln in err.getvalue().splitlines()  # argparse names the program as sys.argv[0] has it
+             if ln.startswith("app.py") or (": error: " in ln and not ln.startswith((" ", "usage:")))]
     if code not in (1, 2) or len(lines) != 1 or len(lines[0]) > MAX_LINE or ECHO in lines[0]:
         return f"exit {code}, {len(lines)} lines: {' | '.join(lines)[:150]}"
     return ""
