@@ -447,15 +447,26 @@ def summary(cases: list[Case]) -> str:
     return "\n".join(rows)
 
 
-def limit_process(data_gb: float = 4.0, file_gb: float = 1.0) -> None:
-    """Bound this process's heap and the files it writes: an input that makes the code read /dev/zero to its end
-    fails with MemoryError (counted as not clean) instead of taking the machine's memory or disk."""
+@contextlib.contextmanager
+def bounded(data_gb: float = 4.0, file_gb: float = 1.0):
+    """This process's heap and the files it writes bounded while inside (soft limits, restored after): an input
+    that makes the code read /dev/zero to its end fails with MemoryError (counted as not clean) instead of taking
+    the machine's memory or disk."""
     import resource
     import signal
 
-    resource.setrlimit(resource.RLIMIT_DATA, (int(data_gb * 2**30),) * 2)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (int(file_gb * 2**30),) * 2)
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) instead of killing us
+    limits = {resource.RLIMIT_DATA: int(data_gb * 2**30), resource.RLIMIT_FSIZE: int(file_gb * 2**30)}
+    old = {k: resource.getrlimit(k) for k in limits}
+    old_signal = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG)
+    try:
+        for k, v in limits.items():
+            hard = old[k][1]
+            resource.setrlimit(k, (v if hard == resource.RLIM_INFINITY else min(v, hard), hard))
+        yield
+    finally:
+        for k, v in old.items():
+            resource.setrlimit(k, v)
+        signal.signal(signal.SIGXFSZ, old_signal)
 
 
 def main(argv=None) -> int:
@@ -463,10 +474,10 @@ def main(argv=None) -> int:
     p.add_argument("--show", type=int, default=0, help="print this many cases that are not clean")
     p.add_argument("--surfaces", default="page,cli,app", help="comma-separated: page, cli, app")
     args = p.parse_args(argv)
-    limit_process()
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("interactive_ir").setLevel(logging.WARNING)
-    cases = run(tuple(args.surfaces.split(",")))
+    with bounded():
+        cases = run(tuple(args.surfaces.split(",")))
     print(summary(cases))
     for c in [c for c in cases if not c.clean][:args.show]:
         print(f"  not clean: {c.surface} {c.name}: {c.why}")

@@ -5,9 +5,9 @@ app.py given any text. Each is refused in one line (or accepted where the value 
 logged as unexpected, no message over 1,000 characters, no value echoed past 80 characters. And the fixed table
 of bad inputs (`bench/bad_input.py`, the issue's count) is clean throughout.
 
-Bounded: a few hundred examples in all, the same ones every run (derandomized); about three minutes on a busy
-2-core machine. Process limits (`bad_input.limit_process`) are not set here: the inputs that read a device are
-refused before reading (`argtypes.plain_path`, `handlers.regular_file`)."""
+Bounded: a few hundred examples in all, the same ones every run (derandomized); under a minute on a busy 2-core
+machine. Each test runs with the process's heap and file writes bounded (`bad_input.bounded`, 4 GB and 1 GB, soft
+limits restored after): a regression that reads /dev/zero to its end fails the test instead of taking the machine."""
 
 from __future__ import annotations
 
@@ -41,6 +41,12 @@ values = st.one_of(
     st.lists(st.integers() | st.text(max_size=10), max_size=5),
     st.dictionaries(st.sampled_from(["index", "action", "id", "question", "a"]),
                     st.integers() | st.text(max_size=30) | st.floats(allow_nan=True) | st.none(), max_size=4))
+
+
+@pytest.fixture(autouse=True)
+def _bounded():
+    with bad_input.bounded():
+        yield
 
 
 # --- the page ------------------------------------------------------------------------------------------------
