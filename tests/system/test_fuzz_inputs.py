@@ -45,14 +45,18 @@ values = st.one_of(
 
 @pytest.fixture(autouse=True)
 def _bounded():
+    saved = dict(os.environ)  # app.main sets process settings there (TQDM_DISABLE, ...)
     with bad_input.bounded():
         yield
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 # --- the page ------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
-    """(engine, [(name, BlockFunction)]) of the page over a tiny dated index with the fake LLM."""
+    """(engine, [(name, BlockFunction)]) of the page over a tiny dated index with the fake LLM (IIR_CACHE_DIR in a
+    temporary folder meanwhile)."""
     from iir_testutils import build_dated, query_modes
 
     from interactive_ir.backends.llms import FakeLLM
@@ -60,14 +64,19 @@ def page(tmp_path_factory):
     from interactive_ir.ui import build_demo
 
     tmp = tmp_path_factory.mktemp("fuzz_page")
-    os.environ["IIR_CACHE_DIR"] = str(tmp / "cache")
+    before = os.environ.get("IIR_CACHE_DIR")
+    os.environ["IIR_CACHE_DIR"] = str(tmp / "cache")  # uploads and saved searches kept here
     r, _ = build_dated(tmp / "idx")
     engine = build_engine(r, llm=FakeLLM(), config=EngineConfig(k=6, fold_similarity=0), belief=query_modes())
     demo = build_demo(engine, [])
     fns = demo.fns.values() if isinstance(demo.fns, dict) else demo.fns
     endpoints = [(str(bf.api_name), bf) for bf in fns
                  if bf.fn is not None and bf.inputs and isinstance(bf.inputs[0], gr.State)]
-    return engine, endpoints
+    yield engine, endpoints
+    if before is None:
+        os.environ.pop("IIR_CACHE_DIR", None)
+    else:
+        os.environ["IIR_CACHE_DIR"] = before
 
 
 def _call(engine, bf, value, slot) -> str:

@@ -5,6 +5,7 @@ index and models load."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import socket
 from pathlib import Path
 
@@ -16,6 +17,15 @@ def _app():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.fixture(autouse=True)
+def _environment_kept():
+    """app.main sets process settings in os.environ (TQDM_DISABLE, ...): put it back for the tests after."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 @pytest.fixture
