@@ -100,14 +100,12 @@ def check_sign_in(sign_in) -> str:
     offline that is a traceback. Asked here first: why sign-in cannot work ("" when it can, or it is off)."""
     if not sign_in.enabled() or (os.environ.get("SYSTEM") == "spaces" and os.environ.get("SPACE_ID")):
         return ""
-    from interactive_ir.backends.hub import hub_token
+    import huggingface_hub
 
-    if not hub_token():
+    if not huggingface_hub.get_token():  # HF_TOKEN, or `hf auth login`'s
         return ""  # the page says so itself, in one line (visitor_llm.check_sign_in_possible)
     try:
-        from huggingface_hub import whoami
-
-        whoami()
+        huggingface_hub.whoami()
     except Exception as e:  # offline, a refused token: any failure of the Hub's client
         text = " ".join(str(e).split())[:120]
         return (f"--sign-in on off a Space needs the Hugging Face Hub to check this machine's login, and it failed "

@@ -73,13 +73,11 @@ def test_flags_out_of_range_are_one_short_line(app, capsys, argv):
 def test_sign_in_on_with_the_hub_unreachable_is_one_line(app, capsys, monkeypatch):
     import huggingface_hub
 
-    from interactive_ir.backends import hub
-
     def offline(*a, **k):
         raise ConnectionError("[Errno -2] Name or service not known")
 
     monkeypatch.delenv("SYSTEM", raising=False)
-    monkeypatch.setattr(hub, "hub_token", lambda: "hf_xxxxxxxxxxxxxxxx")
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_xxxxxxxxxxxxxxxx")
     monkeypatch.setattr(huggingface_hub, "whoami", offline)
     assert app.main(["--host", "127.0.0.1", "--port", str(_free_port()), "--llm", "none", "--sign-in", "on"]) == 1
     line = _line(capsys)
