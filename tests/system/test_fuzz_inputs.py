@@ -11,6 +11,7 @@ limits restored after): a regression that reads /dev/zero to its end fails the t
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import inspect
 import itertools
@@ -136,7 +137,8 @@ def test_the_page_has_its_named_endpoints(page):
 # --- the command line ------------------------------------------------------------------------------------
 SKIP_DESTS = {"help", "version", "verbose", "llm", "vlm", "captioner", "embedder", "answerer", "store", "hf_dataset",
               "repo", "preset", "user_similarity", "dialogues", "queries_format", "revision", "config"}
-OUTPUTS = ("out", "db", "save", "bundle", "cache", "image_list", "frames")  # a dest naming one: a relative name only
+OUTPUTS = ("out", "db", "save", "bundle", "cache", "image_list", "frames", "readme", "data", "sim", "compare_sim",
+           "study_file", "target", "queries", "captions", "index")  # a dest naming a path: a relative name only
 
 
 def _flags(cmd: str) -> list[tuple[str, str, int]]:
@@ -190,14 +192,69 @@ def test_every_flag_of_the_cli_takes_any_text(cmd, cli_fixtures, tmp_path, monke
     assert not failures, failures[:5]
 
 
+def _parsers(cmd: str) -> list[tuple[list[str], object]]:
+    """([cmd, sub], parser) of `cmd` and of each of its sub-commands (study's, reproduce's)."""
+    from interactive_ir.cli import build_parser
+
+    top = next(a for a in build_parser(cmd)._actions if a.dest == "command").choices[cmd]
+    subs = [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return [([cmd], top)]
+    return [([cmd, name], parser) for name, parser in subs[0].choices.items()]
+
+
+def _minimal(prefix: list[str], parser) -> list[str]:
+    """`prefix` and the parser's required arguments, each a relative name (or its first choice)."""
+    argv = list(prefix)
+    for a in parser._actions:
+        if isinstance(a, argparse._SubParsersAction) or a.dest in ("help",):
+            continue
+        value = str(next(iter(a.choices))) if a.choices else f"fuzz_{a.dest}"
+        if not a.option_strings and a.nargs not in ("?", "*"):
+            argv.append(value)
+        elif a.option_strings and a.required:
+            argv += [a.option_strings[-1], value]
+    return argv
+
+
+@pytest.mark.parametrize("cmd", ["study", "reproduce", "config", "models", "modes"])
+def test_every_flag_of_the_other_commands_takes_any_text(cmd, tmp_path, monkeypatch):
+    """Their inputs (study files, databases, a paper's data) do not exist here: what is fuzzed is each flag's
+    parsing and the command's first check, which must be one line whatever the value."""
+    monkeypatch.chdir(tmp_path)
+    cases = []
+    for prefix, parser in _parsers(cmd):
+        base = _minimal(prefix, parser)
+        for a in parser._actions:
+            if a.option_strings and a.dest not in SKIP_DESTS and not isinstance(a, argparse._SubParsersAction):
+                cases.append((base, a.option_strings[-1], a.dest, 0 if a.nargs == 0 else 1))
+    assert cases, cmd
+    failures = []
+
+    @settings(max_examples=40, deadline=None, derandomize=True, database=None)
+    @given(data=st.data())
+    def one(data):
+        base, flag, dest, nargs = data.draw(st.sampled_from(cases), label="flag")
+        if nargs == 0:
+            extra = [flag]
+        elif any(w in dest for w in OUTPUTS):
+            extra = [flag, data.draw(relative_names, label="name")]
+        else:
+            extra = [flag, data.draw(flag_values, label="value")]
+        why = bad_input._run_cli(base + extra, ok_is_clean=True)
+        if why:
+            failures.append(f"{' '.join(base[:2])} {flag} {bad_input._label(extra[-1])}: {why}")
+
+    one()
+    assert not failures, failures[:5]
+
+
 APP_SKIP = {"help", "version", "llm", "vlm", "captioner", "embedder", "study", "index"}
 
 
 def test_every_flag_of_app_py_takes_any_text(cli_fixtures):
     app = bad_input._app_module()
     parser_flags = []
-    import argparse
-
     real = argparse.ArgumentParser.parse_args
     seen = {}
 
