@@ -296,3 +296,38 @@ def test_the_table_of_bad_inputs_is_clean():
     bad = [f"{c.surface} {c.name}: {c.why}" for c in cases if not c.clean]
     assert len(cases) >= 339, len(cases)  # at least the issue's scale
     assert not bad, f"{len(bad)} of {len(cases)} not clean: {bad[:8]}"
+
+
+# --- over HTTP, once: the server's own JSON parsing and preprocess in the loop ---------------------------------
+def _call_http(url: str, api: str, body: str) -> str:
+    """POST `body` (raw JSON: NaN and 1e400 as Python's json reads them) to Gradio's `/call/<api>`; the event
+    stream of its answer."""
+    import httpx
+
+    r = httpx.post(f"{url}gradio_api/call/{api}", content='{"data": ' + body + "}",
+                   headers={"Content-Type": "application/json"},
+                   timeout=60)
+    assert r.status_code == 200, r.text[:300]
+    event = r.json()["event_id"]
+    return httpx.get(f"{url}gradio_api/call/{api}/{event}", timeout=120).text
+
+
+def test_bad_values_over_http_are_refused_in_one_short_line(tmp_path):
+    from app_server import app_process
+    from iir_testutils import build_tiny
+
+    build_tiny(tmp_path / "g")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("IIR_", "OAUTH_", "SPACE_"))}
+    env.update(IIR_CACHE_DIR=str(tmp_path / "cache"), GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
+    log = tmp_path / "app.log"
+    huge = '"' + "x" * 1_000_000 + '"'
+    sends = [("on_questioner", f"[{huge}]"), ("choose", '[NaN, ""]'), ("choose", '[1e400, ""]'),
+             ("choose", '["abc", ""]'), ("choose", '[[1, 2], ""]'), ("card", f'["relevant", {huge}]'),
+             ("card", f'[{huge}, "a"]'), ("feedback", f"[{huge}]"), ("start", '["a shirt that says \\" Teen Wolf \\""]')]
+    with app_process(["--index", str(tmp_path / "g" / "index"), "--llm", "none"], env, log) as url:
+        for api, body in sends:
+            stream = _call_http(url, api, body)
+            assert "event: complete" in stream or "event: error" in stream, (api, stream[:300])
+            assert "x" * 161 not in stream and len(stream) < 200_000, (api, len(stream))
+    text = log.read_text()
+    assert "Traceback" not in text, text[-3000:]
