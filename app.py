@@ -15,19 +15,21 @@ import importlib.util
 import logging
 import os
 import sys
-from pathlib import Path
 
 log = logging.getLogger("interactive_ir.app")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="Interactive, language-guided image retrieval: the web app.")
+    from interactive_ir.cli import Parser
+    from interactive_ir.commands.argtypes import plain_path, whole
+
+    p = Parser(prog="app.py", description="Interactive, language-guided image retrieval: the web app.")
     from interactive_ir import __version__
     from interactive_ir.assembly.specs import DEFAULT_LLM_HELP, NO_MODEL_HELP
     from interactive_ir.config import PAGE_K
 
     p.add_argument("--version", action="version", version=f"interactive_ir {__version__}")
-    p.add_argument("--index", type=Path, help="a built index folder (default: the demo gallery, built on first start)")
+    p.add_argument("--index", type=plain_path, help="a built index folder (default: the demo gallery, built on first start)")
     p.add_argument("--embedder", help="embedder spec (default: the index's own; demo: IIR_EMBEDDER or CLIP ViT-B-32)")
     p.add_argument("--llm", help=f"LLM spec for written questions and query rewriting (default: {DEFAULT_LLM_HELP}); "
                                  f"'transformers:smollm2' loads the tiny offline model; {NO_MODEL_HELP} loads no LLM")
@@ -35,15 +37,15 @@ def parse_args(argv=None) -> argparse.Namespace:
                                        f"{NO_MODEL_HELP}: none)")
     p.add_argument("--vlm", help=f"VLM spec re-ranking reference + caption results (default: IIR_VLM or none; "
                                  f"{NO_MODEL_HELP}: none)")
-    p.add_argument("-k", type=int, help=f"results per round on the page (default {PAGE_K}, IIR_K)")
+    p.add_argument("-k", type=whole(1, 1000), help=f"results per round on the page (default {PAGE_K}, IIR_K)")
     p.add_argument("--host", help="interface to listen on (default 0.0.0.0, GRADIO_SERVER_NAME)")
-    p.add_argument("--port", type=int, help="port (default 7860, PORT or GRADIO_SERVER_PORT)")
-    p.add_argument("--concurrency", type=int, help="model steps running at once (default 2, IIR_CONCURRENCY)")
-    p.add_argument("--search-concurrency", type=int,
+    p.add_argument("--port", type=whole(1, 65_535), help="port (default 7860, PORT or GRADIO_SERVER_PORT)")
+    p.add_argument("--concurrency", type=whole(1, 1024), help="model steps running at once (default 2, IIR_CONCURRENCY)")
+    p.add_argument("--search-concurrency", type=whole(1, 1024),
                    help="retrievals running at once, apart from model steps (default 4, IIR_SEARCH_CONCURRENCY)")
-    p.add_argument("--click-concurrency", type=int,
+    p.add_argument("--click-concurrency", type=whole(1, 1024),
                    help="marks, and other clicks, handled at once across all tabs (default 8, IIR_CLICK_CONCURRENCY)")
-    p.add_argument("--queue-size", type=int,
+    p.add_argument("--queue-size", type=whole(1, 1_000_000),
                    help="most waiting events before new ones get HTTP 503 (default 1024, IIR_QUEUE_SIZE)")
     p.add_argument("--sign-in", choices=("auto", "on", "off"),
                    help="a Sign in with Hugging Face button; signed-in visitors' model calls use their own token "
@@ -51,7 +53,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--anon-llm", choices=("on", "off"),
                    help="visitors who are not signed in may use this Space's LLM within hourly budgets "
                         "(default off, IIR_ANON_LLM; budgets IIR_ANON_CALLS_PER_VISITOR, IIR_ANON_CALLS_PER_HOUR)")
-    p.add_argument("--study", type=Path, help="a user-study file: serve the study page (interactive_ir.study.ui)")
+    p.add_argument("--study", type=plain_path, help="a user-study file: serve the study page (interactive_ir.study.ui)")
     p.add_argument("--trusted-proxies", help="reverse proxies whose X-Forwarded-For names the client, e.g. 127.0.0.1 "
                                              "(default: none, IIR_TRUSTED_PROXIES)")
     p.add_argument("--photo-demo", choices=("auto", "on", "off"),
@@ -65,8 +67,50 @@ def main(argv=None) -> int:
     started = start(argv)
     if isinstance(started, int):
         return started
-    serve(*started)
+    try:
+        serve(*started)
+    except OSError as e:  # the port taken since the check, or the interface gone
+        return _error(f"cannot serve on {started[2].host}:{started[2].port}: {e.strerror or e}", 1)
     return 0
+
+
+def check_listen(host: str, port: int) -> str:
+    """Why the app cannot listen on `host`:`port` ("" when it can): a port in use, an address this machine does
+    not have, a host name that does not resolve. Checked before the index and models load (a minute or more)."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as e:
+        return f"cannot listen on {host[:80]}:{port}: the host does not resolve ({getattr(e, 'strerror', None) or e})"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a TIME_WAIT port is free
+        try:
+            sock.bind(address)
+        except OSError as e:
+            why = "the port is in use: stop the other server or choose --port" if e.errno in (98, 48, 10048) else (
+                e.strerror or str(e))
+            return f"cannot listen on {host[:80]}:{port}: {why}"
+    return ""
+
+
+def check_sign_in(sign_in) -> str:
+    """Off a Space, Gradio's mocked sign-in asks the Hub who this machine's login is while the page is built:
+    offline that is a traceback. Asked here first: why sign-in cannot work ("" when it can, or it is off)."""
+    if not sign_in.enabled() or (os.environ.get("SYSTEM") == "spaces" and os.environ.get("SPACE_ID")):
+        return ""
+    import huggingface_hub
+
+    if not huggingface_hub.get_token():  # HF_TOKEN, or `hf auth login`'s
+        return ""  # the page says so itself, in one line (visitor_llm.check_sign_in_possible)
+    try:
+        huggingface_hub.whoami()
+    except Exception as e:  # offline, a refused token: any failure of the Hub's client
+        text = " ".join(str(e).split())[:120]
+        return (f"--sign-in on off a Space needs the Hugging Face Hub to check this machine's login, and it failed "
+                f"({type(e).__name__}: {text}): go online, or turn sign-in off (--sign-in off, IIR_SIGN_IN=off)")
+    return ""
 
 
 def start(argv=None):
@@ -100,6 +144,9 @@ def start(argv=None):
         install(trusted_proxies=cfg.trusted_proxies)  # once, before any server thread starts: memory stays flat with use (issue 15)
     except ValueError as e:
         return _error(e, 2)
+    for why in (check_listen(cfg.host, cfg.port), check_sign_in(sign_in)):
+        if why:
+            return _error(why, 1)
     try:
         demo, engine, switch = build_page(cfg, sign_in, photos)
     except IIRError as e:  # no index, a bad study file, a weak admin password

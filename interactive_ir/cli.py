@@ -11,6 +11,7 @@ import argparse
 import importlib
 import logging
 import os
+import re
 import sys
 
 from interactive_ir import __version__
@@ -52,8 +53,30 @@ def quiet_third_parties(verbose: bool) -> None:
         os.environ.setdefault(key, value)
 
 
+MAX_ERROR = 300  # characters of an argparse error line (a flag's value is echoed in it: never a megabyte)
+UNEXPECTED = "unexpected error"  # the start of the one line an exception that is not the project's own ends in
+
+
+LONG_WORD = re.compile(r"\S{161,}")  # a run of over 160 characters without a space (longer than a path): an echo
+
+
+def one_line(text: str, limit: int = 1000) -> str:
+    """`text` as one line for stderr: whitespace collapsed, a value it echoes cut to 80 characters, the whole to
+    `limit` characters."""
+    text = LONG_WORD.sub(lambda m: m.group(0)[:80] + "...", " ".join(str(text).split()))
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, its error one line (no usage block: `-h` shows it), cut to `MAX_ERROR` characters (a
+    value given is echoed in it); exit status 2, as argparse's."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {one_line(message, MAX_ERROR)} (see {self.prog} -h)\n")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m interactive_ir", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m interactive_ir", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     parser.add_argument("--version", action="version", version=f"interactive_ir {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -102,8 +125,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(mod.run(args) or 0)
     except IIRError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {one_line(e)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # a bug, or a failure no check foresaw: one line, the traceback with -v
+        if args.verbose:
+            raise
+        print(f"error: {UNEXPECTED} ({type(e).__name__}: {one_line(e, 200)}); run with -v for the details",
+              file=sys.stderr)
+        return 1

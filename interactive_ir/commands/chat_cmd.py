@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TextIO
 
+from interactive_ir.commands.argtypes import plain_path, whole
 from interactive_ir.modes import registry
 
 HELP = """commands:
@@ -37,16 +37,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from interactive_ir.assembly.specs import DEFAULT_LLM_HELP, NO_MODEL_HELP
     from interactive_ir.modes.conversation.plugir.config import QUESTION_STYLES
 
-    p.add_argument("--index", required=True, type=Path, help="index folder, or hf://USER/NAME[@REVISION] (a Hub index)")
+    p.add_argument("--index", required=True, type=plain_path, help="index folder, or hf://USER/NAME[@REVISION] (a Hub index)")
     p.add_argument("--llm", default=None, help="LLM spec, e.g. openai:gpt-4o-mini, transformers:smollm2, fake "
                    f"(default, as the app's: {DEFAULT_LLM_HELP}; {NO_MODEL_HELP}: no LLM)")
-    p.add_argument("-k", type=int, default=5, help="results shown per turn (default 5)")
+    p.add_argument("-k", type=whole(1, 1000), default=5, help="results shown per turn (default 5)")
     p.add_argument("--method", choices=registry.method_names("conversation"), default=None, help="conversation method (default plugir = CR+RCE+F)")
     p.add_argument("--description", default=None, help="the first description (else read from stdin)")
     p.add_argument("--embedder", default=None, help="embedder spec (default: the one in the index manifest)")
-    p.add_argument("--n-candidates", type=int, default=None, help="retrieval candidates n (default max(20, 1%% of the index))")
-    p.add_argument("--clusters", type=int, default=None, help="KMeans clusters m (default 10)")
-    p.add_argument("--questions", type=int, default=None, help="candidate questions q_n per turn (default 5)")
+    p.add_argument("--n-candidates", type=whole(1, 10**8), default=None, help="retrieval candidates n (default max(20, 1%% of the index))")
+    p.add_argument("--clusters", type=whole(1, 1000), default=None, help="KMeans clusters m (default 10)")
+    p.add_argument("--questions", type=whole(1, 100), default=None, help="candidate questions q_n per turn (default 5)")
     p.add_argument("--questioner", choices=registry.questioner_values(), default=None,
                    help="who asks: llm (PlugIR), grounded (no LLM: options from the result clusters, answered by "
                    "number), auto (default: grounded without an LLM or with SmolLM2, llm otherwise)")
@@ -59,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    f"(default: IIR_CAPTIONER or none; {NO_MODEL_HELP}: none)")
     p.add_argument("--vlm", default=None, help=f"VLM spec re-ranking /ref results (default: IIR_VLM or none; "
                    f"{NO_MODEL_HELP}: none)")
-    p.add_argument("--save", type=Path, default=None, help="write the session as JSON here when the chat ends")
+    p.add_argument("--save", type=plain_path, default=None, help="write the session as JSON here when the chat ends")
 
 
 def run(args: argparse.Namespace) -> int:

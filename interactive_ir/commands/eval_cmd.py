@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from interactive_ir.commands.argtypes import number, plain_path, whole
 from interactive_ir.config import DEFAULT_K
 
 log = logging.getLogger(__name__)
@@ -21,8 +22,8 @@ log = logging.getLogger(__name__)
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from interactive_ir.assembly.specs import NO_MODEL_HELP
 
-    p.add_argument("--index", required=True, type=Path, help="index folder, or hf://USER/NAME[@REVISION] (a Hub index)")
-    p.add_argument("--queries", required=True, type=Path,
+    p.add_argument("--index", required=True, type=plain_path, help="index folder, or hf://USER/NAME[@REVISION] (a Hub index)")
+    p.add_argument("--queries", required=True, type=plain_path,
                    help='queries JSONL {"target", "description", "captions"} (see the queries command), or a '
                         "ChatIR/PlugIR/VisDial dialogue JSON")
     p.add_argument("--queries-format", choices=["auto", "cirr", "fashioniq", "circo", "fisd", "msrvtt"],
@@ -39,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--protocol", default=None,
                    help=f"comma-separated protocols: {', '.join(ALL)}; aliases conversation, feedback, composed, "
                         "reference, fixed-dialogue, all (default plugir, or the preset's)")
-    p.add_argument("--rounds", type=int, default=None, help="rounds after the description (default 5)")
+    p.add_argument("--rounds", type=whole(0, 1000), default=None, help="rounds after the description (default 5)")
     p.add_argument("--llm", default=None, help="the engine's LLM spec, e.g. transformers:smollm2, openai:gpt-4o-mini, "
                    f"fake (default: none, unlike the app and chat: eval reads no IIR_LLM, so a run is the same "
                    f"wherever it runs; {NO_MODEL_HELP}: none)")
@@ -50,15 +51,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_user_arguments(p)
     p.add_argument("--vlm", default=None, help="VLM spec for the engine's composed re-ranking (ImageScope stages 2-3; "
                    f"default: none, eval reads no IIR_VLM; {NO_MODEL_HELP}: none)")
-    p.add_argument("--dialogues", type=Path, default=None,
+    p.add_argument("--dialogues", type=plain_path, default=None,
                    help="fixed dialogues for the fixed-dialogue protocols (ChatIR/PlugIR/VisDial JSON or queries JSONL)")
-    p.add_argument("--limit", type=int, default=None, help="run only the first Q queries of the file")
-    p.add_argument("--seed", type=int, default=0, help="seed of the simulated user and of sampling (default 0)")
-    p.add_argument("--out", required=True, type=Path, help="output folder (reused to resume)")
-    p.add_argument("--bundle", type=Path, default=None,
+    p.add_argument("--limit", type=whole(1), default=None, help="run only the first Q queries of the file")
+    p.add_argument("--seed", type=whole(0, 2**32 - 1), default=0, help="seed of the simulated user and of sampling (default 0)")
+    p.add_argument("--out", required=True, type=plain_path, help="output folder (reused to resume)")
+    p.add_argument("--bundle", type=plain_path, default=None,
                    help="also write a run bundle here: configuration, versions, dialogues, per-round ranks and shown "
                         "ids, no images (`metrics DIR` re-scores it without models)")
-    p.add_argument("-k", type=int, default=None, help="results shown per round (default 10)")
+    p.add_argument("-k", type=whole(1, 1000), default=None, help="results shown per round (default 10)")
     p.add_argument("--metrics-k", default=None, help="cut-offs for Hits/Recall/MRR/NDCG (default 1,5,10)")
     p.add_argument("--stop-on-found", action=argparse.BooleanOptionalAction, default=None,
                    help="the simulated user stops once the target is shown or marked relevant (default: yes, "
@@ -66,7 +67,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "from the round it was found in)")
     p.add_argument("--exclude-shown", action=argparse.BooleanOptionalAction, default=None,
                    help="each round shows only images not shown before (default: yes)")
-    p.add_argument("--tau", type=float, default=None,
+    p.add_argument("--tau", type=number(0, 1), default=None,
                    help="caption weight in fused text scores (0: pure text->image, as PlugIR; default: the index's)")
     p.add_argument("--rank-from", choices=["index", "results"], default=None,
                    help="the target's rank over the whole index (default) or its place in the final re-ranked list")
@@ -76,8 +77,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "score)")
     p.add_argument("--on-uncertain", choices=["answer", "skip"], default="answer",
                    help="send an 'uncertain' answer as is (default) or skip the question")
-    p.add_argument("--relevant-n", type=int, default=None, help="relevance actor: most images marked relevant per round (2)")
-    p.add_argument("--relevance-overlap", type=float, default=None,
+    p.add_argument("--relevant-n", type=whole(1, 1000), default=None, help="relevance actor: most images marked relevant per round (2)")
+    p.add_argument("--relevance-overlap", type=number(0, 1), default=None,
                    help="relevance actor: caption word overlap with the target that counts as relevant (0.5; 0 = target only)")
     p.add_argument("--embedder", default=None, help="embedder spec (default: the index manifest's)")
     p.add_argument("--fresh", action="store_true", help="discard checkpoints in --out and start over")
@@ -85,10 +86,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="run again the queries an error ended in an earlier run (e.g. an LLM endpoint that was down)")
     p.add_argument("--keep-sessions", action="store_true", help="also write full sessions (prompts, replies) per protocol")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--torch-threads", type=int, default=0,
+    p.add_argument("--torch-threads", type=whole(0, 1024), default=0,
                    help="torch threads for the embedder and local LLM (0: torch's default); on a busy machine 1 can "
                         "be many times faster than oversubscribed spinning threads")
-    p.add_argument("--search-threads", type=int, default=1,
+    p.add_argument("--search-threads", type=whole(0, 1024), default=1,
                    help="faiss threads per search (default 1: a single query gains nothing from more, and on a busy "
                         "machine OpenMP's thread hand-off costs ~20 ms per search); 0 leaves faiss's default")
 
@@ -100,13 +101,13 @@ def add_user_arguments(p: argparse.ArgumentParser) -> None:
                         "embedder): words (default: content-word overlap, no model), bm25 (BM25-weighted words over "
                         "the captions compared, no model), index (the index's embedder: shares the retriever's "
                         "notion of alike) or an embedder spec such as text:all-MiniLM-L6-v2")
-    p.add_argument("--user-noise", type=float, default=None,
+    p.add_argument("--user-noise", type=number(0, 1), default=None,
                    help="the user's error rate: with this probability a click is on a random shown image and an "
                         "answer a random option (an open one: the answer for a random shown image); default 0, as "
                         "the papers' protocols. The page's users are the protocols user:click (only Closest clicks), "
                         "user:question (only the page's questions) and user:typing (clicks, answers and how the "
                         "image differs)")
-    p.add_argument("--overlook", type=float, default=0.0,
+    p.add_argument("--overlook", type=number(0, 1), default=0.0,
                    help="a shown target is missed with this probability and the search goes on (its round is "
                         "noted 'overlooked' and does not count as found); default 0")
 
@@ -257,7 +258,11 @@ def load_queries(args: argparse.Namespace) -> tuple[list, object]:
 
         queries = load_triplets(args.queries_format, args.queries)
     else:
-        queries = read_queries(args.queries)
+        try:
+            queries = read_queries(args.queries)
+        except (UnicodeDecodeError, RecursionError) as e:  # a binary file, JSON nested past Python's limit
+            raise BadInputError(f"{str(args.queries)[:200]} is not a queries file ({type(e).__name__}): give a "
+                                'queries JSONL {"target", "description"} or a dialogue JSON') from e
     if args.dialogues:
         queries = attach_dialogues(queries, read_dialogues(args.dialogues))
     return queries, msrvtt

@@ -17,6 +17,7 @@ import logging
 from pathlib import Path
 
 from interactive_ir.assembly.specs import NO_MODEL_HELP
+from interactive_ir.commands.argtypes import number, plain_path, whole
 from interactive_ir.config import DEFAULT_EMBEDDER
 
 log = logging.getLogger(__name__)
@@ -28,30 +29,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "export: copy an index's vectors and photo metadata into a Milvus collection (index export DIR --store SPEC); "
                    "tune: choose an ivf-pq index's nprobe again from calibration queries (index tune DIR); "
                    "push: upload an index to the Hugging Face Hub (index push DIR --repo USER/NAME)")
-    p.add_argument("target", nargs="?", type=Path, help="with verify, export or tune: the index folder")
-    p.add_argument("--queries", type=Path, help="with tune: an (N, width) .npy of encoded query rows to tune on "
+    p.add_argument("target", nargs="?", type=plain_path, help="with verify, export or tune: the index folder")
+    p.add_argument("--queries", type=plain_path, help="with tune: an (N, width) .npy of encoded query rows to tune on "
                    "(default: 64 stored rows plus noise)")
-    p.add_argument("--target-recall", type=float, default=0.95, help="with tune: recall@100 wanted (default 0.95)")
+    p.add_argument("--target-recall", type=number(0.01, 1), default=0.95, help="with tune: recall@100 wanted (default 0.95)")
     p.add_argument("--store", help="with export: milvus://HOST:PORT/COLLECTION or milvus-lite:PATH.db "
                    "(search it with IIR_STORE=SPEC)")
-    p.add_argument("--images", type=Path, help="folder of images (searched recursively); with --vectors: the "
+    p.add_argument("--images", type=plain_path, help="folder of images (searched recursively); with --vectors: the "
                    "folder the ids are relative to")
-    p.add_argument("--image-list", type=Path, help="index only these images: a text file, one path per line relative "
+    p.add_argument("--image-list", type=plain_path, help="index only these images: a text file, one path per line relative "
                    "to --images (every one must exist)")
-    p.add_argument("--out", type=Path, help="index folder to create or update, e.g. indices/mine")
-    p.add_argument("--captions", type=Path, help="captions file: JSONL, COCO captions JSON, or CSV/TSV image,caption")
+    p.add_argument("--out", type=plain_path, help="index folder to create or update, e.g. indices/mine")
+    p.add_argument("--captions", type=plain_path, help="captions file: JSONL, COCO captions JSON, or CSV/TSV image,caption")
     p.add_argument("--captioner", help="caption uncaptioned images with this captioner spec (e.g. "
                    f"hf:Salesforce/blip-image-captioning-base; default, or {NO_MODEL_HELP}: none)")
     p.add_argument("--embedder", default=None, help=f"embedder spec (default: IIR_EMBEDDER or {DEFAULT_EMBEDDER})")
     p.add_argument("--kind", default=None, choices=["auto", "exact", "ivf-pq", "hnsw"],
                    help="index kind (default: IIR_INDEX_KIND or auto: exact up to 300,000 images, ivf-pq above)")
-    p.add_argument("--vectors", type=Path, help="precomputed embeddings: an (N, d) .npy file or a folder of Parquet "
+    p.add_argument("--vectors", type=plain_path, help="precomputed embeddings: an (N, d) .npy file or a folder of Parquet "
                    "files with an embedding column (needs --ids)")
-    p.add_argument("--ids", type=Path, help="with --vectors: text file, one image id per line, in the vectors' order")
-    p.add_argument("--chunk-rows", type=int, default=65_536, help="with --vectors: rows per chunk (default 65536)")
-    p.add_argument("--batch-size", type=int, help="images per forward pass (default: IIR_BUILD_BATCH_SIZE, else "
+    p.add_argument("--ids", type=plain_path, help="with --vectors: text file, one image id per line, in the vectors' order")
+    p.add_argument("--chunk-rows", type=whole(1, 10**8), default=65_536, help="with --vectors: rows per chunk (default 65536)")
+    p.add_argument("--batch-size", type=whole(1, 65_536), help="images per forward pass (default: IIR_BUILD_BATCH_SIZE, else "
                    "from the device: 32 on the CPU, 256 on a CUDA GPU)")
-    p.add_argument("--workers", type=int, help="decoding threads overlapped with encoding (default: IIR_BUILD_WORKERS, "
+    p.add_argument("--workers", type=whole(1, 256), help="decoding threads overlapped with encoding (default: IIR_BUILD_WORKERS, "
                    "else from the device: 2 on the CPU, the CPUs but one with a CUDA GPU)")
     p.add_argument("--rebuild", action="store_true", help="embed everything again, replacing an existing index")
     _add_hub_arguments(p)
@@ -72,7 +73,7 @@ def _add_hub_arguments(p: argparse.ArgumentParser) -> None:
                    "of strings (default: the first of caption, captions, text, sentences)")
     p.add_argument("--id-column", default="", help="with --hf-dataset: a stable id per image (default: the file "
                    "name in an ImageFolder, else the image's content hash)")
-    p.add_argument("--limit", type=int, default=0, help="with --hf-dataset: index at most this many images")
+    p.add_argument("--limit", type=whole(0), default=0, help="with --hf-dataset: index at most this many images")
     _add_fetch_arguments(p)
     p.add_argument("--repo", help="with push: the Hub repo to create or update, USER/NAME")
     p.add_argument("--repo-type", default="dataset", choices=["dataset", "model"],
@@ -83,13 +84,13 @@ def _add_hub_arguments(p: argparse.ArgumentParser) -> None:
 
 def _add_fetch_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of `url_fetch.FetchConfig` (each overrides its IIR_FETCH_* variable)."""
-    p.add_argument("--fetch-workers", type=int, help="with image URLs: URLs fetched at once (default 4)")
-    p.add_argument("--fetch-timeout", type=float, help="with image URLs: seconds one request may take (default 20)")
-    p.add_argument("--fetch-max-bytes", type=int, help="with image URLs: larger responses are skipped (default 20 MB)")
-    p.add_argument("--fetch-retries", type=int, help="with image URLs: tries more after a 429 or 5xx (default 3)")
-    p.add_argument("--fetch-backoff", type=float, help="with image URLs: seconds before the first retry, doubled "
+    p.add_argument("--fetch-workers", type=whole(1, 256), help="with image URLs: URLs fetched at once (default 4)")
+    p.add_argument("--fetch-timeout", type=number(0.01, 86_400), help="with image URLs: seconds one request may take (default 20)")
+    p.add_argument("--fetch-max-bytes", type=whole(1), help="with image URLs: larger responses are skipped (default 20 MB)")
+    p.add_argument("--fetch-retries", type=whole(0, 100), help="with image URLs: tries more after a 429 or 5xx (default 3)")
+    p.add_argument("--fetch-backoff", type=number(0, 3600), help="with image URLs: seconds before the first retry, doubled "
                    "after (default 1)")
-    p.add_argument("--fetch-max-side", type=int, help="with image URLs: longest side of the stored copy in pixels "
+    p.add_argument("--fetch-max-side", type=whole(0, 100_000), help="with image URLs: longest side of the stored copy in pixels "
                    "(default 1024; 0 = as fetched)")
     p.add_argument("--fetch-cache", help="with image URLs: the cache of fetched images (default "
                    "IIR_CACHE_DIR/url-images)")
@@ -271,7 +272,8 @@ def _from_dataset(args: argparse.Namespace, kind: str) -> int:
     fetch = fetch_config(workers=args.fetch_workers, timeout_s=args.fetch_timeout, max_bytes=args.fetch_max_bytes,
                          retries=args.fetch_retries, backoff_s=args.fetch_backoff, max_side=args.fetch_max_side,
                          cache_dir=args.fetch_cache, allow_private=args.fetch_allow_private)
-    embedder = make("embedder", embedder_spec(args.embedder), batch_size=args.batch_size, show_progress=False)
+    sized = {"batch_size": args.batch_size} if args.batch_size else {}  # else the embedder's own (a text one has no None)
+    embedder = make("embedder", embedder_spec(args.embedder), show_progress=False, **sized)
     captioner = open_model("captioner", args.captioner)
     with _FetchBar() as bar:
         report, stage = build_from_dataset(src, args.out, embedder, captioner, batch_size=args.batch_size,

@@ -14,23 +14,24 @@ import argparse
 import json
 from pathlib import Path
 
+from interactive_ir.commands.argtypes import plain_path, whole
 from interactive_ir.errors import BadInputError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("ranks_file", metavar="RANKS.json",
+    p.add_argument("ranks_file", metavar="RANKS.json", type=plain_path,
                    help="JSON object: query id -> list of target ranks by round; or a run bundle folder "
                         "(eval --bundle, study export --bundle): each of its runs re-scored from its records")
     p.add_argument("--k", default="1,5,10", help="comma-separated cut-offs for Hits/Recall/MRR/NDCG (default 1,5,10)")
     p.add_argument(
         "--n-images",
-        type=int,
+        type=whole(1),
         default=None,
         help="index size: enables the rank percentile and counts a null rank as N+1 instead of infinity",
     )
     p.add_argument(
         "--rounds",
-        type=int,
+        type=whole(0, 100_000),
         default=None,
         help="the round budget T: queries that stopped early are scored over rounds 0..T (default: the longest query)",
     )
@@ -54,10 +55,15 @@ def load_ranks(path: Path) -> dict:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as e:
         raise BadInputError(f"ranks file not found: {path}") from e
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadInputError(f"cannot read ranks file {path}: {e}") from e
+    except UnicodeDecodeError as e:
+        raise BadInputError(f"{path} is not a results file (not UTF-8 text): give a RANKS.json or a run bundle's "
+                            "folder") from e
+    except OSError as e:
+        raise BadInputError(f"cannot read ranks file {path}: {e.strerror or type(e).__name__}") from e
     try:
         data = json.loads(text)
+    except RecursionError as e:
+        raise BadInputError(f"{path} is not a results file (nested too deeply)") from e
     except json.JSONDecodeError as e:
         raise BadInputError(f"{path} is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from e
     if not isinstance(data, dict):

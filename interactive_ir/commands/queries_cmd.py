@@ -13,25 +13,26 @@ are its video's picked frames, the video's other sentences as what the simulated
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+
+from interactive_ir.commands.argtypes import plain_path, whole
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--captions", required=True, type=Path, nargs="+",
+    p.add_argument("--captions", required=True, type=plain_path, nargs="+",
                    help="captions file: JSONL {image, captions[, split]}, COCO captions JSON, Karpathy split JSON, or "
                         "CSV/TSV; with --frames: MSR-VTT's videodatainfo JSON(s) and/or the 1k-A CSV")
-    p.add_argument("--out-captions", type=Path, help="where to write the index's captions (JSONL)")
-    p.add_argument("--out-queries", required=True, type=Path, help="where to write the queries (JSONL)")
+    p.add_argument("--out-captions", type=plain_path, help="where to write the index's captions (JSONL)")
+    p.add_argument("--out-queries", required=True, type=plain_path, help="where to write the queries (JSONL)")
     p.add_argument("--split", default=None, help='keep only rows whose "split" field equals this (e.g. dev)')
-    p.add_argument("--limit", type=int, default=None,
+    p.add_argument("--limit", type=whole(1), default=None,
                    help="write at most N queries, a seeded random sample (the index keeps every image)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the caption hold-out and query order (default 0)")
-    p.add_argument("--frames", type=Path, default=None,
+    p.add_argument("--seed", type=whole(0, 2**32 - 1), default=0, help="seed of the caption hold-out and query order (default 0)")
+    p.add_argument("--frames", type=plain_path, default=None,
                    help="MSR-VTT: folder of extracted frames, FRAMES/<video_id>/000001.jpg ... "
                         "(scripts/msrvtt_frames.sh); --captions then names the MSR-VTT annotation files")
-    p.add_argument("--out-image-list", type=Path, default=None,
+    p.add_argument("--out-image-list", type=plain_path, default=None,
                    help="MSR-VTT: where to write the picked frames, one per line (for index --image-list)")
-    p.add_argument("--frames-per-video", type=int, default=10,
+    p.add_argument("--frames-per-video", type=whole(1, 10_000), default=10,
                    help="MSR-VTT: frames picked per video, the video's relevant images (default 10, Zhu et al.)")
     p.add_argument("--skip-videos-without-frames", action="store_true",
                    help="MSR-VTT: leave out videos with no frames under --frames (default: refuse)")

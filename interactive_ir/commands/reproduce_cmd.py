@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from interactive_ir.commands.argtypes import plain_path, whole
 from interactive_ir.errors import BadInputError
 
 
@@ -218,12 +219,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _add_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", required=True, type=Path, metavar="DIR", help="folder with the paper's data (see above)")
-    p.add_argument("--out", type=Path, default=None, help="output folder (default runs/reproduce/NAME)")
+    p.add_argument("--data", required=True, type=plain_path, metavar="DIR", help="folder with the paper's data (see above)")
+    p.add_argument("--out", type=plain_path, default=None, help="output folder (default runs/reproduce/NAME)")
     p.add_argument("--embedder", default=None, help="embedder spec (default: the index manifest's)")
     p.add_argument("--llm", default=None, help="LLM spec, for reproductions whose protocol needs one")
     p.add_argument("--vlm", default=None, help="VLM spec, for reproductions that re-rank with one (ImageScope 2-3)")
-    p.add_argument("--limit", type=int, default=None, help="only the first Q dialogues (a quick check)")
+    p.add_argument("--limit", type=whole(1), default=None, help="only the first Q dialogues (a quick check)")
     p.add_argument("--keep-reference", action="store_true",
                    help="composed benchmarks: keep each triplet's reference image in the ranking (default: left "
                         "out, as the benchmarks score)")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
+from interactive_ir.commands.argtypes import number, plain_path, whole
 from interactive_ir.config import DEFAULT_K
 
 
@@ -14,15 +14,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from interactive_ir.assembly.specs import DEFAULT_LLM_HELP, NO_MODEL_HELP
     from interactive_ir.modes import registry
 
-    p.add_argument("--index", required=True, type=Path, help="index folder, or hf://USER/NAME[@REVISION] (a Hub index)")
+    p.add_argument("--index", required=True, type=plain_path, help="index folder, or hf://USER/NAME[@REVISION] (a Hub index)")
     p.add_argument("--text", help='text query in the search language: words, -NOT terms, "exact phrases", '
                    "field:value filters (date:2019..2021 folder:trips camera:canon tag:family); with --image: "
                    "the relative caption")
     p.add_argument("--where", default="", help="structured filters only, e.g. 'date:2019..2021 camera:canon "
                    "-tag:work' (fields: date, folder, camera, orientation, file, and your metadata file's)")
     p.add_argument("--image", help="query image path (alone: image->image; with --text: composed search)")
-    p.add_argument("-k", type=int, default=DEFAULT_K, help=f"number of results (default {DEFAULT_K})")
-    p.add_argument("--tau", type=float, default=None, help="weight of text->caption similarity (default 0.15; 1 on a caption index)")
+    p.add_argument("-k", type=whole(1, 10_000), default=DEFAULT_K, help=f"number of results (default {DEFAULT_K})")
+    p.add_argument("--tau", type=number(0, 1), default=None, help="weight of text->caption similarity (default 0.15; 1 on a caption index)")
     p.add_argument("--method", choices=registry.method_names("composed"), default=None,
                    help="composed search method with --image and --text (default: imagescope with --llm, else compose)")
     p.add_argument("--llm", default=None, help="LLM spec for the imagescope method (given: imagescope is the "

@@ -22,6 +22,7 @@ import json
 import sys
 from pathlib import Path
 
+from interactive_ir.commands.argtypes import number, plain_path, whole
 from interactive_ir.errors import BadInputError
 
 
@@ -30,65 +31,65 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     sub = p.add_subparsers(dest="study_command", metavar="ACTION")
     v = sub.add_parser("validate", help="check a study file (and its task targets against an index)")
-    v.add_argument("study_file", type=Path, metavar="STUDY.yaml")
-    v.add_argument("--index", type=Path, help="index folder to check the targets against (default: the study's index)")
+    v.add_argument("study_file", type=plain_path, metavar="STUDY.yaml")
+    v.add_argument("--index", type=plain_path, help="index folder to check the targets against (default: the study's index)")
     pl = sub.add_parser("plan", help="print the counterbalanced plan of the first N participants")
-    pl.add_argument("study_file", type=Path, metavar="STUDY.yaml")
-    pl.add_argument("--participants", type=int, default=4, help="how many participants (default 4)")
-    pl.add_argument("--index", type=Path, help="index folder (default: the study's index)")
+    pl.add_argument("study_file", type=plain_path, metavar="STUDY.yaml")
+    pl.add_argument("--participants", type=whole(1, 100_000), default=4, help="how many participants (default 4)")
+    pl.add_argument("--index", type=plain_path, help="index folder (default: the study's index)")
     e = sub.add_parser("export", help="export the event log: one row per event")
-    e.add_argument("--db", required=True, type=Path, help="the study database (<IIR_STUDY_DIR>/<study_id>.sqlite)")
+    e.add_argument("--db", required=True, type=plain_path, help="the study database (<IIR_STUDY_DIR>/<study_id>.sqlite)")
     e.add_argument("--format", choices=("csv", "jsonl", "parquet", "dres", "lsc-csv"), default=None,
                    help="output format (default: from --out's suffix, else csv): csv|jsonl|parquet one row per event; "
                         "dres: DRES query-event, result and submission logs per task (JSON); lsc-csv: the NTCIR/LSC "
                         "run CSV (GROUP-ID, RUN-ID, TOPIC-ID, IMAGE-ID, SECONDS-ELAPSED, SCORE)")
-    e.add_argument("--out", type=Path, help="output file (default: beside the database, e.g. pilot.events.csv)")
+    e.add_argument("--out", type=plain_path, help="output file (default: beside the database, e.g. pilot.events.csv)")
     e.add_argument("--group", default="", help="lsc-csv: the GROUP-ID (default: the study id)")
     e.add_argument("--collection", default="", help="dres: the mediaItemCollectionName of the images (default: none)")
-    e.add_argument("--bundle", type=Path, default=None,
+    e.add_argument("--bundle", type=plain_path, default=None,
                    help="write a run bundle folder instead: configuration, versions, dialogues, per-round ranks and "
                         "shown ids, the event log, no images (`metrics DIR` and `study report --db DIR` re-score it)")
     r = sub.add_parser("report", help="per-condition metrics, questionnaire means with 95%% CIs, correlations, plots")
-    r.add_argument("--db", required=True, type=Path, help="the study database, or a study's run bundle folder")
-    r.add_argument("--out", required=True, type=Path, help="folder for report.json, summary.md, sessions.csv, PNGs")
+    r.add_argument("--db", required=True, type=plain_path, help="the study database, or a study's run bundle folder")
+    r.add_argument("--out", required=True, type=plain_path, help="folder for report.json, summary.md, sessions.csv, PNGs")
     r.add_argument("--k", default="1,5,10", help="cut-offs for Hits@K (default 1,5,10; the study's k is added)")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots (no matplotlib needed)")
     r.add_argument("--exclude-away", action="store_true",
                    help="leave out tasks whose participant left the page too long or too often (the report shows "
                         "the analysis with them too)")
-    r.add_argument("--max-away-s", type=float, default=None,
+    r.add_argument("--max-away-s", type=number(0), default=None,
                    help="seconds away from the page that flag a task (default IIR_STUDY_AWAY_MAX_S, 30; 0: off)")
-    r.add_argument("--max-defocus", type=int, default=None,
+    r.add_argument("--max-defocus", type=whole(0), default=None,
                    help="times away from the page that flag a task (default IIR_STUDY_AWAY_MAX_DEFOCUS, 5; 0: off)")
-    r.add_argument("--compare-sim", type=Path, default=None, metavar="SIM_DB",
+    r.add_argument("--compare-sim", type=plain_path, default=None, metavar="SIM_DB",
                    help="also compare a simulated run of the study with this one (compare_sim.{json,md} in --out)")
     sm = sub.add_parser("simulate", help="dry run: simulated participants through the whole study, then the report")
-    sm.add_argument("study_file", type=Path, metavar="STUDY.yaml")
-    sm.add_argument("--participants", type=int, default=8, help="how many simulated participants (default 8)")
-    sm.add_argument("--db", type=Path, help="database to write (default: <IIR_STUDY_DIR>/<study_id>.simulated.sqlite; "
+    sm.add_argument("study_file", type=plain_path, metavar="STUDY.yaml")
+    sm.add_argument("--participants", type=whole(1, 100_000), default=8, help="how many simulated participants (default 8)")
+    sm.add_argument("--db", type=plain_path, help="database to write (default: <IIR_STUDY_DIR>/<study_id>.simulated.sqlite; "
                                            "never the real study's)")
-    sm.add_argument("--out", type=Path, help="report folder (default: beside the database, <name>_report)")
-    sm.add_argument("--index", type=Path, help="index folder (default: the study's index)")
+    sm.add_argument("--out", type=plain_path, help="report folder (default: beside the database, <name>_report)")
+    sm.add_argument("--index", type=plain_path, help="index folder (default: the study's index)")
     sm.add_argument("--llm", default="", help=f"the app's LLM for questions (default, as the app's: {DEFAULT_LLM_HELP}; "
                     f"{NO_MODEL_HELP}: none; 'fake' for a fast check)")
     sm.add_argument("--embedder", default="", help="embedder spec (default: the index's own)")
-    sm.add_argument("--seed", type=int, default=0, help="seed of the simulated participants (default 0)")
+    sm.add_argument("--seed", type=whole(0, 2**32 - 1), default=0, help="seed of the simulated participants (default 0)")
     sm.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     cs = sub.add_parser("compare-sim", help="does a simulator rank the conditions as people do? (tau, distances)")
-    cs.add_argument("--db", required=True, type=Path, help="the people's study database (or its run bundle)")
-    cs.add_argument("--sim", required=True, type=Path, help="the simulated one (`study simulate`'s database or bundle)")
-    cs.add_argument("--out", type=Path, default=None, help="folder for compare_sim.json and compare_sim.md")
-    cs.add_argument("--boot", type=int, default=1000, help="bootstrap resamples of the tau interval (default 1000)")
-    cs.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    cs.add_argument("--db", required=True, type=plain_path, help="the people's study database (or its run bundle)")
+    cs.add_argument("--sim", required=True, type=plain_path, help="the simulated one (`study simulate`'s database or bundle)")
+    cs.add_argument("--out", type=plain_path, default=None, help="folder for compare_sim.json and compare_sim.md")
+    cs.add_argument("--boot", type=whole(1, 1_000_000), default=1000, help="bootstrap resamples of the tau interval (default 1000)")
+    cs.add_argument("--seed", type=whole(0, 2**32 - 1), default=0, help="seed of the bootstrap (default 0)")
     sb = sub.add_parser("scoreboard", help="correct/wrong submissions, times and KIS scores per participant and task")
-    sb.add_argument("--db", required=True, type=Path, help="the study database")
-    sb.add_argument("--out", type=Path, default=None, help="also write the scoreboard as an HTML page")
+    sb.add_argument("--db", required=True, type=plain_path, help="the study database")
+    sb.add_argument("--out", type=plain_path, default=None, help="also write the scoreboard as an HTML page")
     rp = sub.add_parser("replay", help="a static HTML page that plays sessions back, round by round")
-    rp.add_argument("--db", required=True, type=Path,
+    rp.add_argument("--db", required=True, type=plain_path,
                     help="a study database (people or `study simulate`), or an `eval --out` folder / checkpoint.jsonl")
     rp.add_argument("--participant", default=None, help="the participant id (eval: the protocol; default: all)")
     rp.add_argument("--task", default=None, help="the task's number in the participant's plan (eval: the target)")
-    rp.add_argument("--out", type=Path, default=None, help="the page to write (default: beside --db, replay.html)")
+    rp.add_argument("--out", type=plain_path, default=None, help="the page to write (default: beside --db, replay.html)")
     rp.add_argument("--images", default="",
                     help="folder or address of the images, to draw them in the tiles (default: ids only)")
 

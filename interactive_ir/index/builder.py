@@ -255,6 +255,12 @@ class _BatchReader:
             return row, old
         return None
 
+    def _linked(self, lr: str | None) -> None:
+        """An accepted file is a link into `lr`: that folder is served (recorded in the manifest). A link the build
+        skipped (not an image, unreadable) adds no folder (issue 40: a skipped link to /etc/passwd added /etc)."""
+        if lr is not None:
+            self.link_roots.add(lr)
+
     def __call__(self, batch):
         """(p, rel, reused (row, record) or None, image or None, (w, h)) per readable file; pixels."""
         items, imgs = [], []
@@ -264,7 +270,6 @@ class _BatchReader:
                 if lr == "/" or (lr not in self.link_roots and len(self.link_roots) >= MAX_LINK_ROOTS):
                     self.skipped.append((rel, f"a link into {lr}: copy the file into the image folder"))
                     continue
-                self.link_roots.add(lr)  # served only because the build saw it: recorded in the manifest
             old = self.reusable(p, rel)
             try:
                 self.infos[rel] = read_photo_info(p, rel, p.stat().st_mtime, self.fields.get(rel))  # header only
@@ -272,6 +277,7 @@ class _BatchReader:
                 pass  # the file vanished: reported below when it is read
             if old is not None:
                 items.append((p, rel, old, None, (old[1].width, old[1].height)))
+                self._linked(lr)
                 continue
             try:
                 if self.decode:
@@ -285,6 +291,7 @@ class _BatchReader:
                 log.warning("skipped %s: %s", rel, why)
                 continue
             items.append((p, rel, None, im, size))
+            self._linked(lr)
             if im is not None and not self.text_only:
                 imgs.append(im)
         pixels = self.prep(imgs) if (self.prep and imgs) else None

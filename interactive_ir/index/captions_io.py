@@ -40,6 +40,8 @@ def _read_jsonl(text: str, path: Path) -> dict[str, list[str]]:
             continue
         try:
             row = json.loads(line)
+        except RecursionError as e:
+            raise CaptionsFormatError(f"{path}:{n}: JSON nested too deeply; expected one object per line") from e
         except json.JSONDecodeError as e:
             raise CaptionsFormatError(f"{path}:{n}: not valid JSON ({e.msg}); expected one object per line "
                                       'like {"image": "a.jpg", "caption": "..."}') from e
@@ -57,6 +59,8 @@ def _read_jsonl(text: str, path: Path) -> dict[str, list[str]]:
 def _read_json(text: str, path: Path) -> dict[str, list[str]]:
     try:
         data = json.loads(text)
+    except RecursionError as e:
+        raise CaptionsFormatError(f"{path}: JSON nested too deeply to be a captions file") from e
     except json.JSONDecodeError as e:
         raise CaptionsFormatError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
     if isinstance(data, dict) and ("images" in data or "annotations" in data):  # COCO captions

@@ -55,10 +55,16 @@ def open_image(source, *, limit: int | None = None):
     name = str(source) if isinstance(source, (str, Path)) else "upload"
     if isinstance(source, (str, Path)):
         p = Path(source)
+        try:
+            p.exists()
+        except (OSError, ValueError) as e:  # a name too long, a NUL in it
+            raise BadInputError(f"{str(p)[:80]} is not a usable path ({getattr(e, 'strerror', None) or e})") from None
         if p.is_dir():
             raise BadInputError(f"{p} is a folder, not an image file: give one image")
-        if not p.is_file():
+        if not p.exists():
             raise BadInputError(f"image {p} does not exist")
+        if not p.is_file():  # a device (/dev/zero), a pipe, a socket: never read
+            raise BadInputError(f"{p} is not a regular image file: give an image file (JPEG, PNG, ...)")
         if p.stat().st_size > MAX_UPLOAD_BYTES * 10:
             raise BadInputError(f"image {p} is too large ({p.stat().st_size // 2**20} MB)")
     try:

@@ -6,6 +6,8 @@
 - `-word` is a NOT term: images that match it score lower (`not_terms.py` says how, measured in bench);
 - `"a phrase"` must appear exactly (case-insensitive) in a caption, the file name or a metadata value;
   it stays part of the description too; `-"a phrase"` leaves such images out (a filter, not a NOT term);
+  a quote that opens no phrase (a space just inside it, as in a caption's `says " Teen Wolf "`, or nothing
+  closing it) is text: its words are part of the description;
 - `field:value` filters (`value` may be quoted): `date:` (2019, 2019-06, 2019-06-14, 2019..2021, ..2020,
   2020-03..), `folder:`, `camera:`, `orientation:` (portrait, landscape, square), `file:`, and any field
   of the metadata file (`tag:`, `album:`, `person:`, ...); `-field:value` negates one.
@@ -50,8 +52,15 @@ class Query:
         return [f.label() for f in self.filters] + [f"-{n}" for n in self.nots]
 
 
+def _literal_quote(text: str, j: int) -> bool:
+    """The quote at `j` is text, not the start of a phrase: nothing closes it, or a space follows it (a quoted
+    sign in a caption, `says " Teen Wolf "`, as Flickr's captions write them)."""
+    return text.find('"', j + 1) < 0 or j + 1 >= len(text) or text[j + 1].isspace()
+
+
 def _tokens(text: str) -> list[str]:
-    """Split on spaces, keeping quoted parts (and `field:"a b"`) whole. QueryError on an open quote."""
+    """Split on spaces, keeping quoted parts (and `field:"a b"`) whole; a quote that opens no phrase
+    (`_literal_quote`) is a character of its word."""
     out, i, n = [], 0, len(text)
     while i < n:
         if text[i].isspace():
@@ -59,11 +68,8 @@ def _tokens(text: str) -> list[str]:
             continue
         j = i
         while j < n and not text[j].isspace():
-            if text[j] == '"':
-                end = text.find('"', j + 1)
-                if end < 0:
-                    raise QueryError(f"unbalanced quote in {text[i:].strip()[:60]!r}: close the phrase with \"")
-                j = end + 1
+            if text[j] == '"' and not _literal_quote(text, j):
+                j = text.find('"', j + 1) + 1
             else:
                 j += 1
         out.append(text[i:j])
@@ -123,6 +129,12 @@ def _filter(neg: str, name: str, value: str, token: str) -> Filter:
     return Filter(field, value, negate=bool(neg), token=token)
 
 
+def _is_phrase(body: str) -> bool:
+    """`"a phrase"`: quoted whole, with no space just inside either quote."""
+    return (len(body) > 2 and body[0] == body[-1] == '"' and '"' not in body[1:-1]
+            and not body[1].isspace() and not body[-2].isspace())
+
+
 def parse_query(text: str, *, filters_only: bool = False) -> Query:
     """The typed query of `text`. `filters_only`: every token must be a filter (the CLI's --where)."""
     text = text or ""
@@ -137,12 +149,11 @@ def parse_query(text: str, *, filters_only: bool = False) -> Query:
                              f"({', '.join(BUILT_IN)}, or a field of your metadata file); put words in --text")
         neg = tok.startswith("-") and len(tok) > 1
         body = tok[1:] if neg else tok
-        if body.startswith('"'):
-            if not body.endswith('"') or len(body) < 2:
-                raise QueryError(f"bad phrase {tok!r}: put the whole phrase in quotes, e.g. \"red kite\"")
-            phrase = " ".join(_unquote(body).split())
-            if not phrase:
-                raise QueryError(f"empty phrase {tok!r}: put words between the quotes")
+        phrase = " ".join(_unquote(body).split()) if _is_phrase(body) else ""
+        if not phrase and '"' in tok:  # a quote that is text (`" Teen Wolf "`, `5" screen`, `""`): its words
+            words.extend(w for w in tok.replace('"', " ").split() if w != "-")
+            continue
+        if phrase:
             filters.append(Filter("phrase", phrase, negate=neg, token=tok))  # -"a b": images without it
             if not neg:
                 phrases.append(phrase)

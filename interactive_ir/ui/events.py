@@ -21,7 +21,7 @@ import gradio as gr
 
 from interactive_ir.backends.guard import pause_mark, status_note
 from interactive_ir.backends.redact import public_reason
-from interactive_ir.errors import BackendError, IIRError
+from interactive_ir.errors import BackendError, BadInputError, IIRError
 from interactive_ir.ui import card_actions, handlers, render, share, signin, work
 from interactive_ir.ui.handlers import Modes, modes
 from interactive_ir.ui.serving.tabs import on_tab_closed
@@ -111,13 +111,20 @@ def page_context(engine, questions_off_reason: str = "", examples: Sequence[str]
 
 
 # --- the page's outputs --------------------------------------------------------------------------------
+MAX_MESSAGE = 300  # characters of a refusal shown on the page
+LONG_WORD = re.compile(r"\S{81,}")  # a run of 81 or more characters without a space: an echoed value, cut
+
+
 def message(e: BaseException) -> str:
     """An engine error as a sentence for the page (never a server path: `render.no_paths`; a model's failure
-    never names its server or a secret: `redact.public_reason`)."""
+    never names its server or a secret: `redact.public_reason`; a value it echoes cut to 80 characters, the
+    whole to `MAX_MESSAGE`)."""
     if isinstance(e, BackendError):
         text = render.no_paths(public_reason(e))
         return text[0].upper() + text[1:] if text else e.__class__.__name__
-    text = render.no_paths(str(e).strip()) or e.__class__.__name__
+    text = LONG_WORD.sub(lambda m: m.group(0)[:40] + "...", render.no_paths(str(e).strip())) or e.__class__.__name__
+    if len(text) > MAX_MESSAGE:
+        text = text[:MAX_MESSAGE] + "..."
     first = text.split(" ", 1)[0]
     if any(c in first for c in "./\\'\"") or not first.isalpha():  # a file name or an id: leave it as it is
         return text
@@ -197,8 +204,8 @@ def refused(ctx: PageContext, st: UIState, e: BaseException, clear: tuple[str, .
         msg = message(e)
     else:
         log.exception("unexpected error in the page")
-        msg = (f"Something went wrong ({e.__class__.__name__}: {render.no_paths(public_reason(e))}). Your search is "
-               "unchanged: try again.")
+        reason = LONG_WORD.sub(lambda m: m.group(0)[:40] + "...", render.no_paths(public_reason(e)))[:200]
+        msg = f"Something went wrong ({e.__class__.__name__}: {reason}). Your search is unchanged: try again."
     st.notice = f"⚠ {msg}"
     gr.Warning(msg, title="Cannot do that" if isinstance(e, IIRError) else "Error")
     return view(ctx, st, clear)
@@ -218,10 +225,29 @@ def act(action: Action, tab: UIState, *args):
         return view(action.ctx, tab, action.clear)
 
 
+def event_data(evt, example: str) -> dict:
+    """A custom event's data (`evt._data`): an object, or BadInputError in one line (`example`: what it holds)."""
+    data = getattr(evt, "_data", None)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise BadInputError(f"an event's data must be an object such as {example}, not a {type(data).__name__}")
+    return data
+
+
+def refuse(ctx: PageContext, st: UIState, e: BaseException) -> tuple:
+    """`refused`, under the tab's lock (an event refused before its handler ran)."""
+    with st.lock:
+        return refused(ctx, st, e)
+
+
 def on_choose(ctx: PageContext, st: UIState, evt: gr.EventData):
     """A click on one of the question's options (thumbnails, none of these, yes/no)."""
-    data = getattr(evt, "_data", None) or {}
-    return act(Action(ctx, handlers.choose), st, data.get("index"), str(data.get("question") or ""))
+    try:
+        data = event_data(evt, '{"index": 0}')
+    except BadInputError as e:
+        return refuse(ctx, st, e)
+    return act(Action(ctx, handlers.choose), st, data.get("index"), str(data.get("question") or "")[:2000])
 
 
 def in_background(fn, *args) -> futures.Future:
@@ -328,7 +354,10 @@ def card(ctx: PageContext, st: UIState, a, i):
 
 # A button on a result card, or "Found" under an earlier round's thumbnail.
 def on_card(ctx: PageContext, st: UIState, evt: gr.EventData):
-    data = getattr(evt, "_data", None) or {}
+    try:
+        data = event_data(evt, '{"action": "like", "id": "img1.jpg"}')
+    except BadInputError as e:
+        return refuse(ctx, st, e)
     return quick(ctx, card_actions.run, st, str(data.get("action", "")), str(data.get("id", "")))
 
 

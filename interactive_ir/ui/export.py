@@ -164,7 +164,7 @@ def selected_ids(text) -> list[str]:
     (not JSON, not a list, not strings, too long) counts as no selection."""
     try:
         ids = json.loads(text or "[]")
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # RecursionError: nested past Python's limit
         return []
     if not isinstance(ids, list):
         return []

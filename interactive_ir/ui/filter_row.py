@@ -43,6 +43,7 @@ def lay_out(ctx) -> FilterRow | None:
     import gradio as gr
 
     from interactive_ir.retrieval.query_language import HELP
+    from interactive_ir.ui import inputs
 
     facets = ctx.facets
     if not facets:
@@ -54,17 +55,17 @@ def lay_out(ctx) -> FilterRow | None:
         return None  # nothing to choose (the demo gallery: one folder, its files' dates all alike): no row
     opts = {"show_label": False, "container": False, "scale": 0, "min_width": 130, "interactive": True}
     with gr.Row(equal_height=True, elem_id="iir-filters"):
-        date_from = gr.Dropdown(_choices("From: any year", years), value="", label="From", elem_id="iir-f-from",
+        date_from = inputs.Dropdown(_choices("From: any year", years), value="", label="From", elem_id="iir-f-from",
                                 visible=bool(years), **opts)
-        date_to = gr.Dropdown(_choices("To: any year", years), value="", label="To", elem_id="iir-f-to",
+        date_to = inputs.Dropdown(_choices("To: any year", years), value="", label="To", elem_id="iir-f-to",
                               visible=bool(years), **opts)
-        folder = gr.Dropdown(_choices("Any folder", facets.get("folder", [])), value="", label="Folder",
+        folder = inputs.Dropdown(_choices("Any folder", facets.get("folder", [])), value="", label="Folder",
                              elem_id="iir-f-folder", visible="folder" in facets, **opts)
-        tag = gr.Dropdown(_choices("Any tag", tags), value="", label="Tag", elem_id="iir-f-tags",  # one here;
+        tag = inputs.Dropdown(_choices("Any tag", tags), value="", label="Tag", elem_id="iir-f-tags",  # one here;
                           visible=bool(tags), **opts)  # more typed in the box: tag:a tag:b
-        camera = gr.Dropdown(_choices("Any camera", facets.get("camera", [])), value="", label="Camera",
+        camera = inputs.Dropdown(_choices("Any camera", facets.get("camera", [])), value="", label="Camera",
                              elem_id="iir-f-camera", visible="camera" in facets, **opts)
-        sort = gr.Dropdown([(v, k) for k, v in SORTS.items()], value="", label="Order", elem_id="iir-f-sort",
+        sort = inputs.Dropdown([(v, k) for k, v in SORTS.items()], value="", label="Order", elem_id="iir-f-sort",
                            visible=dated, **opts)
         gr.HTML(f'<span class="iir-syntax" tabindex="0" role="note" title="{_attr(HELP)}" '
                 f'aria-label="Search syntax: {_attr(HELP)}">Search syntax <b aria-hidden="true">?</b></span>',

@@ -7,6 +7,7 @@ messages. Validation happens before anything changes, so a refused action leaves
 from __future__ import annotations
 
 import logging
+import math
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -78,10 +79,24 @@ def _open(st: UIState):
     return s
 
 
+def regular_file(path) -> bool:
+    """`path` (a str or Path) names a regular file: not a device, a folder, a name too long or with a NUL."""
+    try:
+        return isinstance(path, (str, Path)) and Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def shown(value, limit: int = 40) -> str:
+    """`value` as a message may echo it: its repr, cut to `limit` characters (a megabyte sent is never sent back)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
 def _on_page(st: UIState, image_id: str) -> str:
     image_id = (image_id or "").strip()
     if image_id not in st.current_ids:
-        raise SessionError(f"image {image_id!r} is not among the results on the page")
+        raise SessionError(f"image {shown(image_id)} is not among the results on the page")
     return image_id
 
 
@@ -141,7 +156,7 @@ def set_questioner(engine, st: UIState, questioner: str) -> UIState:
     """The user's choice of questions ("" automatic, "grounded", "llm"), for this search and the next ones."""
     questioner = (questioner or "").strip().lower()
     if questioner and questioner not in QUESTIONERS:
-        raise BadInputError(f"unknown kind of question {questioner!r}; choose one of {', '.join(QUESTIONERS)}")
+        raise BadInputError(f"unknown kind of question {shown(questioner)}; choose one of {', '.join(QUESTIONERS)}")
     if questioner and registry.questioner(questioner).needs_llm and getattr(engine, "llm", None) is None:
         raise BadInputError("written questions need a language model, and this demo has none: it asks picture questions")
     st.questioner = questioner
@@ -287,6 +302,18 @@ def skip(engine, st: UIState, *, defer_question: bool = False, later: bool = Fal
     return _new_round(st, notice="Question skipped.")
 
 
+def option_index(value) -> int:
+    """An option's number as a click or the HTTP API sends it (an int, a whole float, digits); anything else (NaN,
+    infinity, a list, a long string) is refused in one line that shows at most 40 characters of it."""
+    if isinstance(value, str) and len(value) <= 12 and value.strip().lstrip("-").isdigit():
+        return int(value)
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise BadInputError(f"not an option: {shown(value)} (an option's number, 0 for the first)")
+
+
 def choose(engine, st: UIState, index, question: str = "", *, defer_question: bool = False,
            later: bool = False) -> UIState:
     """A click on option `index` (0-based) of the pending question; `question` is the text of the question
@@ -294,10 +321,7 @@ def choose(engine, st: UIState, index, question: str = "", *, defer_question: bo
     s = _open(st)
     if not modes(engine).conversation:
         raise BadInputError("questions with options are not available in this app")
-    try:
-        index = int(index)
-    except (TypeError, ValueError):
-        raise BadInputError(f"not an option: {index!r}") from None
+    index = option_index(index)
     with _question_later(engine, st, s, defer_question or later):
         engine.choose(s, index, question or None)  # on the belief, a yes or no to its question is what is said
     return _new_round(st)
@@ -386,6 +410,8 @@ def set_upload(engine, st: UIState, path: str | None, tab: str = "") -> UIState:
                             "uploaded image: use a shown result as the reference instead")
     if st.ended:
         raise SessionError("this search has ended: press New search first")
+    if not regular_file(path):  # a device or a folder is never read
+        raise BadInputError("the upload is not an image file: choose a JPEG, PNG, GIF, WebP or BMP image")
     store = default_store()
     kept = store.keep(path, tab=tab or str(id(st)), replaces=st.upload or None)
     try:
@@ -542,7 +568,9 @@ def open_search(engine, st: UIState, path) -> UIState:
 
     if not path:
         raise BadInputError("choose a saved search (a .json file) to open")
-    name = Path(path).name
+    name = Path(str(path)).name
+    if not regular_file(path):
+        raise BadInputError(f"{name[:80]} is not a saved search (a file from Save search or `chat --save`)")
     if Path(path).stat().st_size > MAX_SAVED_BYTES:
         raise BadInputError(f"{name} is over {MAX_SAVED_BYTES // (1024 * 1024)} MB: it is not a saved search")
     try:
@@ -552,8 +580,8 @@ def open_search(engine, st: UIState, path) -> UIState:
         session = Session.from_dict(data)
         if not all(isinstance(t.shown, list) and t.shown for t in session.turns) or not isinstance(session.meta, dict):
             raise ValueError("a round without results")
-    except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError) as e:
-        raise BadInputError(f"{name} is not a saved search (a file from Save search or `chat --save`)") from e
+    except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError, RecursionError) as e:  # nested
+        raise BadInputError(f"{name[:80]} is not a saved search (a file from Save search or `chat --save`)") from e
     row_of = engine.index.row_of
     missing = [i for t in session.turns for i in t.shown if not isinstance(i, str) or i not in row_of]
     if missing:

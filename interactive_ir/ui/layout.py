@@ -211,20 +211,22 @@ def _options(ctx) -> dict:
     """The Options panel: the kind of questions, hiding seen images, and how each mode works."""
     import gradio as gr
 
+    from interactive_ir.ui import inputs
+
     engine, m = ctx.engine, ctx.modes
     with gr.Accordion("Options", open=False, elem_id="iir-options"):
         has_llm = getattr(engine, "llm", None) is not None
-        questioner = gr.Radio(handlers.choices(handlers.QUESTIONER_CHOICES, has_llm), value="",
+        questioner = inputs.Radio(handlers.choices(handlers.QUESTIONER_CHOICES, has_llm), value="",
                               label="Questions", elem_id="iir-questioner", visible=m.questions)
         hides = bool(getattr(getattr(engine, "config", None), "hide_seen", False))  # engine's default
         hide_seen = gr.Checkbox(value=hides, label="Hide images already shown",
                                 info="Off: each round shows the best images, those seen before marked "
                                      "\"seen\". On: each round shows only new images.",
                                 elem_id="iir-hide-seen")
-        fb_method = gr.Radio(handlers.choices(handlers.FEEDBACK_CHOICES, has_llm), value="",
+        fb_method = inputs.Radio(handlers.choices(handlers.FEEDBACK_CHOICES, has_llm), value="",
                              label="More like my marks: how", elem_id="iir-fb-method",
                              visible=m.feedback)
-        comp_method = gr.Radio(handlers.choices(handlers.COMPOSED_CHOICES, has_llm), value="",
+        comp_method = inputs.Radio(handlers.choices(handlers.COMPOSED_CHOICES, has_llm), value="",
                                label="Reference + caption: how", elem_id="iir-comp-method",
                                visible=m.composed)
     return {"questioner": questioner, "hide_seen": hide_seen, "fb_method": fb_method, "comp_method": comp_method}
@@ -259,6 +261,8 @@ def _api_inputs() -> dict:
     """Hidden inputs of the HTTP API's `choose` and `card` (what the page does with clicks, for scripts)."""
     import gradio as gr
 
-    return {"api_option": gr.Number(precision=0, label="option"), "api_question": gr.Textbox(label="question"),
+    from interactive_ir.ui import inputs
+
+    return {"api_option": inputs.Number(precision=0, label="option"), "api_question": gr.Textbox(label="question"),
             "api_choose": gr.Button("choose"), "api_action": gr.Textbox(label="card action"),
             "api_id": gr.Textbox(label="image id"), "api_card": gr.Button("card")}

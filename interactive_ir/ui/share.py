@@ -89,7 +89,7 @@ def parse_rounds(raw) -> tuple[list[list], str]:
         return [], ""
     try:
         data = json.loads(str(raw))
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
         return [], "The link's later rounds could not be read; only its first search was run."
     if not isinstance(data, list):
         return [], "The link's later rounds could not be read; only its first search was run."

@@ -12,7 +12,7 @@ from interactive_ir import cli
 
 @pytest.fixture
 def fresh(monkeypatch):
-    for key in cli.QUIET_ENV:
+    for key in (*cli.QUIET_ENV, "TQDM_DISABLE"):  # TQDM_DISABLE: set by app.main in an earlier test of the session
         monkeypatch.delenv(key, raising=False)
     for name in cli.THIRD_PARTIES:
         monkeypatch.setattr(logging.getLogger(name), "level", logging.NOTSET)

@@ -9,7 +9,9 @@ HTML or SVG beside the photos are never served, inline or not.
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import threading
 from pathlib import Path, PurePosixPath
 
@@ -44,6 +46,32 @@ def sniff(path: Path) -> str:
     raise NotServed(f"{path.name} is not a JPEG, PNG, GIF, WebP or BMP image")
 
 
+SYSTEM_FOLDERS = ("/etc", "/proc", "/sys", "/dev", "/root", "/boot", "/run", "/var/run", "/bin", "/sbin", "/lib",
+                  "/usr/bin", "/usr/sbin", "/usr/lib")  # never a link root, whatever a manifest says
+
+
+@functools.lru_cache(maxsize=4096)
+def _real(folder: str) -> Path:
+    """`folder` with its links resolved (a manifest's link root as the file system has it now)."""
+    return Path(os.path.realpath(folder))
+
+
+def _in_link_root(path: Path, link_roots) -> bool:
+    """`path` (resolved) lies directly in one of `link_roots`: the folders the build saw accepted links point
+    into, each the folder of a file it indexed (a sub-folder is not included: its files were not seen), an
+    absolute folder that is neither `/` nor a system folder (`SYSTEM_FOLDERS`)."""
+    parent = path.parent
+    for r in link_roots:
+        if not isinstance(r, str) or not r.startswith("/") or r.rstrip("/") == "":
+            continue
+        folder = _real(r)
+        if any(folder == Path(s) or folder.is_relative_to(s) for s in SYSTEM_FOLDERS):
+            continue
+        if parent == folder:
+            return True
+    return False
+
+
 def inside(root: Path, rel: str, link_roots=()) -> Path:
     """The file `root/rel`, resolved, when it exists inside `root`; NotServed otherwise.
 
@@ -61,8 +89,7 @@ def inside(root: Path, rel: str, link_roots=()) -> Path:
         path = (root / pure).resolve(strict=True)
     except (OSError, RuntimeError) as e:
         raise NotServed(f"{rel!r}: {e.__class__.__name__}") from e
-    if not path.is_relative_to(root) and not any(
-            r not in ("", "/") and path.is_relative_to(Path(r)) for r in link_roots):
+    if not path.is_relative_to(root) and not _in_link_root(path, link_roots):
         raise NotServed(f"{rel!r} resolves outside the image root")
     if not path.is_file():
         raise NotServed(f"{rel!r} is not a file")

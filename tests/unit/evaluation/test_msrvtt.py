@@ -377,8 +377,10 @@ def test_missing_frames_folder_and_flags_that_do_not_go_together(tmp_path, capsy
     assert main(["queries", "--captions", str(info), "--frames", str(tmp_path / "frames"),
                  "--out-queries", str(tmp_path / "q.jsonl")]) == 1
     assert "--out-image-list" in _one_line_error(capsys)
-    assert _queries(tmp_path, [info], "--frames-per-video", "0") == 1
-    assert "--frames-per-video must be at least 1" in _one_line_error(capsys)
+    with pytest.raises(SystemExit) as e:  # refused by the parser (issue 40: ranges on every numeric flag)
+        _queries(tmp_path, [info], "--frames-per-video", "0")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(err) == 1 and "--frames-per-video: 0 is out of range" in err[0], err
     assert not (tmp_path / "q.jsonl").exists() and not (tmp_path / "o").exists()
 
 

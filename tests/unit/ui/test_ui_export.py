@@ -173,7 +173,7 @@ def test_the_selection_from_the_page_is_read_safely():
     from interactive_ir.ui.export import MAX_SELECTED, selected_ids
 
     assert selected_ids('["a.jpg", "b.jpg", "a.jpg"]') == ["a.jpg", "b.jpg"]
-    for junk in ("", None, "not json", "{}", '"a.jpg"', "[1, 2]", '[""]', "[null]"):
+    for junk in ("", None, "not json", "{}", '"a.jpg"', "[1, 2]", '[""]', "[null]", "[" * 100_000):  # nested: issue 40
         assert selected_ids(junk) == [], junk
     assert len(selected_ids(str([f"i{n}" for n in range(MAX_SELECTED + 50)]).replace("'", '"'))) == MAX_SELECTED
 
