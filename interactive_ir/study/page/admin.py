@@ -23,6 +23,7 @@ from interactive_ir.study.page.admin_gate import (  # noqa: F401 (the gate's nam
     check_password,
 )
 from interactive_ir.study.page.render import ADMIN_HEADERS
+from interactive_ir.ui import inputs
 from interactive_ir.ui.serving.limits import client_of
 
 log = logging.getLogger("interactive_ir.study.admin")
@@ -74,7 +75,7 @@ def add_admin_page(demo, page, password: str, gate: AdminGate | None = None) -> 
             table = gr.Dataframe(headers=ADMIN_HEADERS, interactive=False, elem_id="iir-admin-table")
             with gr.Row():
                 refresh_btn = gr.Button("Refresh", elem_id="iir-admin-refresh")
-                fmt = gr.Radio(["csv", "jsonl", "parquet"], value="csv", label="Export format")
+                fmt = inputs.Radio(["csv", "jsonl", "parquet"], value="csv", label="Export format")
                 export_btn = gr.Button("Export the event log", variant="primary", elem_id="iir-admin-export")
             export_file = gr.HTML("", elem_id="iir-admin-file")
             with gr.Row():

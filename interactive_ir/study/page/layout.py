@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 from interactive_ir.study.page.logic import WELCOME, StudyPage, browser_secret
 from interactive_ir.study.page.render import STYLE, TabState, form_title, header_md
+from interactive_ir.ui import inputs as guarded
 
 ASSETS = Path(__file__).resolve().parents[3] / "assets" / "study"
 FORMS = ("task", "condition", "end")  # the questionnaires, in the order they can be due
@@ -67,16 +68,16 @@ def _form_input(gr, q):
     eid = f"iir-q-{q.id}"
     if q.type == "likert":
         info = f"1 = {q.low_label}, {q.points} = {q.high_label}"
-        return gr.Radio([(str(i), i) for i in range(1, q.points + 1)], label=q.text, info=info, elem_id=eid)
+        return guarded.Radio([(str(i), i) for i in range(1, q.points + 1)], label=q.text, info=info, elem_id=eid)
     if q.type == "choice":
-        return gr.Radio(list(q.options), label=q.text, elem_id=eid)
+        return guarded.Radio(list(q.options), label=q.text, elem_id=eid)
     if q.type == "slider" and q.step and (q.maximum - q.minimum) / q.step <= 20:
         # a row of marks (NASA-TLX's 21 gradations): nothing is chosen until the participant clicks, so a
         # required item cannot be submitted by leaving a slider where it started
         n = int(round((q.maximum - q.minimum) / q.step))
         marks = [q.minimum + i * q.step for i in range(n + 1)]
         marks = [int(m) if float(m).is_integer() else m for m in marks]
-        return gr.Radio([(str(m), m) for m in marks], label=q.text,
+        return guarded.Radio([(str(m), m) for m in marks], label=q.text,
                         info=f"{q.minimum:g} = {q.low_label}, {q.maximum:g} = {q.high_label}", elem_id=eid,
                         elem_classes=["iir-scale"])
     if q.type == "slider":
