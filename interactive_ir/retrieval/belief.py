@@ -291,6 +291,14 @@ class Belief:
         out[self.rows] = self.log_posterior() if logp is None else logp
         return out
 
+    def rank_of(self, row: int, logp: np.ndarray) -> int:
+        """1-based rank of index row `row` under `logp` (the log-posterior; ties count in its favour); a row the
+        belief does not cover, or one ruled out, after every live covered row."""
+        pos = int(np.searchsorted(self.rows, row))
+        if pos < len(self.rows) and self.rows[pos] == row and np.isfinite(logp[pos]):
+            return int(np.sum(logp > logp[pos])) + 1
+        return int(np.isfinite(logp).sum()) + 1
+
     def page(self, k: int, exclude_rows: Sequence[int] = (),
              logp: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, int]:
         """(rows, log-probabilities, n_best) of the next page: the `k - explore` most probable rows not in

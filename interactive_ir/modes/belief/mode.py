@@ -250,13 +250,36 @@ class BeliefMode(OnCore):
                     user_text=user_text, started_at=time.time(), answered_question=answered)
         b = self.belief_of(session)
         self._apply(b, extra)
-        posterior = b.log_posterior()  # once: the page and the round's ranking both read it
         # the page the person has just looked at is not shown again; older seen images only when very probable
-        rows, logp, n_best = b.page(self.config.k, self._rows(last.shown, strict=False), logp=posterior)
+        rows, logp, n_best = b.page(self.config.k, self._rows(last.shown, strict=False))
         turn.timings["retrieve"] = round(time.perf_counter() - t_start, 6)
         hits = [Hit(h.id, h.row, h.path, float(np.exp(lp)), h.caption)
                 for h, lp in zip(self.retriever.hits(np.exp(logp).astype(np.float32), rows), logp)]
         turn.extra.update({**extra, "learn": [h.id for h in hits[n_best:]], "kept": kept(session, extra)})
         turn.query_row = np.asarray(b.query, np.float32)
-        turn.ranking = b.ranking(len(self.index), posterior)
         return self.core.record(session, turn, hits, t_start)
+
+    # --- reading the posterior when asked (nothing per row is kept per round) -------------------------
+    def round_posterior(self, session: Session) -> tuple[Belief, np.ndarray] | None:
+        """(the belief, the log-posterior the latest round's page was drawn from): recomputed now from the
+        session's belief, the images shown before that round counting as seen; None when the latest round is
+        not a belief round. Evaluation reads the target's rank from it right after the round."""
+        last = session.last
+        if last is None or last.method != "belief" or last.kind not in KINDS:
+            return None
+        b = self.belief_of(session)
+        shown = Counter(i for t in session.turns[:-1] for i in t.shown)
+        b.set_seen(self._rows(shown, strict=False), [shown[i] for i in shown if i in self.index.row_of])
+        return b, b.log_posterior()
+
+    def target_rank(self, session: Session, row: int) -> int | None:
+        """1-based rank of index row `row` under the latest belief round's posterior (ties in its favour; a row
+        the belief does not cover after every one it does); None when the latest round is not a belief round."""
+        got = self.round_posterior(session)
+        return None if got is None else got[0].rank_of(row, got[1])
+
+    def ranking(self, session: Session) -> np.ndarray | None:
+        """A score per index row under the latest belief round's posterior (-inf outside the belief's rows),
+        computed on request (tests, analysis); None when the latest round is not a belief round."""
+        got = self.round_posterior(session)
+        return None if got is None else got[0].ranking(len(self.index), got[1])
