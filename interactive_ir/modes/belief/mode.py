@@ -88,6 +88,7 @@ class BeliefMode(OnCore):
             session.belief = b
         elif b.query is None or not np.array_equal(b.query, qrow):
             b.set_query(qrow)
+            b.grow_near(self.retriever, [qrow])  # a pooled belief: the new query's nearest rows join it
         # shown and not found: each showing costs log(overlook) (a person may look past the target); what the
         # session never shows (a benchmark's reference image) is ruled out
         shown = Counter(i for t in session.turns for i in t.shown)
@@ -122,18 +123,31 @@ class BeliefMode(OnCore):
         return rows[0], rows[1]
 
     def _apply(self, b: Belief, extra: dict) -> None:
-        """One round's evidence (`Turn.extra` of a belief round) applied to `b`."""
+        """One round's evidence (`Turn.extra` of a belief round) applied to `b`. A pooled belief (a collection
+        above the exact limit) also takes in the nearest rows of what was picked and said (`Belief.grow_near`)
+        and, when the rows outside it hold much of the probability, where they lie (`Belief.reach`)."""
         options = [i for i in extra.get("options") or () if i in self.index.row_of]
+        b.include(self.retriever, self._rows(options))  # the page's rows are covered (a replayed, pruned pool)
+        picked: list[str] = []
         if options and "relevant" in extra:
-            b.marks(self._rows(options), [options.index(i) for i in extra["relevant"] if i in options])
+            picked = [i for i in extra["relevant"] if i in options]
+            b.marks(self._rows(options), [options.index(i) for i in picked])
         elif options and "clicked" in extra:
             clicked = extra.get("clicked")
+            picked = [clicked] if clicked in options else []
             b.click(self._rows(options), options.index(clicked) if clicked in options else None)
+        near = [b.vectors[p] for p in b.positions(self._rows(picked))] if b.pool is not None else []
         answer = extra.get("answer")
         if isinstance(answer, dict) and answer.get("word"):
-            b.answer_word(self.has_word(b, str(answer["word"])), bool(answer.get("yes")))
+            word = str(answer["word"])
+            b.answer_word(self.has_word(b, word), bool(answer.get("yes")), partial(self._names, stem(word.lower())))
         if extra.get("said"):
-            b.say(*self._statement(b, extra["said"]))
+            positive, negative = self._statement(b, extra["said"])
+            b.say(positive, negative)
+            near += [positive] if positive is not None and b.pool is not None else []
+        if b.pool is not None:
+            b.grow_near(self.retriever, near)
+            b.reach(self.retriever, protect=self._rows(options))
 
     def has_word(self, b: Belief, word: str) -> np.ndarray:
         """Per row the belief covers: whether its stored caption names `word` (by stem; an image without a
@@ -145,6 +159,10 @@ class BeliefMode(OnCore):
         out = np.zeros(len(b.rows), bool)
         out[at] = [target in self._row_words(int(r)) for r in b.rows[at]]
         return out
+
+    def _names(self, target: str, rows: np.ndarray) -> np.ndarray:
+        """Per index row: whether its stored caption names the word stem `target` (rows joining a pool)."""
+        return np.array([target in self._row_words(int(r)) for r in rows], bool)
 
     def _row_words(self, row: int) -> frozenset:
         """The content-word stems of index row `row`'s stored caption (cached per index)."""
