@@ -475,14 +475,18 @@ class Belief:
         return float(r / (r + np.exp(s - top).sum()))
 
     def reach(self, retriever, protect: Sequence[int] = ()) -> int:
-        """After a round's evidence: when the rest holds more than `pool_fetch` of the probability, bring in the
-        nearest rows of its most probable sampled rows; then keep the pool to `pool * pool_cap` rows, the least
+        """After a round's evidence: bring in the `pool` rows the index's search finds along the whole evidence
+        (`Pool.direction`), and when the rest holds more than `pool_fetch` of the probability, the nearest rows
+        of its most probable sampled rows too; then keep the pool to `pool * pool_cap` rows, the least
         probable never-shown rows leaving (`protect`: index rows that stay, the page just shown). Rows added."""
         if self.pool is None:
             return 0
         added = 0
-        if self.config.pool_grow > 0 and self.rest_share() > self.config.pool_fetch:
-            added = self.grow_near(retriever, self.pool.rest_leads(self, 4))
+        if self.config.pool_grow > 0 and self.query is not None:
+            # where the whole evidence points: as many rows as the first query's pool (most are in it already)
+            added = self.grow_near(retriever, [self.pool.direction(self)], self.config.pool)
+            if self.rest_share() > self.config.pool_fetch:
+                added += self.grow_near(retriever, self.pool.rest_leads(self, 4))
         self.evict(int(round(self.config.pool * self.config.pool_cap)), protect)
         return added
 

@@ -11,7 +11,9 @@ Rows outside the pool keep an explicit share of the probability, the "rest": a f
 (`probe`, read once) is scored by the same terms, and the rest's mass is the sample's mean probability times
 the number of rows outside the pool (an unbiased estimate from the query's score distribution). When the rest
 holds more than `pool_fetch` of the probability, the page fetches the nearest rows of the sample's most
-probable rows (`Belief.fetch_rest`), so evidence pointing away from the pool brings the rows it points at.
+probable rows too (`Belief.reach`). After every round the index is also searched along the evidence itself
+(`Pool.direction`: the log-posterior's gradient, text, statements and clicks summed into one query row), so
+the rows the whole evidence favours join, wherever they are in the collection.
 """
 
 from __future__ import annotations
@@ -35,6 +37,12 @@ class ChoiceTerm:
         cos = (vectors @ self.shown.T) / norms[:, None]
         return belief._log_choice(belief._click_logits(cos), list(self.cols))  # noqa: SLF001 - the same click model
 
+    def direction(self, belief) -> np.ndarray:
+        """The term's gradient for a unit row near uniform choice: the chosen options' mean minus the mean of
+        every option ("none of these": a zero vector), over the click temperature."""
+        options = np.concatenate([self.shown, np.zeros((1, self.shown.shape[1]), self.shown.dtype)])
+        return (options[list(self.cols)].mean(axis=0) - options.mean(axis=0)) / belief.config.click_temperature
+
 
 @dataclass(frozen=True)
 class StatementTerm:
@@ -45,6 +53,9 @@ class StatementTerm:
 
     def score(self, belief, vectors: np.ndarray, norms: np.ndarray, rows: np.ndarray) -> np.ndarray:
         return self.scale * (vectors @ self.row).astype(np.float64)
+
+    def direction(self, belief) -> np.ndarray:
+        return self.scale * self.row
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,9 @@ class WordTerm:
         has = np.zeros(len(rows), bool) if self.words_of is None else np.asarray(self.words_of(rows), bool)
         p = np.where(has, belief.config.word_yes, belief.config.word_yes_absent)
         return np.log(p if self.yes else 1.0 - p)
+
+    def direction(self, belief) -> None:
+        return None  # captions, not vectors: no direction in the index's space
 
 
 @dataclass
@@ -138,6 +152,17 @@ class Pool:
             return -np.inf
         top = s.max()
         return float(top + np.log(np.exp(s - top).sum() / len(self.probe_rows)) + np.log(outside))
+
+    def direction(self, belief) -> np.ndarray:
+        """The evidence as one query row: the text term's row over its temperature plus each term's direction
+        (the log-posterior's gradient for a unit row, near uniform clicks). The index's own search along it
+        finds the rows the evidence makes most probable over the whole collection, to a first approximation."""
+        out = np.asarray(belief.query, np.float64) / belief.config.text_temperature
+        for term in self.terms:
+            d = term.direction(belief)
+            if d is not None:
+                out = out + d
+        return out.astype(np.float32)
 
     def rest_leads(self, belief, n: int) -> np.ndarray:
         """The vectors of the `n` most probable rows of the rest's sample (where the rest's mass is)."""
