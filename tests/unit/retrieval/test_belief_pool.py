@@ -149,3 +149,20 @@ def test_the_exact_limit_can_be_set_and_a_bad_one_is_refused():
     for bad in ("-1", "many", "1.5"):
         with pytest.raises(BadInputError, match=R.MATRIX_ROWS_ENV):
             R.matrix_rows_max({R.MATRIX_ROWS_ENV: bad})
+
+
+def test_each_round_the_pool_reaches_the_rows_the_whole_evidence_favours(both):
+    """The index is searched along the evidence (text, statement and clicks summed into one row): the rows the
+    whole-collection belief ranks first join the pool, though the first query's pool held none of them."""
+    whole, pooled = both
+    cfg = BeliefConfig(pool=6, pool_grow=0.5, pool_cap=8.0, pool_fetch=1.0)
+    q = _q(whole, "a red square")
+    full, part = Belief.over(whole, q, cfg), Belief.over(pooled, q, cfg)
+    shown = [int(x) for x in part.rows[:4]]
+    for b in (full, part):
+        b.say(_q(whole, "a blue circle on grass"))
+        b.click(shown, 1)
+    best = full.rows[np.argsort(-full.log_posterior())[:3]]
+    assert not set(best.tolist()) <= set(part.rows.tolist())  # out of the first pool
+    part.reach(pooled)
+    assert set(best.tolist()) <= set(part.rows.tolist())
