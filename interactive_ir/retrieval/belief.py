@@ -68,7 +68,7 @@ class BeliefConfig:
     explore: int = 0  # of each page's k images, how many are chosen to learn from (0: the k most probable)
     explore_depth: int = 60  # the learning images are chosen among this many most probable unseen images
     pool: int = 4000  # rows kept by the belief on a collection larger than the exact limit (approximate kinds)
-    pool_grow: float = 0.125  # each click, mark or statement brings its nearest pool * pool_grow rows into the pool (0: fixed)
+    pool_grow: float = 0.025  # each click, mark or statement brings its nearest pool * pool_grow rows into the pool (0: fixed)
     pool_cap: float = 2.0  # the pool keeps at most pool * pool_cap rows: the least probable never-shown rows leave
     pool_probe: int = 256  # rows outside the pool sampled once to estimate their share of the probability (the rest)
     pool_fetch: float = 0.2  # when the rest holds more than this share, the page brings in the rows where it lies
@@ -475,16 +475,17 @@ class Belief:
         return float(r / (r + np.exp(s - top).sum()))
 
     def reach(self, retriever, protect: Sequence[int] = ()) -> int:
-        """After a round's evidence: bring in the `pool` rows the index's search finds along the whole evidence
-        (`Pool.direction`), and when the rest holds more than `pool_fetch` of the probability, the nearest rows
+        """After a round's evidence: bring in the rows the index's search finds along the whole evidence
+        (`Pool.direction`: pool * pool_grow of them, explore_depth at least), and when the rest holds more than `pool_fetch` of the probability, the nearest rows
         of its most probable sampled rows too; then keep the pool to `pool * pool_cap` rows, the least
         probable never-shown rows leaving (`protect`: index rows that stay, the page just shown). Rows added."""
         if self.pool is None:
             return 0
         added = 0
         if self.config.pool_grow > 0 and self.query is not None:
-            # where the whole evidence points: as many rows as the first query's pool (most are in it already)
-            added = self.grow_near(retriever, [self.pool.direction(self)], self.config.pool)
+            # where the whole evidence points: at least as many rows as the page's learning images are chosen among
+            n = max(int(round(self.config.pool * self.config.pool_grow)), self.config.explore_depth)
+            added = self.grow_near(retriever, [self.pool.direction(self)], n)
             if self.rest_share() > self.config.pool_fetch:
                 added += self.grow_near(retriever, self.pool.rest_leads(self, 4))
         self.evict(int(round(self.config.pool * self.config.pool_cap)), protect)
