@@ -448,18 +448,20 @@ class Belief:
         """Bring the `n` nearest rows (by the index's search; default pool * pool_grow) of each query row into
         a pooled belief. A search that fails leaves the pool as it is and says so once in the log; a store that
         answers fewer rows than asked adds what it answered. How many rows joined."""
+        return self.include(retriever, self._near(retriever, queries, n)) if self.pool is not None else 0
+
+    def _near(self, retriever, queries: Sequence[np.ndarray], n: int | None = None) -> np.ndarray:
+        """The rows the index's search finds nearest each query row (`n` each; see `grow_near`)."""
         n = int(round(self.config.pool * self.config.pool_grow)) if n is None else int(n)
-        if self.pool is None or n <= 0:
-            return 0
-        found = []
-        for q in queries:
+        found = [np.zeros(0, np.int64)]
+        for q in queries if n > 0 else ():
             try:
-                found.append(retriever.search_rows(np.asarray(q, np.float32), n, allow=self.pool.allow)[1])
+                found.append(np.asarray(retriever.search_rows(np.asarray(q, np.float32), n, allow=self.pool.allow)[1]))
             except (IIRError, RuntimeError, ValueError) as e:
                 if not self.pool.warned:
                     log.warning("the belief's pool cannot grow (%s): it keeps the %d rows it has", e, len(self.rows))
                     self.pool.warned = True
-        return self.include(retriever, np.concatenate(found)) if found else 0
+        return np.concatenate(found).astype(np.int64)
 
     def rest_share(self) -> float:
         """The estimated probability that the target is outside a pooled belief's rows (0 over every row)."""
@@ -474,18 +476,20 @@ class Belief:
         r = np.exp(rest - top)
         return float(r / (r + np.exp(s - top).sum()))
 
-    def reach(self, retriever, protect: Sequence[int] = ()) -> int:
-        """After a round's evidence: bring in the rows the index's search finds along the whole evidence
-        (`Pool.direction`: pool * pool_grow of them, explore_depth at least), and when the rest holds more than `pool_fetch` of the probability, the nearest rows
-        of its most probable sampled rows too; then keep the pool to `pool * pool_cap` rows, the least
-        probable never-shown rows leaving (`protect`: index rows that stay, the page just shown). Rows added."""
+    def reach(self, retriever, protect: Sequence[int] = (), near: Sequence[np.ndarray] = ()) -> int:
+        """After a round's evidence: bring in the nearest rows of `near` (query rows: what was picked and said,
+        pool * pool_grow each) and the rows the index's search finds along the whole evidence (`Pool.direction`:
+        pool * pool_grow of them, explore_depth at least), in one step; when the rest then holds more than
+        `pool_fetch` of the probability, the nearest rows of its most probable sampled rows too; then keep the
+        pool to `pool * pool_cap` rows, the least probable never-shown rows leaving (`protect`: index rows that
+        stay, the page just shown). Rows added."""
         if self.pool is None:
             return 0
         added = 0
         if self.config.pool_grow > 0 and self.query is not None:
-            # where the whole evidence points: at least as many rows as the page's learning images are chosen among
             n = max(int(round(self.config.pool * self.config.pool_grow)), self.config.explore_depth)
-            added = self.grow_near(retriever, [self.pool.direction(self)], n)
+            rows = np.concatenate([self._near(retriever, near), self._near(retriever, [self.pool.direction(self)], n)])
+            added = self.include(retriever, rows)
             if self.rest_share() > self.config.pool_fetch:
                 added += self.grow_near(retriever, self.pool.rest_leads(self, 4))
         self.evict(int(round(self.config.pool * self.config.pool_cap)), protect)

@@ -146,8 +146,7 @@ class BeliefMode(OnCore):
             b.say(positive, negative)
             near += [positive] if positive is not None and b.pool is not None else []
         if b.pool is not None:
-            b.grow_near(self.retriever, near)
-            b.reach(self.retriever, protect=self._rows(options))
+            b.reach(self.retriever, protect=self._rows(options), near=near)
 
     def has_word(self, b: Belief, word: str) -> np.ndarray:
         """Per row the belief covers: whether its stored caption names `word` (by stem; an image without a
