@@ -480,7 +480,7 @@ class Belief:
         """After a round's evidence: bring in the nearest rows of `near` (query rows: what was picked and said,
         pool * pool_grow each) and the rows the index's search finds along the whole evidence (`Pool.direction`:
         pool * pool_grow of them, explore_depth at least), in one step; when the rest then holds more than
-        `pool_fetch` of the probability, the nearest rows of its most probable sampled rows too; then keep the
+        `pool_fetch` of the probability, the nearest rows of its most probable sampled row too; then keep the
         pool to `pool * pool_cap` rows, the least probable never-shown rows leaving (`protect`: index rows that
         stay, the page just shown). Rows added."""
         if self.pool is None:
@@ -490,8 +490,8 @@ class Belief:
             n = max(int(round(self.config.pool * self.config.pool_grow)), self.config.explore_depth)
             rows = np.concatenate([self._near(retriever, near), self._near(retriever, [self.pool.direction(self)], n)])
             added = self.include(retriever, rows)
-            if self.rest_share() > self.config.pool_fetch:
-                added += self.grow_near(retriever, self.pool.rest_leads(self, 4))
+            if self.rest_share() > self.config.pool_fetch:  # one more search: near the rest's most probable row
+                added += self.grow_near(retriever, self.pool.rest_leads(self, 1))
         self.evict(int(round(self.config.pool * self.config.pool_cap)), protect)
         return added
 
