@@ -57,9 +57,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     M("budget-off-by-one", "metrics", "interactive_ir/evaluation/headline.py",
       "            if len(seen) >= budget:", "            if len(seen) > budget:",
       ("tests/unit/evaluation/test_headline.py",)),
-    M("belief-rank-ties", "metrics", "interactive_ir/evaluation/runner.py",
-      "rank = int(np.sum(ranking > ranking[retriever.index.row_of[query.target]])) + 1",
-      "rank = int(np.sum(ranking >= ranking[retriever.index.row_of[query.target]])) + 1",
+    M("belief-rank-ties", "metrics", "interactive_ir/retrieval/belief.py",
+      "            return int(np.sum(logp > logp[pos])) + 1",
+      "            return int(np.sum(logp >= logp[pos])) + 1",
       ("tests/unit/modes/test_belief.py",)),
     # the simulated user's knowledge
     M("index-caption-leak", "simulated user", "interactive_ir/evaluation/queries.py",

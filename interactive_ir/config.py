@@ -169,6 +169,9 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("IIR_EF_SEARCH", "hnsw search beam (overrides the index's ef_search)", "index/kinds.py", "the index's own"),
     EnvVar("IIR_STORE", "vector store of an opened index: milvus-lite:PATH or milvus://HOST:PORT/NAME",
            "index/store.py", "the index's faiss files"),
+    EnvVar("IIR_MATRIX_ROWS_MAX", "the most rows an index may have for the retriever to keep a float32 matrix of it "
+           "and the belief to cover every row; above it the belief covers a pool that grows with the evidence (0: never)",
+           "retrieval/retriever.py", default_of="interactive_ir.retrieval.retriever:MATRIX_ROWS_MAX"),
     EnvVar("IIR_MAX_PIXELS", "larger images are refused (decompression-bomb guard)", "index/imageio.py",
            default_of="interactive_ir.index.imageio:MAX_PIXELS"),
     EnvVar("IIR_INDEX_KIND", "index kind built by `index`: exact, ivf-pq, hnsw or auto (--kind overrides it)",

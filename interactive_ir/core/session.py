@@ -52,8 +52,6 @@ class Turn:
     # transient step results (never serialised): what the retrieve step computed for this round's later steps
     query_row: np.ndarray | None = field(default=None, repr=False, compare=False)  # the row it ranked with
     candidates: Candidates | None = field(default=None, repr=False, compare=False)  # S_R (rows) searched with that row
-    ranking: np.ndarray | None = field(default=None, repr=False, compare=False)  # a score per index row, when the
-    #                                   round ranked by the belief (retrieval/belief.py) instead of the query row
 
     def to_dict(self) -> dict:
         return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name not in TRANSIENT_TURN_FIELDS}
@@ -66,7 +64,7 @@ class Turn:
         return cls(**data)
 
 
-TRANSIENT_TURN_FIELDS = frozenset({"query_row", "candidates", "ranking"})
+TRANSIENT_TURN_FIELDS = frozenset({"query_row", "candidates"})
 TRANSIENT_SESSION_FIELDS = frozenset({"belief", "options"})  # options: serialised inside `meta`
 
 

@@ -212,12 +212,21 @@ def _subset_rank(retriever, row, query: Query, shown: Sequence[str] = ()) -> int
     return subset_rank(group, query.target)
 
 
-def _row_rank(turn, query: Query, retriever, res: QueryResult, cfg: RunConfig) -> tuple[np.ndarray | None, int]:
-    """(the turn's query row, the target's rank under it); a turn without a row keeps the previous rank."""
+def belief_rank(engine, session, query: Query) -> int | None:
+    """The target's rank under the posterior of the session's latest round when it was a belief round (asked
+    of the belief mode right after the round: nothing per row is kept per round), else None."""
+    mode = getattr(engine, "belief_mode", None)
+    row = engine.retriever.index.row_of.get(query.target)
+    return None if mode is None or row is None or session is None else mode.target_rank(session, row)
+
+
+def _row_rank(turn, query: Query, retriever, res: QueryResult, cfg: RunConfig,
+              posterior_rank: int | None = None) -> tuple[np.ndarray | None, int]:
+    """(the turn's query row, the target's rank under it); a turn without a row keeps the previous rank.
+    `posterior_rank`: the target's rank under a belief round's posterior (`belief_rank`), which decides."""
     row = None if turn.query_row is None else np.asarray(turn.query_row, np.float32)
-    ranking = getattr(turn, "ranking", None)
-    if ranking is not None:  # a belief round ranks by the posterior (ties count in the target's favour)
-        rank = int(np.sum(ranking > ranking[retriever.index.row_of[query.target]])) + 1
+    if posterior_rank is not None:  # a belief round ranks by the posterior (ties count in the target's favour)
+        rank = int(posterior_rank)
     elif row is not None:
         rank = retriever.rank_of(row, query.target, exclude=left_out(query, cfg))
     else:
@@ -255,10 +264,11 @@ def _unseen_rank(res: QueryResult, row, rank: int, shown_rank: int | None, query
 
 
 def note_round(res: QueryResult, turn, act: dict | None, query: Query, retriever, cfg: RunConfig,
-               clock: list[float]) -> bool:
+               clock: list[float], posterior_rank: int | None = None) -> bool:
     """Record a round into `res` (ranks, the turn record, costs); `clock`: the wall and CPU readings at the
-    round's start, moved on to now. True when the target was shown."""
-    row, rank = _row_rank(turn, query, retriever, res, cfg)
+    round's start, moved on to now; `posterior_rank`: a belief round's target rank (`belief_rank`). True when
+    the target was shown."""
+    row, rank = _row_rank(turn, query, retriever, res, cfg, posterior_rank)
     if row is None:
         act = {**(act or {}), "rank_note": "no search this round: rank carried over"}
     shown_rank = turn.shown.index(query.target) + 1 if query.target in turn.shown else None
@@ -267,7 +277,7 @@ def note_round(res: QueryResult, turn, act: dict | None, query: Query, retriever
     clock[:] = [now, cpu]
     res.ranks.append(rank)
     # a belief round's rank is already among the unseen images (shown ones are ruled out of its posterior)
-    res.unseen_ranks.append(rank if getattr(turn, "ranking", None) is not None and shown_rank is None
+    res.unseen_ranks.append(rank if posterior_rank is not None and shown_rank is None
                             else _unseen_rank(res, row, rank, shown_rank, query, retriever, cfg))
     _group_ranks(res, row, query, retriever, list(turn.shown) if cfg.rank_from == "results" else (),
                  left_out(query, cfg))
@@ -320,7 +330,8 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
     t0, c0 = time.perf_counter(), time.process_time()
     clock = [t0, c0]  # wall and CPU readings at the start of the current round
     try:
-        shown = note_round(res, first_round(protocol, engine, session, query), None, query, retriever, cfg, clock)
+        turn = first_round(protocol, engine, session, query)
+        shown = note_round(res, turn, None, query, retriever, cfg, clock, belief_rank(engine, session, query))
         shown = shown and not overlooked(res, cfg, knowledge.key, 0)
         res.found_round = 0 if shown else None
         for t in range(1, cfg.rounds + 1):
@@ -329,7 +340,7 @@ def run_query(engine, protocol: Protocol, query: Query, user: SimulatedUser, cfg
             ts = time.perf_counter()
             turn, act = next_round(protocol, engine, session, query, user, t, cfg.on_uncertain, knowledge)
             res.sim_seconds += time.perf_counter() - ts - turn.timings.get("total", 0.0)
-            shown = note_round(res, turn, act, query, retriever, cfg, clock)
+            shown = note_round(res, turn, act, query, retriever, cfg, clock, belief_rank(engine, session, query))
             shown = shown and not overlooked(res, cfg, knowledge.key, t)
             if res.found_round is not None:
                 keep_found_rank(res)

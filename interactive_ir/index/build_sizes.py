@@ -2,7 +2,8 @@
 sized from the device the embedder runs on unless set (`IIR_BUILD_BATCH_SIZE`, `IIR_BUILD_WORKERS`, or the
 `index` command's `--batch-size` and `--workers`).
 
-On the CPU the forward pass is the bottleneck: 32 images a pass and 2 decoding threads, as before. A CUDA
+On the CPU the forward pass is the bottleneck: 32 images a pass, and a decoding thread per 4 CPUs (2 at least,
+CPU_WORKERS_PER; the forward pass keeps the rest): 2 on a 2-core machine, 4 on 16 cores. A CUDA
 GPU encodes thousands of images a second, so it gets larger passes and as many decoding threads as the
 CPUs allow (one CPU is left to feed the GPU), bounded so that the batches read ahead (threads + 1) hold at
 most IN_FLIGHT_MAX decoded images in host memory.
@@ -21,7 +22,8 @@ log = logging.getLogger(__name__)
 
 ENV_PREFIX = "IIR_BUILD_"
 CPU_BATCH = 32  # images per forward pass on the CPU (and mps)
-CPU_WORKERS = 2  # decoding threads on the CPU
+CPU_WORKERS = 2  # decoding threads on the CPU, at least
+CPU_WORKERS_PER = 4  # on the CPU, one decoding thread per this many CPUs (the forward pass takes the others)
 CUDA_BATCH = 256  # images per forward pass on a CUDA GPU with at least BIG_GPU_GIB of memory
 CUDA_SMALL_BATCH = 128  # on a smaller GPU, or one whose memory is unknown
 BIG_GPU_GIB = 16
@@ -34,7 +36,7 @@ class BuildSizes:
     """Forward-pass batch and decoding threads of an index build (env IIR_BUILD_<FIELD>; `index` flags)."""
 
     batch_size: int = 0  # images per forward pass; 0 = from the device: 32 on the CPU, 256 on a CUDA GPU (128 under 16 GiB)
-    workers: int = 0  # decoding threads overlapped with encoding; 0 = from the device: 2 on the CPU, the CPUs but one on CUDA (at most 16)
+    workers: int = 0  # decoding threads overlapped with encoding; 0 = from the device: one per 4 CPUs (2 at least) on the CPU, the CPUs but one on CUDA (at most 16)
 
 
 def build_sizes(environ=None) -> BuildSizes:
@@ -71,7 +73,7 @@ def gpu_memory_gib(device: str) -> float | None:
 def device_sizes(device: str, cpus: int, gpu_gib: float | None) -> tuple[int, int]:
     """(batch, workers) for a build on `device` with `cpus` CPUs and a GPU of `gpu_gib` GiB (None: unknown)."""
     if not str(device).startswith("cuda"):
-        return CPU_BATCH, CPU_WORKERS
+        return CPU_BATCH, min(CUDA_WORKERS_MAX, max(CPU_WORKERS, cpus // CPU_WORKERS_PER))
     batch = CUDA_BATCH if gpu_gib is not None and gpu_gib >= BIG_GPU_GIB else CUDA_SMALL_BATCH
     workers = min(CUDA_WORKERS_MAX, max(CPU_WORKERS, cpus - 1), max(1, IN_FLIGHT_MAX // batch - 1))
     return batch, workers

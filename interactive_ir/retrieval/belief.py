@@ -24,8 +24,11 @@ picture. Here the belief is the log-posterior over the rows of an index, as one 
   `word_yes_absent` (captions leave things out; answers can be wrong), and the answer's words as a statement.
 
 Everything is vectorised over the rows (no per-image Python). An exact index up to
-`retrieval.MATRIX_ROWS_MAX` rows keeps the whole collection; larger ones (approximate kinds, Milvus) keep
-a candidate pool: the `pool` best rows of the first query, whose vectors are read once.
+`retriever.matrix_rows_max()` rows keeps the whole collection; larger ones (approximate kinds, Milvus) keep
+a candidate pool (`belief_pool.py`): first the `pool` best rows of the first query, then the nearest rows of
+each click, mark and statement join it (scored by the evidence so far), the least probable never-shown rows
+leave it over `pool * pool_cap` rows, and the rows outside it keep an explicit, estimated share of the
+probability (`rest_share`), which brings their most probable region into the pool when it grows large.
 
 Which images to show (`page`): the most probable ones, and `explore` images chosen to learn from (PicHunter,
 Ferecatu and Geman): among the next `explore_depth` probable images, greedily the one that most raises the
@@ -36,13 +39,17 @@ is right. The same expected information chooses the belief's yes/no questions (`
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from interactive_ir.errors import BadInputError, SessionError
+from interactive_ir.errors import BadInputError, IIRError, SessionError
+from interactive_ir.retrieval.belief_pool import ChoiceTerm, Pool, StatementTerm, WordTerm
+
+log = logging.getLogger(__name__)
 
 ENV_PREFIX = "IIR_BELIEF_"
 
@@ -61,6 +68,10 @@ class BeliefConfig:
     explore: int = 0  # of each page's k images, how many are chosen to learn from (0: the k most probable)
     explore_depth: int = 60  # the learning images are chosen among this many most probable unseen images
     pool: int = 4000  # rows kept by the belief on a collection larger than the exact limit (approximate kinds)
+    pool_grow: float = 0.025  # each click, mark or statement brings its nearest pool * pool_grow rows into the pool (0: fixed)
+    pool_cap: float = 2.0  # the pool keeps at most pool * pool_cap rows: the least probable never-shown rows leave
+    pool_probe: int = 256  # rows outside the pool sampled once to estimate their share of the probability (the rest)
+    pool_fetch: float = 0.2  # when the rest holds more than this share, the page brings in the rows where it lies
     say_temperature: float = 0.1  # temperature of what the user says about the target (an answer, "like this, but ..."); lower: trust it more
     unsay_weight: float = 0.3  # what the user says the target does NOT show counts this share of what it shows
     question_depth: int = 60  # yes/no questions split the probability of this many most probable unseen images
@@ -82,13 +93,30 @@ class BeliefConfig:
             raise BadInputError(f"belief none_similarity must be between -1 and 1, got {self.none_similarity!r}")
         if not (np.isfinite(self.unsay_weight) and 0.0 <= self.unsay_weight <= 1.0):
             raise BadInputError(f"belief unsay_weight must be between 0 and 1, got {self.unsay_weight!r} (IIR_BELIEF_UNSAY_WEIGHT)")
-        if (self.explore < 0 or self.explore_depth < 1 or self.pool < 1 or self.question_depth < 2 or self.info_depth < 2
+        if (self.explore < 0 or self.explore_depth < 1 or self.question_depth < 2 or self.info_depth < 2
                 or self.word_depth < 1):
-            raise BadInputError("belief explore must be >= 0, explore_depth and pool >= 1, question_depth and info_depth >= 2")
+            raise BadInputError("belief explore must be >= 0, explore_depth >= 1, question_depth and info_depth >= 2")
+        _check_pool(self)
         for name in ("click_error", "overlook", "word_yes", "word_yes_absent"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0.0 < v < 1.0) and not (name == "click_error" and v == 0.0):
                 raise BadInputError(f"belief {name} must be between 0 and 1, got {v!r} (IIR_BELIEF_{name.upper()})")
+
+
+def _check_pool(cfg: BeliefConfig) -> None:
+    """The pool's parameters in range, else BadInputError naming the env var that sets each."""
+    ranges = {"pool": (1, None, "a whole number of rows, at least 1"), "pool_probe": (0, None, "0 or more rows"),
+              "pool_cap": (1.0, None, "at least 1 (times pool)"), "pool_grow": (0.0, None, "0 or more (times pool)"),
+              "pool_fetch": (0.0, 1.0, "a share above 0 and at most 1")}
+    for name, (lo, hi, what) in ranges.items():
+        v = getattr(cfg, name)
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) and v >= lo
+        ok = ok and (hi is None or (lo < v <= hi)) and (name not in ("pool", "pool_probe") or float(v).is_integer())
+        if not ok:
+            raise BadInputError(f"belief {name} must be {what}, got {v!r} (IIR_BELIEF_{name.upper()})")
+    if cfg.pool_grow > cfg.pool_cap:
+        raise BadInputError(f"belief pool_grow ({cfg.pool_grow}) must be at most pool_cap ({cfg.pool_cap}): "
+                            "IIR_BELIEF_POOL_GROW, IIR_BELIEF_POOL_CAP")
 
 
 def belief_config(cfg: BeliefConfig | None = None, environ=None) -> BeliefConfig:
@@ -129,14 +157,13 @@ class Belief:
     norms: np.ndarray = field(default=None)  # the vectors' lengths (similarities are cosines)
     said: set = field(default_factory=set)  # content-word stems the user has said (`retrieval.words`)
     seen: np.ndarray = field(default=None)  # how many times each row was shown and not picked as the target
+    pool: Pool | None = None  # a pooled belief's evidence terms and rest (`belief_pool.py`); None: every row
 
     def __post_init__(self):
         n = len(self.rows)
         if self.norms is None:
-            norms = np.linalg.norm(self.vectors, axis=1)
-            self.norms = np.where(norms > 0, norms, 1.0).astype(np.float32)
-        lo, hi = (float(self.norms.min()), float(self.norms.max())) if n else (1.0, 1.0)
-        self._one_norm = lo if hi - lo <= 1e-4 * hi else None  # not a field: derived from `norms`
+            self.norms = _norms(self.vectors)
+        self._derive()
         if self.text is None:
             self.text = np.zeros(n)
         if self.actions is None:
@@ -144,10 +171,15 @@ class Belief:
         if self.seen is None:
             self.seen = np.zeros(n)
 
+    def _derive(self) -> None:
+        lo, hi = (float(self.norms.min()), float(self.norms.max())) if len(self.norms) else (1.0, 1.0)
+        self._one_norm = lo if hi - lo <= 1e-4 * hi else None  # not a field: derived from `norms`
+
     def __deepcopy__(self, memo) -> Belief:
         """A copy whose evidence is its own while the (read-only, possibly collection-sized) vectors are shared."""
         return Belief(self.rows, self.vectors, self.config, self.text.copy(), self.actions.copy(),
-                      None if self.query is None else self.query.copy(), self.norms, set(self.said), self.seen.copy())
+                      None if self.query is None else self.query.copy(), self.norms, set(self.said), self.seen.copy(),
+                      None if self.pool is None else self.pool.copy())
 
     # --- building ----------------------------------------------------------------------------------
     @classmethod
@@ -163,7 +195,11 @@ class Belief:
             _, rows = retriever.search_rows(qrow, min(config.pool, len(retriever.index)), allow=allow)
             rows = np.sort(rows)
             vectors, norms = retriever.index.row_vectors(rows), None
-        b = cls(rows, vectors, config, norms=norms)
+        pool = None
+        if matrix is None:
+            pool = Pool(len(retriever.index), None if allow is None else np.sort(np.asarray(allow, np.int64)))
+            pool.sample(retriever, rows, int(config.pool_probe))
+        b = cls(rows, vectors, config, norms=norms, pool=pool)
         b.set_query(qrow)
         return b
 
@@ -188,6 +224,8 @@ class Belief:
     def rule_out(self, rows: Sequence[int]) -> None:
         """Images shown and not the target: probability 0 (rows outside a pool are left out already)."""
         rows = np.asarray(rows, dtype=np.int64)
+        if self.pool is not None:
+            self.pool.ruled.update(int(r) for r in rows)
         if len(rows):
             pos = np.minimum(np.searchsorted(self.rows, rows), len(self.rows) - 1)
             self.actions[pos[self.rows[pos] == rows]] = -np.inf  # O(shown log N), no pass over the rows
@@ -227,6 +265,8 @@ class Belief:
         logits = self._click_logits(self.cosines(pos))
         with np.errstate(invalid="ignore"):
             self.actions = self.actions + self._log_choice(logits, cols)
+        if self.pool is not None:  # kept to score rows that join the pool later
+            self.pool.add_term(self, ChoiceTerm(self.vectors[pos] / self.norms[pos][:, None], tuple(cols)))
 
     def _click_logits(self, cos: np.ndarray) -> np.ndarray:
         """sim / click_temperature for every shown option, then the "none of these" option (last column)."""
@@ -243,12 +283,16 @@ class Belief:
             return model
         return np.logaddexp(np.log1p(-eps) + model, np.log(eps * len(cols) / n))
 
-    def answer_word(self, has_word: np.ndarray, yes: bool) -> None:
+    def answer_word(self, has_word: np.ndarray, yes: bool,
+                    words_of: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
         """A yes (or no) to "is there <word>?": `has_word` says, per covered row, whether its caption names it.
-        P(yes | i) = word_yes where it does, word_yes_absent where not (the error term of an answer)."""
+        P(yes | i) = word_yes where it does, word_yes_absent where not (the error term of an answer).
+        `words_of(rows)`: the same for index rows that join a pool later."""
         q1, q0 = self.config.word_yes, self.config.word_yes_absent
         p = np.where(np.asarray(has_word, bool), q1, q0)
         self.actions = self.actions + np.log(p if yes else 1.0 - p)
+        if self.pool is not None:
+            self.pool.add_term(self, WordTerm(bool(yes), words_of))
 
     def say(self, positive: np.ndarray | None, negative: np.ndarray | None = None) -> None:
         """What the user said the target shows (`positive`, a query row of the retriever) and does not show
@@ -263,6 +307,8 @@ class Belief:
             if q.shape != (self.vectors.shape[1],) or not np.isfinite(q).all():
                 raise BadInputError(f"a statement row of width {self.vectors.shape[1]} with finite values is needed")
             term += weight * (self.vectors @ q).astype(np.float64) / t
+            if self.pool is not None:
+                self.pool.add_term(self, StatementTerm(q, weight / t))
         with np.errstate(invalid="ignore"):
             self.actions = self.actions + term
 
@@ -277,12 +323,15 @@ class Belief:
         return out
 
     # --- reading --------------------------------------------------------------------------------------
-    def log_posterior(self) -> np.ndarray:
-        """Normalised log-probabilities per covered row (-inf: ruled out)."""
+    def log_scores(self) -> np.ndarray:
+        """Unnormalised log-probabilities per covered row (-inf: ruled out)."""
         with np.errstate(invalid="ignore"):
             logp = self.text + self.actions + self.seen * np.log(self.config.overlook)
-        logp = np.where(np.isnan(logp), -np.inf, logp)
-        return log_normalise(logp)
+        return np.where(np.isnan(logp), -np.inf, logp)
+
+    def log_posterior(self) -> np.ndarray:
+        """Normalised log-probabilities per covered row (-inf: ruled out)."""
+        return log_normalise(self.log_scores())
 
     def ranking(self, n_rows: int, logp: np.ndarray | None = None) -> np.ndarray:
         """A score for every row of the index (length `n_rows`): the log-posterior (`logp` when already
@@ -290,6 +339,14 @@ class Belief:
         out = np.full(n_rows, -np.inf)
         out[self.rows] = self.log_posterior() if logp is None else logp
         return out
+
+    def rank_of(self, row: int, logp: np.ndarray) -> int:
+        """1-based rank of index row `row` under `logp` (the log-posterior; ties count in its favour); a row the
+        belief does not cover, or one ruled out, after every live covered row."""
+        pos = int(np.searchsorted(self.rows, row))
+        if pos < len(self.rows) and self.rows[pos] == row and np.isfinite(logp[pos]):
+            return int(np.sum(logp > logp[pos])) + 1
+        return int(np.isfinite(logp).sum()) + 1
 
     def page(self, k: int, exclude_rows: Sequence[int] = (),
              logp: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, int]:
@@ -359,6 +416,107 @@ class Belief:
             out.append(int(cand[j]))
             base = np.concatenate([base, sim[:, j:j + 1]], axis=1)
         return out
+
+    # --- the pool (a collection too large to hold: `belief_pool.py`) -----------------------------------
+    def include(self, retriever, rows: Sequence[int]) -> int:
+        """Cover index `rows` too (a pooled belief; inside its filters): their vectors are read and scored by
+        the current query and the evidence so far, never shown. How many rows joined."""
+        if self.pool is None:
+            return 0
+        rows = np.unique(np.asarray(rows, np.int64))
+        new = rows[~np.isin(rows, self.rows)]
+        if self.pool.allow is not None:
+            new = new[np.isin(new, self.pool.allow)]
+        if not len(new):
+            return 0
+        vectors = np.asarray(retriever.index.row_vectors(new), np.float32)
+        norms = _norms(vectors)
+        text = (vectors @ self.query).astype(np.float64) / self.config.text_temperature
+        actions = self.pool.score(self, new, vectors, norms)
+        order = np.argsort(np.concatenate([self.rows, new]), kind="stable")
+        self.rows = np.concatenate([self.rows, new])[order]
+        self.vectors = np.concatenate([self.vectors, vectors])[order]
+        self.norms = np.concatenate([self.norms, norms])[order]
+        self.text = np.concatenate([self.text, text])[order]
+        self.actions = np.concatenate([self.actions, actions])[order]
+        self.seen = np.concatenate([self.seen, np.zeros(len(new))])[order]
+        self._derive()
+        self.pool.drop_from_probe(new)
+        return len(new)
+
+    def grow_near(self, retriever, queries: Sequence[np.ndarray], n: int | None = None) -> int:
+        """Bring the `n` nearest rows (by the index's search; default pool * pool_grow) of each query row into
+        a pooled belief. A search that fails leaves the pool as it is and says so once in the log; a store that
+        answers fewer rows than asked adds what it answered. How many rows joined."""
+        return self.include(retriever, self._near(retriever, queries, n)) if self.pool is not None else 0
+
+    def _near(self, retriever, queries: Sequence[np.ndarray], n: int | None = None) -> np.ndarray:
+        """The rows the index's search finds nearest each query row (`n` each; see `grow_near`)."""
+        n = int(round(self.config.pool * self.config.pool_grow)) if n is None else int(n)
+        found = [np.zeros(0, np.int64)]
+        for q in queries if n > 0 else ():
+            try:
+                found.append(np.asarray(retriever.search_rows(np.asarray(q, np.float32), n, allow=self.pool.allow)[1]))
+            except (IIRError, RuntimeError, ValueError) as e:
+                if not self.pool.warned:
+                    log.warning("the belief's pool cannot grow (%s): it keeps the %d rows it has", e, len(self.rows))
+                    self.pool.warned = True
+        return np.concatenate(found).astype(np.int64)
+
+    def rest_share(self) -> float:
+        """The estimated probability that the target is outside a pooled belief's rows (0 over every row)."""
+        if self.pool is None:
+            return 0.0
+        rest = self.pool.log_rest(self)
+        s = self.log_scores()
+        s = s[np.isfinite(s)]
+        if not np.isfinite(rest):
+            return 0.0
+        top = max(rest, s.max()) if len(s) else rest
+        r = np.exp(rest - top)
+        return float(r / (r + np.exp(s - top).sum()))
+
+    def reach(self, retriever, protect: Sequence[int] = (), near: Sequence[np.ndarray] = ()) -> int:
+        """After a round's evidence: bring in the nearest rows of `near` (query rows: what was picked and said,
+        pool * pool_grow each) and the rows the index's search finds along the whole evidence (`Pool.direction`:
+        pool * pool_grow of them, explore_depth at least), in one step; when the rest then holds more than
+        `pool_fetch` of the probability, the nearest rows of its most probable sampled row too; then keep the
+        pool to `pool * pool_cap` rows, the least probable never-shown rows leaving (`protect`: index rows that
+        stay, the page just shown). Rows added."""
+        if self.pool is None:
+            return 0
+        added = 0
+        if self.config.pool_grow > 0 and self.query is not None:
+            n = max(int(round(self.config.pool * self.config.pool_grow)), self.config.explore_depth)
+            rows = np.concatenate([self._near(retriever, near), self._near(retriever, [self.pool.direction(self)], n)])
+            added = self.include(retriever, rows)
+            if self.rest_share() > self.config.pool_fetch:  # one more search: near the rest's most probable row
+                added += self.grow_near(retriever, self.pool.rest_leads(self, 1))
+        self.evict(int(round(self.config.pool * self.config.pool_cap)), protect)
+        return added
+
+    def evict(self, cap: int, protect: Sequence[int] = ()) -> int:
+        """Drop the least probable never-shown rows (not in `protect`) of a pooled belief over `cap` rows."""
+        over = len(self.rows) - int(cap)
+        if self.pool is None or over <= 0:
+            return 0
+        free = self.seen == 0
+        protect = np.asarray(protect, np.int64)
+        if len(protect):
+            free &= ~np.isin(self.rows, protect)
+        cand = np.flatnonzero(free)
+        drop = cand[np.argsort(self.log_scores()[cand], kind="stable")[:over]]
+        keep = np.ones(len(self.rows), bool)
+        keep[drop] = False
+        for name in ("rows", "vectors", "norms", "text", "actions", "seen"):
+            setattr(self, name, getattr(self, name)[keep])
+        self._derive()
+        return len(drop)
+
+
+def _norms(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1)
+    return np.where(norms > 0, norms, 1.0).astype(np.float32)
 
 
 def _information(p: np.ndarray, probs: np.ndarray) -> np.ndarray:

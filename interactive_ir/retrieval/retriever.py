@@ -27,6 +27,24 @@ log = logging.getLogger(__name__)
 
 
 MATRIX_ROWS_MAX = 200_000  # whole-collection scores keep a float32 copy up to this many rows, chunked above
+MATRIX_ROWS_ENV = "IIR_MATRIX_ROWS_MAX"  # overrides MATRIX_ROWS_MAX (0: never; a benchmark forces the pooled belief)
+
+
+def matrix_rows_max(environ=None) -> int:
+    """The most rows an index may have for the retriever to keep a float32 matrix of it (and the belief to cover
+    every row): env IIR_MATRIX_ROWS_MAX when set, else MATRIX_ROWS_MAX. BadInputError for a bad value."""
+    import os
+
+    raw = (os.environ if environ is None else environ).get(MATRIX_ROWS_ENV, "").strip()
+    if not raw:
+        return MATRIX_ROWS_MAX
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise BadInputError(f"{MATRIX_ROWS_ENV} must be a whole number of rows (0 or more), got {raw!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -270,7 +288,7 @@ class Retriever:
     @cached_property
     def _matrix(self) -> np.ndarray | None:
         """A float32 copy of every row, kept only for small indices (fast repeated ranks in evaluation)."""
-        if len(self.index) > MATRIX_ROWS_MAX:
+        if len(self.index) > matrix_rows_max():
             return None
         return self.index.row_vectors(np.arange(len(self.index)))
 

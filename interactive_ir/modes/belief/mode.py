@@ -90,6 +90,7 @@ class BeliefMode(OnCore):
             session.belief = b
         elif b.query is None or not np.array_equal(b.query, qrow):
             b.set_query(qrow)
+            b.grow_near(self.retriever, [qrow])  # a pooled belief: the new query's nearest rows join it
         # shown and not found: each showing costs log(overlook) (a person may look past the target); what the
         # session never shows (a benchmark's reference image) is ruled out
         shown = Counter(i for t in session.turns for i in t.shown)
@@ -124,18 +125,30 @@ class BeliefMode(OnCore):
         return rows[0], rows[1]
 
     def _apply(self, b: Belief, extra: dict) -> None:
-        """One round's evidence (`Turn.extra` of a belief round) applied to `b`."""
+        """One round's evidence (`Turn.extra` of a belief round) applied to `b`. A pooled belief (a collection
+        above the exact limit) also takes in the nearest rows of what was picked and said (`Belief.grow_near`)
+        and, when the rows outside it hold much of the probability, where they lie (`Belief.reach`)."""
         options = [i for i in extra.get("options") or () if i in self.index.row_of]
+        b.include(self.retriever, self._rows(options))  # the page's rows are covered (a replayed, pruned pool)
+        picked: list[str] = []
         if options and "relevant" in extra:
-            b.marks(self._rows(options), [options.index(i) for i in extra["relevant"] if i in options])
+            picked = [i for i in extra["relevant"] if i in options]
+            b.marks(self._rows(options), [options.index(i) for i in picked])
         elif options and "clicked" in extra:
             clicked = extra.get("clicked")
+            picked = [clicked] if clicked in options else []
             b.click(self._rows(options), options.index(clicked) if clicked in options else None)
+        near = [b.vectors[p] for p in b.positions(self._rows(picked))] if b.pool is not None else []
         answer = extra.get("answer")
         if isinstance(answer, dict) and answer.get("word"):
-            b.answer_word(self.has_word(b, str(answer["word"])), bool(answer.get("yes")))
+            word = str(answer["word"])
+            b.answer_word(self.has_word(b, word), bool(answer.get("yes")), partial(self._names, stem(word.lower())))
         if extra.get("said"):
-            b.say(*self._statement(b, extra["said"]))
+            positive, negative = self._statement(b, extra["said"])
+            b.say(positive, negative)
+            near += [positive] if positive is not None and b.pool is not None else []
+        if b.pool is not None:
+            b.reach(self.retriever, protect=self._rows(options), near=near)
 
     def has_word(self, b: Belief, word: str) -> np.ndarray:
         """Per row the belief covers: whether its stored caption names `word` (by stem; an image without a
@@ -147,6 +160,10 @@ class BeliefMode(OnCore):
         out = np.zeros(len(b.rows), bool)
         out[at] = [target in self._row_words(int(r)) for r in b.rows[at]]
         return out
+
+    def _names(self, target: str, rows: np.ndarray) -> np.ndarray:
+        """Per index row: whether its stored caption names the word stem `target` (rows joining a pool)."""
+        return np.array([target in self._row_words(int(r)) for r in rows], bool)
 
     def _row_words(self, row: int) -> frozenset:
         """The content-word stems of index row `row`'s stored caption (cached per index)."""
@@ -292,13 +309,36 @@ class BeliefMode(OnCore):
                     user_text=user_text, started_at=time.time(), answered_question=answered)
         b = self.belief_of(session)
         self._apply(b, extra)
-        posterior = b.log_posterior()  # once: the page and the round's ranking both read it
         # the page the person has just looked at is not shown again; older seen images only when very probable
-        rows, logp, n_best = b.page(self.config.k, self._rows(last.shown, strict=False), logp=posterior)
+        rows, logp, n_best = b.page(self.config.k, self._rows(last.shown, strict=False))
         turn.timings["retrieve"] = round(time.perf_counter() - t_start, 6)
         hits = [Hit(h.id, h.row, h.path, float(np.exp(lp)), h.caption)
                 for h, lp in zip(self.retriever.hits(np.exp(logp).astype(np.float32), rows), logp)]
         turn.extra.update({**extra, "learn": [h.id for h in hits[n_best:]], "kept": kept(session, extra)})
         turn.query_row = np.asarray(b.query, np.float32)
-        turn.ranking = b.ranking(len(self.index), posterior)
         return self.core.record(session, turn, hits, t_start)
+
+    # --- reading the posterior when asked (nothing per row is kept per round) -------------------------
+    def round_posterior(self, session: Session) -> tuple[Belief, np.ndarray] | None:
+        """(the belief, the log-posterior the latest round's page was drawn from): recomputed now from the
+        session's belief, the images shown before that round counting as seen; None when the latest round is
+        not a belief round. Evaluation reads the target's rank from it right after the round."""
+        last = session.last
+        if last is None or last.method != "belief" or last.kind not in KINDS:
+            return None
+        b = self.belief_of(session)
+        shown = Counter(i for t in session.turns[:-1] for i in t.shown)
+        b.set_seen(self._rows(shown, strict=False), [shown[i] for i in shown if i in self.index.row_of])
+        return b, b.log_posterior()
+
+    def target_rank(self, session: Session, row: int) -> int | None:
+        """1-based rank of index row `row` under the latest belief round's posterior (ties in its favour; a row
+        the belief does not cover after every one it does); None when the latest round is not a belief round."""
+        got = self.round_posterior(session)
+        return None if got is None else got[0].rank_of(row, got[1])
+
+    def ranking(self, session: Session) -> np.ndarray | None:
+        """A score per index row under the latest belief round's posterior (-inf outside the belief's rows),
+        computed on request (tests, analysis); None when the latest round is not a belief round."""
+        got = self.round_posterior(session)
+        return None if got is None else got[0].ranking(len(self.index), got[1])

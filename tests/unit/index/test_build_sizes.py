@@ -1,5 +1,5 @@
 """Index builds size their forward batch and decoding threads from the device (issue 30, point 6): the CPU
-keeps 32 and 2, a CUDA GPU gets larger passes and threads from the CPU count; IIR_BUILD_* and the `index`
+keeps 32 a pass and takes a decoding thread per 4 CPUs (issue 41), a CUDA GPU gets larger passes and threads from the CPU count; IIR_BUILD_* and the `index`
 flags override it. No GPU is needed: the embedder says where it runs (`device`)."""
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ def no_env(monkeypatch):
 
 
 def test_the_device_sizes_batch_and_threads():
-    assert bs.device_sizes("cpu", 64, None) == (32, 2)  # the CPU: as before, whatever the CPU count
+    assert bs.device_sizes("cpu", 2, None) == (32, 2)  # the CPU: 32 a pass, a decoding thread per 4 CPUs, 2 at least
+    assert bs.device_sizes("cpu", 16, None) == (32, 4)
+    assert bs.device_sizes("cpu", 64, None) == (32, 16) and bs.device_sizes("cpu", 200, None) == (32, 16)
     assert bs.device_sizes("mps", 8, None) == (32, 2)
     assert bs.device_sizes("cuda", 16, 80.0) == (256, 15)  # one CPU left to feed the GPU
     assert bs.device_sizes("cuda:1", 4, 8.0) == (128, 3)  # a small GPU: smaller passes
@@ -56,7 +58,7 @@ def test_a_build_on_a_gpu_embedder_takes_larger_passes(images, tmp_path):
     cpu, gpu = Counting("cpu"), Counting("cuda")
     on_cpu = build_index(BuildConfig(images=images, out=tmp_path / "cpu"), cpu)
     on_gpu = build_index(BuildConfig(images=images, out=tmp_path / "gpu"), gpu)
-    assert (on_cpu.batch_size, on_cpu.workers) == (32, 2) and max(cpu.passes) == 32
+    assert (on_cpu.batch_size, on_cpu.workers) == bs.device_sizes("cpu", bs.cpu_count(), None) and max(cpu.passes) == 32
     assert on_gpu.batch_size in (bs.CUDA_BATCH, bs.CUDA_SMALL_BATCH) and on_gpu.workers >= 2
     assert max(gpu.passes) == min(150, on_gpu.batch_size) > 32 and sum(gpu.passes) == 150
     assert on_gpu.count == on_cpu.count == 150

@@ -164,9 +164,11 @@ def test_closest_pages_by_the_belief_and_says_which_images_are_there_to_learn_fr
     assert len(turn.extra["learn"]) == max(0, 4 - max(1, 4 - engine.belief_config.explore))
     n = len(engine.index)
     seen_rows = [engine.index.row_of[i] for i in first.shown]
-    assert turn.ranking.shape == (n,) and np.isfinite(turn.ranking[seen_rows]).all()  # seen: unlikely, not ruled out
+    ranking = engine.belief_mode.ranking(s)
+    assert ranking.shape == (n,) and np.isfinite(ranking[seen_rows]).all()  # seen: unlikely, not ruled out
+    assert not hasattr(turn, "ranking")  # nothing per row is kept per round
     best = [i for i in turn.shown if i not in turn.extra["learn"]]
-    ranked = [int(r) for r in np.argsort(-turn.ranking, kind="stable") if int(r) not in seen_rows]
+    ranked = [int(r) for r in np.argsort(-ranking, kind="stable") if int(r) not in seen_rows]
     assert [engine.index.records[r].id for r in ranked[:len(best)]] == best
     none = engine.closest(s, None)
     assert not set(none.shown) & set(turn.shown)
@@ -190,9 +192,9 @@ def test_a_session_loaded_from_json_rebuilds_the_same_belief(engine):
     engine.closest(s, None)
     loaded = Session.from_json(s.to_json())
     assert loaded.belief is None and "belief" not in s.to_dict()
-    a = engine.closest(copy.deepcopy(s), s.last.shown[2])
+    a = engine.closest(sa := copy.deepcopy(s), s.last.shown[2])
     b = engine.closest(loaded, s.last.shown[2])
-    assert a.shown == b.shown and np.allclose(a.ranking, b.ranking)
+    assert a.shown == b.shown and np.allclose(engine.belief_mode.ranking(sa), engine.belief_mode.ranking(loaded))
 
 
 def test_a_belief_over_a_pool_when_the_collection_is_too_large_to_hold(tiny_index, monkeypatch):
@@ -206,8 +208,9 @@ def test_a_belief_over_a_pool_when_the_collection_is_too_large_to_hold(tiny_inde
     s = engine.new_session()
     first = engine.search_text(s, "a green triangle")
     turn = engine.closest(s, first.shown[0])
-    assert len(s.belief.rows) == 12 and len(turn.shown) == 3 and not set(turn.shown) & set(first.shown)
-    assert np.isfinite(turn.ranking).sum() == 12  # the pool; the 3 shown before this page are unlikely, not ruled out
+    rows = len(s.belief.rows)  # the pool grew with the click (nearest rows, rows along the evidence), capped
+    assert 12 <= rows <= 24 and len(turn.shown) == 3 and not set(turn.shown) & set(first.shown)
+    assert np.isfinite(engine.belief_mode.ranking(s)).sum() == rows  # the pool; the 3 shown: unlikely, not ruled out
 
 
 def test_the_closest_protocol_ranks_by_the_belief_the_clicks_make(tiny_index):
@@ -254,13 +257,13 @@ def test_ties_count_in_the_targets_favour_in_the_retriever_and_the_belief(tiny_i
     scores = retriever.all_scores(qrow)
     tied = int(np.sum(scores == scores[row]))
     assert retriever.rank_of(qrow, target) == int(np.sum(scores > scores[row])) + 1
-    ranking = np.zeros(len(retriever.index))  # every image tied with the target
+    b = Belief.over(retriever, qrow, BeliefConfig())
+    assert b.rank_of(row, np.zeros(len(b.rows))) == 1 and tied >= 1  # every image tied with the target
 
     class _Turn:
         query_row = None
         shown: list = []
 
-    _Turn.ranking = ranking
     q = Query(qid="q", target=target, description="x")
-    rank = _row_rank(_Turn(), q, retriever, None, RunConfig(progress=False))[1]
-    assert rank == 1 and tied >= 1
+    rank = _row_rank(_Turn(), q, retriever, None, RunConfig(progress=False), b.rank_of(row, np.zeros(len(b.rows))))[1]
+    assert rank == 1

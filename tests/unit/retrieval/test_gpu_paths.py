@@ -271,6 +271,11 @@ def test_a_search_that_finds_the_matrix_dropped_after_its_check_goes_to_the_cpu(
 
 
 # --- ZeroGPU --------------------------------------------------------------------------------------------
+def _web_stack() -> None:
+    """Skip a test that needs the page (gradio): a GPU machine may hold only the search stack."""
+    pytest.importorskip("gradio", reason="gradio not installed (web stack)")
+
+
 @pytest.fixture
 def fake_spaces(monkeypatch):
     """The fake `spaces`, loaded in this process (which holds torch already) and announced as ZeroGPU."""
@@ -291,6 +296,8 @@ def test_the_fake_spaces_refuses_a_process_that_imported_torch_first():
 
 def test_app_imports_spaces_before_anything_touches_cuda(tmp_path):
     from iir_testutils import build_tiny
+
+    _web_stack()  # `app` builds the page
 
     build_tiny(tmp_path)
     code = ("import sys, app\n"
@@ -348,6 +355,7 @@ def test_on_zero_gpu_models_take_slots_and_queries_do_not(fake_spaces):
 
 
 def test_the_page_wraps_no_search_in_a_gpu_slot(fake_spaces, tiny_index):
+    _web_stack()
     from interactive_ir.engine import build_engine
     from interactive_ir.ui.events import page_context
 

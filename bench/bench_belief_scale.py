@@ -1,0 +1,187 @@
+"""Per-turn cost of the belief at 100k, 1M and (estimated) 10M rows on this CPU. Issue 41, deliverable 3.
+
+For each --sizes, bench_turn's synthetic collection (seeded unit 512-d image + caption vectors, word captions,
+the fake embedder) written as an index of --kind (default ivf-pq, trained on a sample; kept in --work to be
+reused), and sessions of one description then rounds of the page's actions (a click, a click with "but ...",
+none of these), beside paging rounds (`search_text` with every shown image hidden) in the SAME process,
+alternating by session. Printed as each size finishes: the belief's path (whole: every row, below the exact
+limit; pooled: a pool that grows with the evidence, above it), p50 / p95 ms of a belief turn and of a paging
+turn, the ratio, the time inside the index's searches, and the load average.
+
+The 10M row is an estimate, stated as such: a pooled turn is the pool's own work (bounded by pool * pool_cap
+rows, the same at any size) plus its index searches; an ivf-pq search scans nprobe of nlist lists, so its
+time grows with the codes scanned, N * nprobe / nlist (the kind's own parameters at that size). The scan
+bandwidth (codes scanned per ms) is measured from the searches at the two largest sizes measured here (a
+straight line through them: fixed cost + codes / bandwidth), and the turn at 10M is the measured turn at
+the largest size with its search time replaced by the line's value at 10M.
+
+Usage: python bench/bench_belief_scale.py [--sizes 100000,1000000] [--kind ivf-pq] [--estimate 10000000]
+       [--sessions 6] [--rounds 6] [--work DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+SAID = ("with a red kite instead of a ball", "at night", "two children and a brown dog")
+
+
+def index_of(work: Path, n: int, kind: str) -> tuple[Path, float | None]:
+    """bench_turn's synthetic collection of `n` rows as an index of `kind` (reused when there)."""
+    from bench_turn import COLOURS, DIM, PLACES, THINGS
+
+    from interactive_ir.backends.embedders import FakeEmbedder
+    from interactive_ir.index.builder import _write
+    from interactive_ir.index.store import IndexRecord
+
+    out = work / f"synthetic_{kind}_{n}"
+    try:
+        if json.loads((out / "manifest.json").read_text())["count"] == n:
+            return out, None
+    except (OSError, ValueError, KeyError):
+        shutil.rmtree(out, ignore_errors=True)
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(0)
+
+    def unit(rows):
+        x = rng.standard_normal((rows, DIM), dtype=np.float32)
+        return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float16)
+
+    img, cap = unit(n), unit(n)
+    words = [rng.integers(0, len(v), n) for v in (COLOURS, THINGS, PLACES)]
+    records = [IndexRecord(f"img{i:08d}.jpg", [f"a {COLOURS[words[0][i]]} {THINGS[words[1][i]]} on the "
+                                               f"{PLACES[words[2][i]]}"], 224, 224) for i in range(n)]
+    _write(out, work / "images", FakeEmbedder(DIM, spec=f"fake:{DIM}"), records, img, cap, 0, kind=kind)
+    return out, time.perf_counter() - t0
+
+
+class SearchClock:
+    """Wraps a retriever's `search_rows` and sums the seconds spent in it."""
+
+    def __init__(self, retriever):
+        self.seconds, self.calls, self._inner = 0.0, 0, retriever.search_rows
+        retriever.search_rows = self
+
+    def __call__(self, *a, **k):
+        t = time.perf_counter()
+        try:
+            return self._inner(*a, **k)
+        finally:
+            self.seconds += time.perf_counter() - t
+            self.calls += 1
+
+
+def play(engine, sessions: int, rounds: int, clock: SearchClock) -> tuple[list, list, list]:
+    """(belief turn seconds, paging turn seconds, search seconds inside each belief turn)."""
+    belief, paging, searching = [], [], []
+    for s in range(sessions):
+        text = f"a red dog running on the beach {s}"
+        for kind in (("belief", "paging") if s % 2 == 0 else ("paging", "belief")):
+            session = engine.new_session(hide_seen=True, ask_questions=False)
+            engine.search_text(session, text, ask=False)
+            for r in range(rounds):
+                before = clock.seconds
+                t0 = time.perf_counter()
+                if kind == "belief":
+                    shown = session.last.shown
+                    pick = None if r % 3 == 2 else shown[r % len(shown)]
+                    engine.closest(session, pick, SAID[r % len(SAID)] if r % 3 == 1 else None, ask=False)
+                    belief.append(time.perf_counter() - t0)
+                    searching.append(clock.seconds - before)
+                else:
+                    engine.search_text(session, text, kind="search", ask=False)
+                    paging.append(time.perf_counter() - t0)
+    return belief, paging, searching
+
+
+def scanned(n: int, params=None, width: int = 1024) -> float:
+    """Codes one ivf-pq search scans at `n` rows: n * nprobe / nlist, with `params` (a loaded index's, its tuned
+    nprobe) or else the kind's own choice at that size (`kinds.choose_params`)."""
+    from interactive_ir.index import kinds
+
+    params = params or kinds.choose_params("ivf-pq", n, width)
+    return n * kinds.nprobe(params) / params.nlist
+
+
+def measure(path: Path, pooled: bool, sessions: int, rounds: int) -> tuple:
+    """(belief p50 ms, p95 ms, paging p50 ms, searches p50 ms a belief turn, whether the belief was whole)."""
+    from interactive_ir.backends.embedders import FakeEmbedder
+    from interactive_ir.engine import EngineConfig, build_engine
+    from interactive_ir.index import load_index
+    from interactive_ir.retrieval.retriever import MATRIX_ROWS_ENV, Retriever
+
+    before = os.environ.get(MATRIX_ROWS_ENV)
+    if pooled:
+        os.environ[MATRIX_ROWS_ENV] = "0"  # the path above the exact limit, forced
+    try:
+        retriever = Retriever(load_index(path), FakeEmbedder(512, spec="fake:512"))
+        whole = retriever._matrix is not None  # noqa: SLF001 - read now, under the forced limit
+    finally:
+        os.environ.pop(MATRIX_ROWS_ENV, None)
+        if before is not None:
+            os.environ[MATRIX_ROWS_ENV] = before
+    engine = build_engine(retriever, config=EngineConfig(k=10, hide_seen=True))
+    engine.search_text(engine.new_session(), "warm up", ask=False)
+    clock = SearchClock(retriever)
+    belief, paging, searching = play(engine, sessions, rounds, clock)
+    return (1000 * float(np.percentile(belief, 50)), 1000 * float(np.percentile(belief, 95)),
+            1000 * float(np.percentile(paging, 50)), 1000 * statistics.median(searching), whole)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="100000,1000000")
+    ap.add_argument("--kind", default="ivf-pq")
+    ap.add_argument("--estimate", type=int, default=10_000_000, help="the size estimated from the largest two")
+    ap.add_argument("--sessions", type=int, default=6)
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--work", type=Path, default=None)
+    a = ap.parse_args(argv)
+    from interactive_ir.index import load_index
+    from interactive_ir.retrieval.retriever import matrix_rows_max
+
+    work = a.work or Path(tempfile.mkdtemp(prefix="iir_belief_scale_"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"kind {a.kind}, {a.sessions} sessions x {a.rounds} rounds per way; exact limit {matrix_rows_max():,} rows",
+          flush=True)
+    print("| rows | path | belief p50 ms | p95 | paging p50 ms | belief / paging | searches ms a turn | built s | load |\n"
+          "|---|---|---|---|---|---|---|---|---|", flush=True)
+    fit = []
+    for n in [int(x) for x in a.sizes.split(",")]:
+        path, built = index_of(work, n, a.kind)
+        for pooled in ((False, True) if n <= matrix_rows_max() else (True,)):  # below the limit: both paths
+            row = measure(path, pooled, a.sessions, a.rounds)
+            b50, b95, p50, s50, whole = row
+            print(f"| {n:,} | {'whole' if whole else 'pooled'} | {b50:.1f} | {b95:.1f} | {p50:.1f} | {b50 / p50:.2f}x "
+                  f"| {s50:.1f} | {'-' if built is None else f'{built:.0f}'} | {os.getloadavg()[0]:.1f} |", flush=True)
+            if not whole:
+                fit.append((n, scanned(n, load_index(path).params) if a.kind == "ivf-pq" else n, b50, s50))
+    if len(fit) >= 2 and a.kind == "ivf-pq":
+        (n1, c1, _, s1), (n2, c2, b2, s2) = fit[-2], fit[-1]
+        per_code = (s2 - s1) / (c2 - c1) if c2 != c1 else 0.0
+        fixed = s2 - per_code * c2
+        c10 = scanned(a.estimate)
+        s10 = fixed + per_code * c10
+        print(f"estimate at {a.estimate:,} rows (not measured): the searches scan {c10:,.0f} codes "
+              f"(measured line through {n1:,} and {n2:,}: {fixed:.1f} ms + "
+              f"{per_code * 1e6:.1f} ms per million codes); a pooled turn {b2 - s2 + s10:.1f} ms "
+              f"(the {n2:,}-row turn's {b2 - s2:.1f} ms of pool work + {s10:.1f} ms of searches)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
