@@ -28,6 +28,7 @@ import re
 import shlex
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -83,12 +84,21 @@ def this_machine() -> Machine:
 
 
 def index_answers(url: str = CPU_INDEX, timeout: float = PROBE_TIMEOUT_S) -> bool:
-    """Whether the package index at `url` serves torch's page (a simple index: <url>/torch/)."""
-    try:
-        with urllib.request.urlopen(url.rstrip("/") + "/torch/", timeout=timeout) as reply:
-            return reply.status == 200 and b"torch" in reply.read(65536)
-    except (OSError, ValueError):  # URLError, HTTPError, timeouts and refused connections are OSErrors
-        return False
+    """Whether the package index at `url` serves torch's page (a simple index: <url>/torch/) within `timeout`
+    seconds, the name look-up included (urllib's own timeout does not cover it, so the request runs in a thread)."""
+    answer: list[bool] = []
+
+    def ask() -> None:
+        try:
+            with urllib.request.urlopen(url.rstrip("/") + "/torch/", timeout=timeout) as reply:
+                answer.append(reply.status == 200 and b"torch" in reply.read(65536))
+        except (OSError, ValueError):  # URLError, HTTPError, timeouts and refused connections are OSErrors
+            answer.append(False)
+
+    thread = threading.Thread(target=ask, name="install-probe", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return bool(answer and answer[0])
 
 
 def torch_requirements(requirements: Path) -> list[str]:

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from argparse import Namespace
 from pathlib import Path
 
@@ -106,6 +107,22 @@ def test_the_probe_answers_for_an_index_that_serves_torch(local_index):
     assert not install.index_answers(local_index + "/elsewhere", timeout=5)  # a 404
     assert not install.index_answers(f"http://127.0.0.1:{_closed_port()}/whl/cpu", timeout=2)
     assert not install.index_answers("not a url", timeout=2)
+
+
+def test_the_probe_gives_up_after_its_timeout_however_the_request_hangs(monkeypatch):
+    release = threading.Event()
+
+    def hangs(*args, **kwargs):  # a name look-up that takes its time, then fails
+        release.wait(30)
+        raise OSError("Temporary failure in name resolution")
+    monkeypatch.setattr(install.urllib.request, "urlopen", hangs)
+    start = time.monotonic()
+    assert not install.index_answers("https://download.example/whl/cpu", timeout=0.3)
+    assert time.monotonic() - start < 5
+    release.set()
+    for thread in threading.enumerate():
+        if thread.name == "install-probe":
+            thread.join(5)
 
 
 # --- the requirement lines taken from the CPU index ---
