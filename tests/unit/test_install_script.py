@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-from argparse import Namespace
 from pathlib import Path
 
 import pytest
@@ -23,10 +22,6 @@ _spec.loader.exec_module(install)
 
 LINUX = install.Machine("Linux", "x86_64", gpu=False)
 LINUX_GPU = install.Machine("Linux", "x86_64", gpu=True)
-
-
-def _args(**kw) -> Namespace:
-    return Namespace(**{"tests": False, "dry_run": True, "cpu": False, "gpu": False, **kw})
 
 
 # --- the GPU check ---
@@ -152,7 +147,7 @@ def _commands(lines: list[str]) -> list[str]:
 
 
 def test_without_a_gpu_torch_comes_from_the_cpu_index_first(capsys):
-    rc, lines = _printed(capsys, LINUX, ["--dry-run", "--tests"], probe=lambda: True)
+    rc, lines = _printed(capsys, LINUX, ["--dry-run", "--tests"], probe=lambda url: url == install.CPU_INDEX)
     cmds = _commands(lines)
     assert rc == 0 and len(cmds) == 3, lines
     assert cmds[0].endswith(f"--index-url {install.CPU_INDEX}") and " torch torchvision " in cmds[0], cmds[0]
@@ -163,7 +158,7 @@ def test_without_a_gpu_torch_comes_from_the_cpu_index_first(capsys):
 
 
 def test_with_a_gpu_or_elsewhere_torch_comes_from_pypi_and_the_probe_is_not_asked(capsys):
-    def probe():
+    def probe(url):
         raise AssertionError("the CPU index is probed only where its build is wanted")
     for machine, reason in [(LINUX_GPU, "an NVIDIA GPU is there"), (install.Machine("Darwin", "arm64", False),
                                                                     "right build on Darwin arm64")]:
@@ -175,20 +170,19 @@ def test_with_a_gpu_or_elsewhere_torch_comes_from_pypi_and_the_probe_is_not_aske
 
 
 def test_an_unreachable_cpu_index_is_one_line_and_pypis_build(capsys):
-    rc, lines = _printed(capsys, LINUX, ["--dry-run"], probe=lambda: False)
+    rc, lines = _printed(capsys, LINUX, ["--dry-run"], probe=lambda url: False)
     assert rc == 0
     said = [line for line in lines if install.CPU_INDEX in line]
     assert len(said) == 1 and "cannot be reached" in said[0] and "5.5 GB" in said[0], lines
     assert not any("--index-url" in c for c in _commands(lines)), lines
 
 
-def test_the_probe_decides_against_a_local_index(capsys, local_index, monkeypatch):
-    monkeypatch.setattr(install, "CPU_INDEX", local_index + "/whl/cpu")
-    rc, lines = _printed(capsys, LINUX, ["--dry-run"], probe=lambda: install.index_answers(install.CPU_INDEX, 5))
+def test_the_probe_decides_against_a_local_index(capsys, local_index):
+    rc, lines = _printed(capsys, LINUX, ["--dry-run", "--cpu-index", f"{local_index}/whl/cpu"], install.index_answers)
     assert rc == 0 and f"--index-url {local_index}/whl/cpu" in _commands(lines)[0], lines
-    monkeypatch.setattr(install, "CPU_INDEX", local_index + "/gone")
-    _, lines = _printed(capsys, LINUX, ["--dry-run"], probe=lambda: install.index_answers(install.CPU_INDEX, 5))
-    assert "cannot be reached" in lines[0] and not any("--index-url" in c for c in _commands(lines)), lines
+    _, lines = _printed(capsys, LINUX, ["--dry-run", "--cpu-index", f"{local_index}/gone"], install.index_answers)
+    assert f"{local_index}/gone cannot be reached" in lines[0], lines
+    assert not any("--index-url" in c for c in _commands(lines)), lines
 
 
 def test_gpu_and_cpu_flags_exclude_each_other():
