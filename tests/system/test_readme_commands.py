@@ -1,6 +1,7 @@
 """Every command on the README's first screen runs (issue 39), as a dry run where the real one takes minutes or
 serves forever: `pip install X` as `pip install --dry-run X` (the requirement files resolve against the installed
-packages: one missing from the environment makes pip want to install it, and the test says which), `python app.py`
+packages: one missing from the environment makes pip want to install it, and the test says which),
+`python scripts/install.py` as its `--dry-run`, each pip command it prints then as `pip install --dry-run`, `python app.py`
 as `python app.py --help`, `python -m pytest ...` as `--collect-only`, a script as `--help`, and `apt-get install
 PKG` as "PKG is installed" (.ci/run installs it). A command of another shape fails the test until it is mapped
 here. CI runs the README's test command itself, from the README's text (`.ci/run`, scripts/readme_commands.py)."""
@@ -35,14 +36,25 @@ def _run(argv: list[str], timeout: int = 600) -> subprocess.CompletedProcess:
     return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
+def _pip_would_install_nothing(args: list[str], part: str) -> None:
+    r = _run([sys.executable, "-m", "pip", "install", "--dry-run", "--disable-pip-version-check", *args])
+    assert r.returncode == 0, r.stderr[-2000:]
+    wanted = re.findall(r"Would install (.*)", r.stdout)
+    assert not wanted, f"`{part}` would install what this environment lacks: {wanted}"
+
+
 @pytest.mark.parametrize("part", PARTS)
 def test_each_command_of_the_first_screen_runs(part):
     argv = shlex.split(part)
     if argv[:2] == ["pip", "install"]:
-        r = _run([sys.executable, "-m", "pip", "install", "--dry-run", "--disable-pip-version-check", *argv[2:]])
-        assert r.returncode == 0, r.stderr[-2000:]
-        wanted = re.findall(r"Would install (.*)", r.stdout)
-        assert not wanted, f"`{part}` would install what this environment lacks: {wanted}"
+        _pip_would_install_nothing(argv[2:], part)
+    elif argv[:2] == ["python", "scripts/install.py"]:
+        r = _run([sys.executable, *argv[1:], "--dry-run"], timeout=60)
+        pips = [shlex.split(line.strip()[2:]) for line in r.stdout.splitlines() if line.strip().startswith("$ ")]
+        assert r.returncode == 0 and pips, r.stdout[-2000:] + r.stderr[-2000:]
+        for pip in pips:
+            assert pip[:4] == [sys.executable, "-m", "pip", "install"], pip
+            _pip_would_install_nothing(pip[4:], f"{part} ({shlex.join(pip[4:])})")
     elif argv[:2] == ["apt-get", "install"]:
         missing = [p for p in argv[2:] if not p.startswith("-") and shutil.which(p) is None]
         assert not missing, f"`{part}`: {missing} not installed (apt-get install -y {' '.join(missing)})"
