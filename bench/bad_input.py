@@ -447,15 +447,28 @@ def summary(cases: list[Case]) -> str:
     return "\n".join(rows)
 
 
+def _data_bytes() -> int:
+    """The process's data segment now (VmData of /proc/self/status; 0 where there is none)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 @contextlib.contextmanager
 def bounded(data_gb: float = 4.0, file_gb: float = 1.0):
-    """This process's heap and the files it writes bounded while inside (soft limits, restored after): an input
-    that makes the code read /dev/zero to its end fails with MemoryError (counted as not clean) instead of taking
-    the machine's memory or disk."""
+    """This process's heap (`data_gb` more than it holds now) and the files it writes bounded while inside (soft
+    limits, restored after): an input that makes the code read /dev/zero to its end fails with MemoryError
+    (counted as not clean) instead of taking the machine's memory or disk."""
     import resource
     import signal
 
-    limits = {resource.RLIMIT_DATA: int(data_gb * 2**30), resource.RLIMIT_FSIZE: int(file_gb * 2**30)}
+    # on top of what the process holds already (a long test run's heap is gigabytes before this starts)
+    limits = {resource.RLIMIT_DATA: _data_bytes() + int(data_gb * 2**30), resource.RLIMIT_FSIZE: int(file_gb * 2**30)}
     old = {k: resource.getrlimit(k) for k in limits}
     old_signal = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG)
     try:

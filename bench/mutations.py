@@ -125,6 +125,7 @@ MUTATIONS: tuple[Mutation, ...] = (
       "self.actions[pos[self.rows[pos] == rows]] = -np.inf", "self.actions[pos] = -np.inf",
       ("tests/unit/modes/test_belief.py", "tests/unit/modes/test_belief_evidence.py")),
     M("belief-keeps-shown", "belief update", "interactive_ir/modes/belief/mode.py",
+      "        shown = Counter(i for t in session.turns for i in t.shown)\n"
       "        b.set_seen(self._rows(shown, strict=False), [shown[i] for i in shown if i in self.index.row_of])",
       "        pass", ("tests/unit/modes/test_belief.py",)),
     M("belief-page-shows-excluded", "belief update", "interactive_ir/retrieval/belief.py",

@@ -207,8 +207,7 @@ def test_picture_questions_chosen_in_options_appear_on_the_default_page(browser,
         app.search("a dog")
         app.expect_round(1)
         pictures = page.locator("#iir-dialogue .iir-opt-pic")
-        expect(pictures.first).to_be_visible(timeout=TIMEOUT_MS)
-        assert pictures.count() >= 2
+        expect(pictures.nth(1)).to_be_visible(timeout=TIMEOUT_MS)  # at least two pictures to choose from
         expect(page.locator("#iir-dialogue")).to_contain_text("most like the picture you have in mind")
         shot(page, "picture-question")
         chosen = pictures.nth(0).get_attribute("data-id")

@@ -164,6 +164,8 @@ def test_closest_pages_by_the_belief_and_says_which_images_are_there_to_learn_fr
     assert len(turn.extra["learn"]) == max(0, 4 - max(1, 4 - engine.belief_config.explore))
     n = len(engine.index)
     seen_rows = [engine.index.row_of[i] for i in first.shown]
+    seen = s.belief.seen[s.belief.positions(seen_rows)]
+    assert (seen >= 1).all()  # the belief the page was drawn from counts each showing against it
     ranking = engine.belief_mode.ranking(s)
     assert ranking.shape == (n,) and np.isfinite(ranking[seen_rows]).all()  # seen: unlikely, not ruled out
     assert not hasattr(turn, "ranking")  # nothing per row is kept per round
