@@ -15,7 +15,7 @@ import weakref
 
 from interactive_ir.retrieval.words import content_words
 
-VOCAB_ROWS_MAX = 500_000  # indices up to this many rows get the check (one pass over their captions, once)
+VOCAB_ROWS_MAX = 200_000  # indices up to this many rows get the check (one pass over their captions, once: under a second)
 MIN_CAPTIONED = 0.9  # ... and only when at least this share of their rows have a stored caption
 
 _cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -128,6 +128,14 @@ def test_every_page_endpoint_takes_any_value(page, data, value):
     assert not why, f"{name}[{slot}] = {bad_input._label(value)}: {why}"
 
 
+def _flag_args(data, flag: str, dest: str, nargs) -> list[str]:
+    """The flag alone (a switch), with a drawn file name (an output), or with a drawn value."""
+    if nargs == 0:
+        return [flag]
+    if any(w in dest for w in OUTPUTS):
+        return [flag, data.draw(relative_names, label="name")]
+    return [flag, data.draw(flag_values, label="value")]
+
 def test_the_page_has_its_named_endpoints(page):
     """The fuzz reaches the HTTP API's names (a renamed endpoint would leave the fuzz blind to it)."""
     names = {n for n, _ in page[1]}
@@ -177,12 +185,7 @@ def test_every_flag_of_the_cli_takes_any_text(cmd, cli_fixtures, tmp_path, monke
     @given(data=st.data())
     def one(data):
         flag, dest, nargs = data.draw(st.sampled_from(flags), label="flag")
-        if nargs == 0:
-            extra = [flag]
-        elif any(w in dest for w in OUTPUTS):
-            extra = [flag, data.draw(relative_names, label="name")]
-        else:
-            extra = [flag, data.draw(flag_values, label="value")]
+        extra = _flag_args(data, flag, dest, nargs)
         argv = bad_input._base(cmd, cli_fixtures, next(runs)) + extra  # each run its own output
         why = bad_input._run_cli(argv, ok_is_clean=True)
         if why:
@@ -235,12 +238,7 @@ def test_every_flag_of_the_other_commands_takes_any_text(cmd, tmp_path, monkeypa
     @given(data=st.data())
     def one(data):
         base, flag, dest, nargs = data.draw(st.sampled_from(cases), label="flag")
-        if nargs == 0:
-            extra = [flag]
-        elif any(w in dest for w in OUTPUTS):
-            extra = [flag, data.draw(relative_names, label="name")]
-        else:
-            extra = [flag, data.draw(flag_values, label="value")]
+        extra = _flag_args(data, flag, dest, nargs)
         why = bad_input._run_cli(base + extra, ok_is_clean=True)
         if why:
             failures.append(f"{' '.join(base[:2])} {flag} {bad_input._label(extra[-1])}: {why}")
