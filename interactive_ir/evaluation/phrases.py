@@ -339,15 +339,43 @@ def _before_prep(text: Text, q: list[str], subject: set[str], order: list[int]) 
 
 
 def _else_phrase(text: Text, order: list[int]) -> str | None:
-    """A person, animal or vehicle the knowledge names other than the first one it names (what a person adds
-    to "what else is in the picture?"); None when it names one kind only."""
+    """What a person adds to "what else is in the picture?": a person, animal or vehicle the knowledge names
+    other than the first one it names, else the first thing the description (the first caption: what the user
+    said) leaves out ("a rope", "plastic shovels"); None when the knowledge names nothing more."""
     keys = {root(w) for w in _ACTORS | CATEGORIES["vehicle"]}
     spots = text.occurrences(keys, order)
-    if not spots:
-        return None
-    first = text.roots[spots[0][0]][spots[0][1]]
-    other = [(ci, p) for ci, p in spots if text.roots[ci][p] != first and not _same_kind(text.roots[ci][p], first)]
-    return _noun_phrase(text.toks[other[0][0]], other[0][1]) if other else None
+    if spots:
+        first = text.roots[spots[0][0]][spots[0][1]]
+        other = [(ci, p) for ci, p in spots if text.roots[ci][p] != first and not _same_kind(text.roots[ci][p], first)]
+        if other:
+            return _noun_phrase(text.toks[other[0][0]], other[0][1])
+    return _unsaid_thing(text, order)
+
+
+_BEFORE_THING = _ARTICLES | _POSSESSIVE | frozenset(NUMBERS) | frozenset({"with", "some"})
+
+
+def _unsaid_thing(text: Text, order: list[int]) -> str | None:
+    """The first thing a caption after the first names that the first caption does not: a noun (not a verb,
+    colour, place word or function word) after an article, a possessive, a number, "with" or a modifier, at
+    the end of its phrase ("a rope", "sunglasses", "winter coats")."""
+    said = set(text.roots[0]) if text.roots else set()
+    for ci in order:
+        if ci == 0:
+            continue
+        ts, rs = text.toks[ci], text.roots[ci]
+        for p, t in enumerate(ts):
+            if (t in STOP or t in PUNCT or t in COLOURS or _is_verb(t) or rs[p] in said or len(t) < 3
+                    or not t.isalpha() or t in PLACES or t in _LOOKS or t in PLACE_PREPS or rs[p] in _RELATION_KEYS
+                    or t.endswith(("ed", "ly")) or t in NUMBERS):
+                continue
+            before = ts[p - 1] if p else ""
+            after = ts[p + 1] if p + 1 < len(ts) else "."
+            two_before = ts[p - 2] if p > 1 else ""
+            opens = before in _BEFORE_THING or (_modifier(before) and two_before in _BEFORE_THING)
+            if opens and before not in PUNCT and (after in STOP or after in PUNCT):
+                return _noun_phrase(ts, p)
+    return None
 
 
 def _same_kind(a: str, b: str) -> bool:

@@ -79,8 +79,8 @@ class BeliefConfig:
     click_error: float = 0.1  # share of clicks (and marks) that fall on a random option: one wrong click cannot sink the target
     overlook: float = 0.01  # chance a person looks past the target on a page: each showing multiplies its probability by it
     info_depth: int = 300  # the expected information of a click or an answer is taken over this many most probable images
-    word_yes: float = 0.9  # P(yes to "Is there a dog?") when the image's caption names a dog
-    word_yes_absent: float = 0.25  # P(yes) when its caption does not (captions leave things out; answers err)
+    word_yes: float = 0.5  # P(yes to "Is there a dog?") when the image's caption names a dog (fitted on dev: 0.49)
+    word_yes_absent: float = 0.25  # P(yes) when its caption does not (captions leave things out; answers err; fitted: 0.24)
     min_information: float = 0.02  # a question whose answer is expected to tell less than this (bits) is not asked
     word_depth: int = 5000  # a yes/no answer reads the captions of this many most probable images (the rest: no word)
 

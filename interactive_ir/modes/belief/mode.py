@@ -18,6 +18,7 @@ where they inform, then yes/no on the most informative word, worded by `phrasing
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from functools import partial
@@ -43,6 +44,8 @@ SKIP = "skip"  # the turn kind of a round with no evidence but the page shown (t
 KINDS = (CLOSEST, TELL, MARKS, SKIP)
 PICTURE_OPTIONS = 4  # the pictures a picture question offers (then "none of these")
 PICTURE_DEPTH = 20  # ... chosen among this many most probable images not on the page (alike enough to compare)
+# a reply that starts with an answer and says more ("no, two bulldogs on grass"): the answer, then the rest
+_REPLY_FIRST = re.compile(r"^\s*(yes|yeah|yep|no|nope)\s*[,;:.!-]+\s*(\S.*)$", re.I | re.S)
 
 
 def kept(session: Session, extra: dict) -> list[str]:
@@ -140,11 +143,18 @@ class BeliefMode(OnCore):
             b.click(self._rows(options), options.index(clicked) if clicked in options else None)
         near = [b.vectors[p] for p in b.positions(self._rows(picked))] if b.pool is not None else []
         answer = extra.get("answer")
+        by_captions = False  # a yes/no answer read by the captions that name its word (then not also a statement)
         if isinstance(answer, dict) and answer.get("word"):
             word = str(answer["word"])
-            b.answer_word(self.has_word(b, word), bool(answer.get("yes")), partial(self._names, stem(word.lower())))
-        if extra.get("said"):
-            positive, negative = self._statement(b, extra["said"])
+            has = self.has_word(b, word)
+            b.answer_word(has, bool(answer.get("yes")), partial(self._names, stem(word.lower())))
+            by_captions = bool(has.any())
+        said = extra.get("said")
+        if by_captions:  # the answer's word is evidence by the captions; only the rest is a statement
+            b.said.update(content_words(str(answer["word"])))
+            said = answer.get("rest", "")
+        if said:
+            positive, negative = self._statement(b, said)
             b.say(positive, negative)
             near += [positive] if positive is not None and b.pool is not None else []
         if b.pool is not None:
@@ -200,14 +210,21 @@ class BeliefMode(OnCore):
     def _answer_text(self, session: Session, text: str) -> tuple[str, dict]:
         """(what `text` says about the image in mind, its `Turn.extra`): a "yes" or "no" to the pending yes/no
         question on a word is that word, or "no" and the word, and the answer itself ({"answer": {"word",
-        "yes"}}, evidence by the captions that name the word); anything else is itself."""
+        "yes", "rest"}}, evidence by the captions that name the word); so is a text that starts with one ("no,
+        two bulldogs on grass": the answer, then the rest said as well); anything else is itself."""
         word = session.last.extra.get("asked") if session.pending_question else None
-        reply = text.lower().strip(" .!")
-        if word and reply in YES:
-            return word, {"answer": {"word": word, "yes": True}}
-        if word and reply in NO:
-            return f"no {word}", {"answer": {"word": word, "yes": False}}
-        return text, {}
+        if not word:
+            return text, {}
+        whole = text.lower().strip(" .!")
+        reply = _REPLY_FIRST.match(text)
+        if whole in YES | NO:
+            yes, rest = whole in YES, ""
+        elif reply is not None:
+            yes, rest = reply.group(1).lower() in YES, reply.group(2).strip(" ,;:.!-")
+        else:
+            return text, {}
+        said = (f"{word}, {rest}" if rest else word) if yes else (f"{rest}, no {word}" if rest else f"no {word}")
+        return said, {"answer": {"word": word, "yes": yes, **({"rest": rest} if rest else {})}}
 
     def tell(self, session: Session, text: str) -> Turn:
         """What the user says about the image in mind: an answer to the pending question ("yes" / "no" to a

@@ -15,7 +15,7 @@ import numpy as np
 
 from interactive_ir.core.session import Session
 from interactive_ir.core.steps import QuestionStep
-from interactive_ir.modes.belief.phrasing import QUALITIES, VERBS, yes_no_question
+from interactive_ir.modes.belief.phrasing import NOT_VERBS, QUALITIES, VERBS, yes_no_question
 from interactive_ir.retrieval.belief import BeliefConfig, word_information
 from interactive_ir.retrieval.words import STEERING, content_words, surface_words
 from interactive_ir.types import Option, Question
@@ -56,9 +56,22 @@ class QuestionContext:
     config: BeliefConfig = field(default_factory=BeliefConfig)
 
 
+def _said_about(said: frozenset, about: frozenset | None) -> bool:
+    """Whether the user already named what an open question asks about (a place, an action, a colour, a
+    person): its answer would mostly repeat it ("Where was the picture taken?" after "... on a beach")."""
+    if about is None:
+        return False
+    if about is ACTIONS:
+        return any(w in ACTIONS or (len(w) > 4 and w.endswith("ing") and w not in NOT_VERBS) for w in said)
+    return bool(said & about)
+
+
 def _open_informs(ctx: QuestionContext, about: frozenset | None) -> bool:
-    """Whether an open question's answer can move the belief: at least two words it is about, not said yet,
-    each in captions holding `OPEN_SPREAD` of the probability (the answer then tells them apart)."""
+    """Whether an open question's answer can move the belief: the user has not named what it asks about yet,
+    and at least two words it is about, not said yet, are each in captions holding `OPEN_SPREAD` of the
+    probability (the answer then tells them apart)."""
+    if _said_about(ctx.said, about):
+        return False
     mass: dict[str, float] = {}
     for weight, caption in zip(ctx.p, ctx.captions):
         for w in content_words(caption or ""):

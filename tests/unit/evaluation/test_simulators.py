@@ -444,6 +444,13 @@ def test_make_user_kinds(tiny_index):
     ("What colours stand out?", ["A boy jumps off a rock in the forest"], "not sure"),
     ("What else is in the picture?", ["A woman is guiding a brown dog around an obstacle course"], "a brown dog"),
     ("What else is in the picture?", ["A boy jumps off a rock in the forest"], "not sure"),
+    # "else": what the description (the first caption, what the user said) leaves out
+    ("What else is in the picture?", ["A woman climbs up a mountain .", "She holds on to a rope on a mountain ."],
+     "a rope"),
+    ("What else is in the picture?", ["A man poses outside of some buildings .",
+                                      "A man with sunglasses on his head is standing by signs ."], "sunglasses"),
+    ("What else is in the picture?", ["A woman with a rope climbs up a mountain .",
+                                      "She holds on to a rope on a mountain ."], "not sure"),
 ])
 def test_the_belief_s_own_questions_get_the_answers_a_person_would_give(question, knowledge, expected):
     """The page's questions "Are there people ...?", "What colours stand out?" and "What else is in the

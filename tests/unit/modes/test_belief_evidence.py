@@ -136,7 +136,12 @@ def test_belief_questions_are_open_ones_that_inform_then_yes_or_no_on_a_splittin
     no = engine.tell(copy.deepcopy(s), "No.")
     assert yes.extra["said"] == word and no.extra["said"] == f"no {word}"
     other = engine.tell(copy.deepcopy(s), "it is green")
-    assert other.extra["said"] == "it is green"
+    assert other.extra["said"] == "it is green" and "answer" not in other.extra
+    mixed = engine.tell(copy.deepcopy(s), "No, it is green")  # the answer first, then more said
+    assert mixed.extra["answer"] == {"word": word, "yes": False, "rest": "it is green"}
+    assert mixed.extra["said"] == f"it is green, no {word}"
+    assert "answer" not in engine.tell(copy.deepcopy(s), "not sure").extra
+    assert "answer" not in engine.tell(copy.deepcopy(s), "no dogs here").extra  # a statement, not an answer
     asked = [word]  # a yes/no question is never asked twice about the same word
     for _ in range(3):
         engine.tell(s, "yes")
@@ -302,3 +307,51 @@ def test_picture_options_are_the_most_informative_display_among_the_probable_ima
     for _ in range(20):  # no random display of as many probable images tells more
         other = rng.choice(cand, size=len(chosen), replace=False)
         assert b.click_information(other, logp) <= info + 1e-9
+
+
+def test_an_open_question_is_not_asked_about_what_the_user_already_named():
+    """"Where was the picture taken?" after a description that names a place (or "What is happening?" after
+    one that says what someone does) would draw back the description's own words: it is skipped, and asked
+    when the user has not named one."""
+    from interactive_ir.modes.belief.questions import PLACES, QuestionContext, next_question
+
+    captions = ["a dog runs on the beach", "a dog runs in the park", "a dog sits in the snow", "a cat in a field"]
+    p = np.array([0.4, 0.3, 0.2, 0.1])
+    from interactive_ir.core.session import Turn
+
+    session = Session(turns=[Turn(round=0, kind="describe", shown=["x"])])
+
+    def asked(said):
+        ctx = QuestionContext(captions, p, frozenset(said))
+        return next_question(session, lambda _: ctx).question.text
+
+    assert asked({"dog"}) == "What is happening in the picture?"
+    assert asked({"dog", "run"}) == "Where was the picture taken?"
+    assert asked({"dog", "running"}) == "Where was the picture taken?"
+    assert "beach" in PLACES and asked({"dog", "run", "beach"}) != "Where was the picture taken?"
+
+
+def test_a_yes_or_no_the_captions_can_read_is_evidence_by_them_only(tiny_index):
+    """A yes to "Is there a ...?" on a word some stored captions name moves the belief by the caption term
+    alone (P(yes | the caption names it) = word_yes, else word_yes_absent), not also as a statement of the word
+    (the two would count one answer twice); the word still counts as said."""
+    engine = build_engine(tiny_index[0], config=EngineConfig(k=1))
+    s = engine.new_session(belief=True)
+    engine.search_text(s, "a shape")
+    for _ in range(8):  # past the open questions
+        q = s.question
+        if q is not None and q.kind == "yesno":
+            break
+        engine.tell(s, "not sure")
+    assert s.question is not None and s.question.kind == "yesno"
+    word = s.last.extra["asked"]
+    mode = engine.belief_mode
+    before = copy.deepcopy(mode.belief_of(s))
+    has = mode.has_word(before, word)
+    assert has.any()
+    engine.tell(s, "yes")
+    expected = copy.deepcopy(before)
+    expected.answer_word(has, True)
+    after = mode.belief_of(s)
+    assert np.allclose(after.actions, expected.actions) and np.allclose(after.text, expected.text)
+    assert word in after.said and not np.allclose(after.actions, before.actions)
