@@ -95,8 +95,10 @@ def make_row(name: str, overlook: float = 0.2) -> Row:
 # --- data, index, hard targets ------------------------------------------------------------------------------
 
 
-def write_split(data: Path, split: str, n: int, out: Path) -> None:
-    """The first `n` images of `split`: images linked, caption 0 to index, caption 1 described, 2-4 known."""
+def write_split(data: Path, split: str, n: int, out: Path, rotate: int = 0) -> None:
+    """The first `n` images of `split`: images linked, caption 0 to index, caption 1 described, 2-4 known
+    (with `rotate` r: caption r indexed, r + 1 described, the other three known; each image's five captions
+    taken round)."""
     rows = [json.loads(line) for line in open(data / "captions.jsonl", encoding="utf-8") if line.strip()]
     rows = [r for r in rows if r.get("split") == split][:n]
     if not rows:
@@ -108,9 +110,10 @@ def write_split(data: Path, split: str, n: int, out: Path) -> None:
             link.parent.mkdir(parents=True, exist_ok=True)
             if not link.exists():
                 os.symlink((data / "images" / r["image"]).resolve(), link)
-            f.write(json.dumps({"image": r["image"], "caption": r["captions"][0]}) + "\n")
-            q.write(json.dumps({"target": r["image"], "description": r["captions"][1],
-                                "captions": r["captions"][2:]}) + "\n")
+            caps = list(r["captions"])
+            caps = caps[rotate % len(caps):] + caps[:rotate % len(caps)]
+            f.write(json.dumps({"image": r["image"], "caption": caps[0]}) + "\n")
+            q.write(json.dumps({"target": r["image"], "description": caps[1], "captions": caps[2:]}) + "\n")
 
 
 def build_index(work: Path, embedder: str) -> Path:
@@ -224,6 +227,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--judges", default="words,bm25", help="comma-separated --user-similarity judges")
     ap.add_argument("--protocols", default=",".join(DEFAULT_ROWS), help="comma-separated rows (see the docstring)")
     ap.add_argument("--split", default="dev", help="dev (tuning) or train (the 'other photos' check)")
+    ap.add_argument("--rotate", type=int, default=0, help="caption roles: caption R indexed, R+1 described, the "
+                    "others known (0: as found-vs-paging; 1-4 give other hard targets of the same images)")
     ap.add_argument("--overlook", type=float, default=0.2, help="the overlook rate of the @overlook rows (0.2)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("-k", type=int, default=10)
@@ -244,9 +249,9 @@ def main(argv=None) -> int:
     rows = [make_row(b, args.overlook) for b in {r.baseline for r in rows if r.baseline}
             if b not in {r.name for r in rows}] + rows  # a row's baseline runs too
     work = args.work or Path(tempfile.mkdtemp(prefix="iir_bench_clicks_"))
-    work = work / f"{args.split}-{args.n}"
+    work = work / (f"{args.split}-{args.n}" + (f"-r{args.rotate}" if args.rotate else ""))
     t0 = time.perf_counter()
-    write_split(args.data, args.split, args.n, work)
+    write_split(args.data, args.split, args.n, work, args.rotate)
     retriever = open_retriever(build_index(work, args.embedder), None, args.k)
     queries = hard_queries(read_queries(work / "queries.jsonl"), retriever, work / "round0", args.k)
     targets = [q.target for q in queries]
