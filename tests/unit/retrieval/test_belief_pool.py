@@ -56,11 +56,14 @@ def test_a_row_that_joins_later_is_scored_as_if_it_had_been_there(both):
     part.rule_out([int(np.setdiff1d(full.rows, part.rows)[0])])
     full.rule_out(sorted(part.pool.ruled))
     assert part.include(pooled, full.rows) == len(full.rows) - 8
-    assert np.array_equal(part.rows, full.rows)
-    assert np.allclose(part.text, full.text) and np.array_equal(np.isfinite(part.actions), np.isfinite(full.actions))
+    at = part.positions(full.rows)  # a pool's rows are in the order they joined
+    assert np.array_equal(np.sort(part.rows), full.rows) and np.array_equal(part.rows[at], full.rows)
+    assert np.allclose(part.text[at], full.text)
+    assert np.array_equal(np.isfinite(part.actions[at]), np.isfinite(full.actions))
     live = np.isfinite(full.actions)  # equal up to the float32 cosines (one length for near-unit rows: `cosines`)
-    assert np.allclose(part.actions[live], full.actions[live], atol=1e-3)
-    assert np.allclose(part.log_posterior()[live], full.log_posterior()[live], atol=1e-3)
+    assert np.allclose(part.actions[at][live], full.actions[live], atol=1e-3)
+    assert np.allclose(part.log_posterior()[at][live], full.log_posterior()[live], atol=1e-3)
+    assert np.array_equal(part.vectors[at], full.vectors)
 
 
 def test_the_rest_holds_the_share_of_the_rows_outside_the_pool(both):
@@ -134,7 +137,7 @@ def test_a_search_that_fails_leaves_the_pool_and_says_so_once(both, caplog):
     class Failing:
         index = pooled.index
 
-        def search_rows(self, *a, **k):
+        def candidate_rows(self, *a, **k):
             raise IIRError("the store is gone")
 
     with caplog.at_level(logging.WARNING, logger="interactive_ir.retrieval.belief"):
