@@ -205,10 +205,18 @@ class Belief:
 
     # --- building ----------------------------------------------------------------------------------
     @classmethod
-    def over(cls, retriever, qrow: np.ndarray, config: BeliefConfig, allow: np.ndarray | None = None) -> Belief:
+    def over(cls, retriever, qrow: np.ndarray, config: BeliefConfig, allow: np.ndarray | None = None,
+             device=None) -> Belief:
         """A belief with `qrow` as its text evidence, over the whole collection when the retriever keeps a
-        matrix of it, else over the `config.pool` best rows for `qrow` (among the `allow`ed rows: a search's
-        filters, so that a narrow filter on a large collection still leaves a pool to choose from)."""
+        matrix of it (or `device`, a `belief_device.BeliefDevice`, holds every row on a GPU: whatever the
+        collection's size), else over the `config.pool` best rows for `qrow` (among the `allow`ed rows: a
+        search's filters, so that a narrow filter on a large collection still leaves a pool to choose from).
+        `belief_device.DeviceFull` when the device fills up meanwhile."""
+        on_device = device.rows() if device is not None else None
+        if on_device is not None:
+            b = cls(np.arange(len(on_device)), on_device, config, norms=device.norms(on_device))
+            b.set_query(qrow)
+            return b
         matrix, norms = retriever._matrix, retriever.matrix_norms  # noqa: SLF001 - its float32 copy (None above its limit)
         if matrix is not None:
             rows, vectors = np.arange(len(matrix)), matrix
