@@ -169,3 +169,61 @@ def test_each_round_the_pool_reaches_the_rows_the_whole_evidence_favours(both):
     assert not set(best.tolist()) <= set(part.rows.tolist())  # out of the first pool
     part.reach(pooled)
     assert set(best.tolist()) <= set(part.rows.tolist())
+
+
+def test_rows_join_and_leave_in_place_and_every_lookup_follows_them(both):
+    """A pool's rows are in the order they joined (their vectors in one buffer; leaving rows' places are filled
+    by the last ones): each row keeps its own vector and terms, and lookups by index row (positions, seen,
+    ruled out, a page's exclusions, ranks) find it wherever it sits."""
+    whole, pooled = both
+    cfg = BeliefConfig(pool=6, pool_grow=0.0, pool_probe=0)
+    q = _q(whole, "a red square")
+    b = Belief.over(pooled, q, cfg)
+    b.include(pooled, [39, 2, 30, 17, 25, 8, 33])
+    b.evict(9, protect=[39])
+    assert not np.all(np.diff(b.rows) > 0)  # not ascending: joined at the end, holes filled from the end
+    assert np.array_equal(b.vectors, pooled.index.row_vectors(b.rows))
+    assert np.allclose(b.text, (b.vectors @ q) / cfg.text_temperature)
+    row = int(b.rows[-1])
+    b.set_seen([row])
+    b.rule_out([int(b.rows[0])])
+    assert b.positions([row])[0] == len(b.rows) - 1 and b.seen[-1] == 1 and b.actions[0] == -np.inf
+    logp = b.log_posterior()
+    best = int(b.rows[np.argmax(logp)])
+    assert b.rank_of(best, logp) == 1 and best not in b.page(3, [best])[0].tolist()
+    assert b.rank_of(10_000, logp) == np.isfinite(logp).sum() + 1
+
+
+def test_a_copy_keeps_its_rows_when_the_other_grows_or_shrinks(both):
+    """A copy (a tab's work on a copy of its session) shares the pool's buffer until either changes it."""
+    import copy
+
+    whole, pooled = both
+    b = Belief.over(pooled, _q(whole, "a red square"), BeliefConfig(pool=6, pool_grow=0.0, pool_probe=0))
+    b.include(pooled, [1, 2, 3])
+    c = copy.deepcopy(b)
+    rows, vectors = c.rows.copy(), c.vectors.copy()
+    b.evict(4)
+    b.include(pooled, np.arange(20, 40))
+    assert np.array_equal(c.rows, rows) and np.array_equal(c.vectors, vectors)
+    c.include(pooled, [30, 31])
+    assert np.array_equal(c.vectors, pooled.index.row_vectors(c.rows))
+    assert np.array_equal(b.vectors, pooled.index.row_vectors(b.rows))
+
+
+def test_a_rounds_searches_are_one_batched_search(both, monkeypatch):
+    """`reach` asks the index once for every query row of the round (picked, said, the evidence's direction);
+    the batched search finds what single searches find; with filters each row is searched within them."""
+    whole, pooled = both
+    calls = []
+    inner = pooled.candidate_rows
+    monkeypatch.setattr(pooled, "candidate_rows", lambda q, k, allow=None: calls.append(len(q)) or inner(q, k, allow))
+    b = Belief.over(pooled, _q(whole, "a red square"), BeliefConfig(pool=6, pool_grow=0.5, pool_cap=4.0))
+    calls.clear()
+    b.reach(pooled, near=[b.vectors[0], _q(whole, "blue circle")])
+    assert calls == [3]
+    qs = np.stack([_q(whole, "a red square"), _q(whole, "a blue circle")])
+    batch = pooled.candidate_rows(qs, 5)
+    assert [r.tolist() for r in batch] == [pooled.search_rows(q, 5)[1].tolist() for q in qs]  # exact kind: same
+    allow = np.arange(0, 40, 2)
+    assert all(set(r.tolist()) <= set(allow.tolist()) for r in pooled.candidate_rows(qs, 5, allow=allow))
