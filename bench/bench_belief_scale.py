@@ -265,23 +265,28 @@ def device_path(path: Path, sessions: int, rounds: int) -> dict:
             "returned_per_row": statistics.mean(returned) / n}
 
 
-def gpu_model(check: dict, sizes: list[int], bandwidth: float, link: float) -> None:
+def gpu_model(checks: list[dict], sizes: list[int], bandwidth: float, link: float) -> None:
     """Print the GPU path's modelled turn at each size (a MODEL, not a measurement): the device reads the fp16
     matrix once per product over every row (products per turn as measured by `device_path`) at `bandwidth`
-    bytes/s, the products' results cross to the host at `link` bytes/s, and the host's per-row update costs
-    what it cost per row here (`device_path`, this CPU). The floor: the fp16 matrix read once at `bandwidth`."""
-    per_row_host = check["host_ms"] / check["rows"]
-    print(f"GPU path, a MODEL (not measured): {check['products']:.2f} products over every row a turn and "
-          f"{check['returned_per_row']:.0f} bytes a row back to the host (measured on the code path, "
-          f"{check['rows']:,} rows on torch's CPU tensors: turn {check['turn_ms']:.1f} ms, of which "
-          f"{check['host_ms']:.1f} ms the host's per-row update), {check['width']}-wide fp16 rows, device "
-          f"{bandwidth / 1e12:.1f} TB/s, link {link / 1e9:.0f} GB/s, host update {per_row_host * 1e6:.1f} ms per "
-          "million rows (this CPU)", flush=True)
+    bytes/s, the products' results cross to the host at `link` bytes/s, and the host's update costs what it
+    cost here: the line through the `device_path` checks (fixed ms + ms per row, this CPU). The floor: the fp16
+    matrix read once at `bandwidth`."""
+    (n1, h1), (n2, h2) = [(c["rows"], c["host_ms"]) for c in (checks[0], checks[-1])]
+    per_row = (h2 - h1) / (n2 - n1) if n2 != n1 else h2 / n2
+    fixed = h2 - per_row * n2
+    last = checks[-1]
+    print(f"GPU path, a MODEL (not measured): {last['products']:.2f} products over every row a turn and "
+          f"{last['returned_per_row']:.0f} bytes a row back to the host (counted on the code path run on torch's "
+          "CPU tensors: " + "; ".join(f"{c['rows']:,} rows: turn {c['turn_ms']:.1f} ms, {c['host_ms']:.1f} ms of it "
+                                      "outside the products" for c in checks) +
+          f"), {last['width']}-wide fp16 rows, device {bandwidth / 1e12:.1f} TB/s, link {link / 1e9:.0f} GB/s, the "
+          f"host's update {fixed:.1f} ms + {per_row * 1e6:.1f} ms per million rows (the line through those, this CPU)",
+          flush=True)
     print("| rows | device reads ms | link ms | host update ms | modelled turn ms | floor ms (matrix once) | turn / floor |\n"
           "|---|---|---|---|---|---|---|", flush=True)
     for n in sizes:
-        floor = 1000 * n * check["width"] * 2 / bandwidth
-        dev, wire, host = check["products"] * floor, 1000 * n * check["returned_per_row"] / link, per_row_host * n
+        floor = 1000 * n * last["width"] * 2 / bandwidth
+        dev, wire, host = last["products"] * floor, 1000 * n * last["returned_per_row"] / link, fixed + per_row * n
         turn = dev + wire + host
         print(f"| {n:,} | {dev:.2f} | {wire:.2f} | {host:.1f} | {turn:.1f} | {floor:.2f} | {turn / floor:.1f}x |",
               flush=True)
@@ -297,8 +302,8 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path, default=None)
     ap.add_argument("--gpu-model", default="1000000,10000000,30000000",
                     help="sizes of the GPU path's modelled turn ('' for none); its code path runs on the CPU first")
-    ap.add_argument("--gpu-check", type=int, default=0, help="rows of the index the GPU code path runs over on the "
-                    "CPU (default: the smallest of --sizes)")
+    ap.add_argument("--gpu-check", default="", help="sizes (two) the GPU code path runs over on the CPU, for the "
+                    "host's part of the model (default: the two smallest of --sizes)")
     ap.add_argument("--bandwidth", type=float, default=4.0e12, help="device memory bytes/s (H200: 4.0e12)")
     ap.add_argument("--link", type=float, default=5.0e10, help="device-to-host bytes/s (PCIe 5 x16: about 5e10)")
     a = ap.parse_args(argv)
@@ -338,9 +343,9 @@ def main(argv=None) -> int:
               f"measured); a pooled turn {b2 - s2 + s10:.1f} ms "
               f"(the {n2:,}-row turn's {b2 - s2:.1f} ms of pool work + {s10:.1f} ms of searches)", flush=True)
     if a.gpu_model:
-        check = device_path(index_of(work, a.gpu_check or min(int(x) for x in a.sizes.split(",")), a.kind)[0],
-                            max(1, a.sessions // 2), a.rounds)
-        gpu_model(check, [int(x) for x in a.gpu_model.split(",")], a.bandwidth, a.link)
+        sizes = sorted(int(x) for x in (a.gpu_check or a.sizes).split(","))[:2]
+        checks = [device_path(index_of(work, n, a.kind)[0], max(1, a.sessions // 2), a.rounds) for n in sizes]
+        gpu_model(checks, [int(x) for x in a.gpu_model.split(",")], a.bandwidth, a.link)
     return 0
 
 

@@ -14,6 +14,7 @@ limit is covered whole (three float64 arrays per row per session, the same every
 another checkout's engine on the same index (e.g. the commit before, to see the old growth).
 
 Usage: python bench/soak_belief.py [--size 200000] [--tabs 200] [--rounds 6] [--pooled] [--keep DIR] [--code DIR]
+       [--index DIR]
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def main(argv=None) -> int:
     ap.add_argument("--pooled", action="store_true", help="force the pooled belief (IIR_MATRIX_ROWS_MAX=0)")
     ap.add_argument("--keep", type=Path, default=None, help="build the index here and keep it (default: a temp dir)")
     ap.add_argument("--code", type=Path, default=ROOT, help="the checkout whose engine runs (default: this one)")
+    ap.add_argument("--index", type=Path, default=None, help="an index folder of the synthetic collection to use "
+                    "instead of building one (e.g. bench_belief_scale.py's ivf-pq one; --size is then its size)")
     a = ap.parse_args(argv)
     if a.pooled:
         os.environ["IIR_MATRIX_ROWS_MAX"] = "0"
@@ -65,8 +68,9 @@ def main(argv=None) -> int:
     from interactive_ir.retrieval.retriever import Retriever
 
     work = a.keep or Path(tempfile.mkdtemp(prefix="iir_soak_belief_"))
-    path, built = reuse_or_build(work / f"synthetic_{a.size}", a.size)
+    path = a.index or reuse_or_build(work / f"synthetic_{a.size}", a.size)[0]
     retriever = Retriever(load_index(path), FakeEmbedder(512, spec="fake:512"))
+    a.size = len(retriever.index)
     engine = build_engine(retriever, config=EngineConfig(k=10, hide_seen=True))
     engine.search_text(engine.new_session(), "warm up")
     print(f"code {a.code.resolve()}; {a.size:,} rows, {a.tabs} tabs, {a.rounds} rounds, "
