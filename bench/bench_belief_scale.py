@@ -59,8 +59,8 @@ def index_of(work: Path, n: int, kind: str) -> tuple[Path, float | None]:
             p = choose(*a)
             return dataclasses.replace(p, train_size=min(p.train_size, TRAIN_MAX))
 
-        writer.K = types.SimpleNamespace(**{k: getattr(kinds, k) for k in dir(kinds) if not k.startswith("__")},
-                                         choose_params=sampled)  # this build's kinds: the train sample capped
+        writer.K = types.SimpleNamespace(**{**{k: getattr(kinds, k) for k in dir(kinds) if not k.startswith("__")},
+                                            "choose_params": sampled})  # this build's kinds: the train sample capped
         writer.tune_ivf = lambda index, params, rows: tuner(index, params, rows, tune.TuneConfig(**TUNE))
         try:
             return _index_of(work, n, kind)
