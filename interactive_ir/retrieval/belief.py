@@ -465,11 +465,13 @@ class Belief:
 
     def _room(self, rows: int) -> np.ndarray:
         """The pool's vector buffer, this belief's own (not shared with a copy) and with room for `rows` rows
-        (a quarter more when it must grow, so that a round's joins rarely reallocate). The current rows stay."""
+        (a quarter more when it must grow, so that a round's joins rarely reallocate, but not past the cap and
+        an eighth: a pool never holds more than the cap and one round's joins). The current rows stay."""
         n = len(self.rows)
         if self._buf is None or self._shared or len(self._buf) < rows:
             size = max(rows, len(self._buf) if self._buf is not None else 0)
-            buf = np.empty((size + size // 4 + 64, self.vectors.shape[1]), np.float32)
+            cap = int(round(self.config.pool * self.config.pool_cap))
+            buf = np.empty((max(rows, min(size + size // 4, cap + cap // 8) + 64), self.vectors.shape[1]), np.float32)
             buf[:n] = self.vectors
             self._buf, self._shared = buf, False
         return self._buf
