@@ -124,25 +124,8 @@ class SearchClock:
     depth = 0  # > 0 inside a timed search (a fallback's `search_rows` inside `candidate_rows` counts once)
 
 
-VECTOR_FILES = ("image_emb.npy", "caption_emb.npy")  # the fp16 rows (20 GB at 10M x 1,024): what may not fit RAM
-
-
-def evict_vectors(folder: Path | None) -> None:
-    """Drop the index's fp16 vector files from the page cache (posix_fadvise DONTNEED on those files only):
-    the next reads of rows come from the disk, as at a size whose vectors do not fit in RAM."""
-    for name in VECTOR_FILES if folder is not None else ():
-        f = Path(folder) / name
-        if f.exists():
-            fd = os.open(f, os.O_RDONLY)
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
-
-
-def play(engine, sessions: int, rounds: int, clock: SearchClock, cold: Path | None = None) -> tuple[list, list, list]:
-    """(belief turn seconds, paging turn seconds, search seconds inside each belief turn); `cold`: the index
-    folder whose vectors are dropped from the page cache before every turn (`evict_vectors`)."""
+def play(engine, sessions: int, rounds: int, clock: SearchClock) -> tuple[list, list, list]:
+    """(belief turn seconds, paging turn seconds, search seconds inside each belief turn)."""
     belief, paging, searching = [], [], []
     for s in range(sessions):
         text = f"a red dog running on the beach {s}"
@@ -150,7 +133,6 @@ def play(engine, sessions: int, rounds: int, clock: SearchClock, cold: Path | No
             session = engine.new_session(hide_seen=True, ask_questions=False)
             engine.search_text(session, text, ask=False)
             for r in range(rounds):
-                evict_vectors(cold)
                 before = clock.seconds
                 t0 = time.perf_counter()
                 if kind == "belief":
@@ -174,7 +156,7 @@ def scanned(n: int, params=None, width: int = 1024) -> float:
     return n * kinds.nprobe(params) / params.nlist
 
 
-def measure(path: Path, pooled: bool, sessions: int, rounds: int, cold: bool = False) -> tuple:
+def measure(path: Path, pooled: bool, sessions: int, rounds: int) -> tuple:
     """(belief p50 ms, p95 ms, paging p50 ms, searches p50 ms a belief turn, whether the belief was whole)."""
     from interactive_ir.backends.embedders import FakeEmbedder
     from interactive_ir.engine import EngineConfig, build_engine
@@ -194,7 +176,7 @@ def measure(path: Path, pooled: bool, sessions: int, rounds: int, cold: bool = F
     engine = build_engine(retriever, config=EngineConfig(k=10, hide_seen=True))
     engine.search_text(engine.new_session(), "warm up", ask=False)
     clock = SearchClock(retriever)
-    belief, paging, searching = play(engine, sessions, rounds, clock, path if cold else None)
+    belief, paging, searching = play(engine, sessions, rounds, clock)
     return (1000 * float(np.percentile(belief, 50)), 1000 * float(np.percentile(belief, 95)),
             1000 * float(np.percentile(paging, 50)), 1000 * statistics.median(searching), whole)
 
@@ -318,8 +300,6 @@ def main(argv=None) -> int:
     ap.add_argument("--sessions", type=int, default=6)
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--work", type=Path, default=None)
-    ap.add_argument("--cold", action="store_true", help="the index's fp16 vectors dropped from the page cache before "
-                    "every turn (both ways): reads of rows come from the disk, as when they do not fit in RAM")
     ap.add_argument("--gpu-model", default="1000000,10000000,30000000",
                     help="sizes of the GPU path's modelled turn ('' for none); its code path runs on the CPU first")
     ap.add_argument("--gpu-check", default="", help="sizes (two) the GPU code path runs over on the CPU, for the "
@@ -332,15 +312,15 @@ def main(argv=None) -> int:
 
     work = a.work or Path(tempfile.mkdtemp(prefix="iir_belief_scale_"))
     work.mkdir(parents=True, exist_ok=True)
-    print(f"kind {a.kind}, {a.sessions} sessions x {a.rounds} rounds per way; exact limit {matrix_rows_max():,} rows"
-          f"{'; vectors dropped from the page cache before every turn (--cold)' if a.cold else ''}", flush=True)
+    print(f"kind {a.kind}, {a.sessions} sessions x {a.rounds} rounds per way; exact limit {matrix_rows_max():,} rows",
+          flush=True)
     print("| rows | path | belief p50 ms | p95 | paging p50 ms | belief / paging | searches ms a turn | built s | load |\n"
           "|---|---|---|---|---|---|---|---|---|", flush=True)
     fit = []
     for n in [int(x) for x in a.sizes.split(",")]:
         path, built = index_of(work, n, a.kind)
         for pooled in ((False, True) if n <= matrix_rows_max() else (True,)):  # below the limit: both paths
-            row = measure(path, pooled, a.sessions, a.rounds, a.cold)
+            row = measure(path, pooled, a.sessions, a.rounds)
             b50, b95, p50, s50, whole = row
             print(f"| {n:,} | {'whole' if whole else 'pooled'} | {b50:.1f} | {b95:.1f} | {p50:.1f} | {b50 / p50:.2f}x "
                   f"| {s50:.1f} | {'-' if built is None else f'{built:.0f}'} | {os.getloadavg()[0]:.1f} |", flush=True)
