@@ -227,3 +227,27 @@ def test_a_rounds_searches_are_one_batched_search(both, monkeypatch):
     assert [r.tolist() for r in batch] == [pooled.search_rows(q, 5)[1].tolist() for q in qs]  # exact kind: same
     allow = np.arange(0, 40, 2)
     assert all(set(r.tolist()) <= set(allow.tolist()) for r in pooled.candidate_rows(qs, 5, allow=allow))
+
+
+@pytest.mark.parametrize("kind", ["ivf-pq", "hnsw"])
+def test_the_batched_search_of_an_approximate_index_finds_each_rows_candidates(tmp_path, kind):
+    """On ivf-pq and hnsw the batched search is the index's own search with several query rows: each row's
+    candidates as one search of that row finds them before its exact re-rank (at least half of its exact top
+    10 among its 30); the calling thread's faiss thread count is left as it was."""
+    import faiss
+    from test_index_kinds import exact_top, write_index
+
+    from interactive_ir.index import kinds
+
+    r, img, cap = write_index(tmp_path / "idx", kind)
+    rng = np.random.default_rng(3)
+    qs = np.stack([r.text_query_row(img[i].astype(np.float32), 0.15) for i in rng.integers(len(img), size=3)])
+    faiss.omp_set_num_threads(1)
+    batch = r.candidate_rows(qs, 30)
+    assert faiss.omp_get_max_threads() == 1 and len(batch) == 3
+    params = kinds.search_parameters(r.index.params, 30)
+    for q, got in zip(qs, batch):
+        alone = r.index.faiss_index.search(q[None, :], 30, params=params)[1][0]
+        assert got.tolist() == alone[alone >= 0].tolist()
+        want = set(exact_top(img, cap, q, 1, [])[1].argsort()[::-1][:10].tolist())
+        assert len(want & set(got.tolist())) >= 5
