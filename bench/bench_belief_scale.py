@@ -15,8 +15,19 @@ bandwidth (codes scanned per ms) is measured from the searches at the two larges
 straight line through them: fixed cost + codes / bandwidth), and the turn at 10M is the measured turn at
 the largest size with its search time replaced by the line's value at 10M.
 
+The estimate adds the measured extra cost of finding the lists among 10M's centroids (a flat search of the
+round's query rows over nlist random centroids, at 10M's nlist against the largest measured size's).
+
+Then the GPU path (`retrieval/belief_device.py`: the belief over every row, its products on a torch matrix) as a
+MODEL, not a measurement: its code runs here on torch's CPU tensors at two sizes (--gpu-check), which counts the
+products over every row a turn and the bytes they return, and times the host's part (the turn outside those
+products: the per-row update in numpy); a turn at each --gpu-model size is modelled as those products reading
+the fp16 matrix at --bandwidth (H200: 4.0e12 bytes/s), their results crossing --link, and the host's part on the
+line through the two CPU figures, against the floor of reading the matrix once.
+
 Usage: python bench/bench_belief_scale.py [--sizes 100000,1000000] [--kind ivf-pq] [--estimate 10000000]
-       [--sessions 6] [--rounds 6] [--work DIR]
+       [--sessions 6] [--rounds 6] [--work DIR] [--gpu-model 1000000,10000000,30000000] [--gpu-check 100000,300000]
+       [--bandwidth 4.0e12] [--link 5.0e10]
 """
 
 from __future__ import annotations
