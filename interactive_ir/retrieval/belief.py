@@ -28,7 +28,11 @@ Everything is vectorised over the rows (no per-image Python). An exact index up 
 a candidate pool (`belief_pool.py`): first the `pool` best rows of the first query, then the nearest rows of
 each click, mark and statement join it (scored by the evidence so far), the least probable never-shown rows
 leave it over `pool * pool_cap` rows, and the rows outside it keep an explicit, estimated share of the
-probability (`rest_share`), which brings their most probable region into the pool when it grows large.
+probability (`rest_share`), which brings their most probable region into the pool when it grows large. A
+round's searches for the pool are one index search (`Retriever.candidate_rows`), and the pool's vectors one
+buffer that rows join and leave in place (a pool's `rows` are in the order they joined: look rows up with
+`positions`). On a GPU (`belief_device.py`) the belief covers every row whatever the size: its products over
+every row run on the retriever's device matrix.
 
 Which images to show (`page`): the most probable ones, and `explore` images chosen to learn from (PicHunter,
 Ferecatu and Geman): among the next `explore_depth` probable images, greedily the one that most raises the
@@ -503,8 +507,10 @@ class Belief:
 
     def _near_each(self, retriever, queries: Sequence[np.ndarray], n: int | Sequence[int] | None = None) -> list:
         """`_near`'s rows, one array per query row (empty where its search failed or `n` is 0)."""
-        default = int(round(self.config.pool * self.config.pool_grow))
-        each = [default if n is None else int(n)] * len(queries) if n is None or np.isscalar(n) else [int(x) for x in n]
+        if n is None or np.isscalar(n):
+            each = [int(round(self.config.pool * self.config.pool_grow)) if n is None else int(n)] * len(queries)
+        else:
+            each = [int(x) for x in n]
         out = [np.zeros(0, np.int64) for _ in queries]
         live = [i for i, m in enumerate(each) if m > 0]
         if not live:
