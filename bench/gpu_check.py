@@ -11,7 +11,9 @@ Checks, in order (cheap first):
 1. the belief's turn on the GPU in plain torch at each --belief-sizes (default 1M and 10M rows, 512-d fp16):
    scores of every row with the query and the 10 shown images (one read of the matrix), the log-softmax
    update of the click, the seen mask and the top-20, timed with CUDA events, against the floor of
-   reading the fp16 matrix once at the bandwidth a full read of it measures (goal: within 1.5x);
+   reading the fp16 matrix once at the bandwidth a full read of it measures (goal: within 1.5x); then the
+   product's own belief over every row on the GPU (`belief_device.py`) at the same sizes: a click turn's wall
+   clock (its per-row update runs on the host: this row shows what that costs; no pass mark);
 2. exact search on the torch matrix (each --sizes) and ivf-pq on a faiss GPU copy (each --pq-sizes, trained
    on a sample): p50 latency against faiss on the CPU, peak GPU memory; fp32-consistent ranks; 8 threads;
 3. the out-of-memory paths, with headroom the allocator can honour: the GPU is filled in chunks (all but
@@ -217,6 +219,49 @@ def check_belief_turn(report: Report, n: int, dry: bool, reps: int = 20) -> None
     report.add(f"belief turn {n:,}", dry or ratio <= 1.5,
                f"{turn_ms:.2f} ms a turn; floor {read_ms:.2f} ms (one read of the {gb:.2f} GB matrix at the "
                f"measured {bw:.0f} GB/s): {ratio:.2f}x (goal 1.5x){' [CPU dry run]' if dry else ''}")
+    t.clear()
+    release(_torch(dry))
+
+
+def check_belief_code(report: Report, n: int, dry: bool, reps: int = 5) -> None:
+    """The product's own belief over every row on the GPU (`retrieval/belief_device.py`: the products on the
+    device, the per-row update in numpy on the host): a click turn (seen rows, the click, the next page) in
+    wall-clock ms, against one read of the fp16 matrix."""
+    import torch
+
+    from interactive_ir.retrieval.belief import Belief, BeliefConfig
+    from interactive_ir.retrieval.belief_device import DeviceRows
+
+    device = "cpu" if dry else "cuda"
+    g = torch.Generator(device=device).manual_seed(0)
+    matrix = torch.randn(n, DIM, generator=g, device=device, dtype=torch.float32 if dry else torch.float16)
+    matrix /= DIM ** 0.5
+    rows = DeviceRows(matrix, torch, () if dry else (torch.cuda.OutOfMemoryError,))
+    q = np.random.default_rng(0).standard_normal(DIM).astype(np.float32) / DIM ** 0.5
+    t = {"matrix": matrix, "belief": Belief(np.arange(n), rows, BeliefConfig(), norms=rows.norms()), "shown": list(range(10))}
+    del matrix, rows
+    t["belief"].set_query(q)
+
+    def turn():
+        b = t["belief"]
+        b.set_seen(t["shown"])
+        b.click(t["shown"], 3)
+        t["shown"] = [int(r) for r in b.page(10, t["shown"])[0]]
+
+    turn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        turn()
+        if not dry:
+            torch.cuda.synchronize()
+        times.append(1000 * (time.perf_counter() - t0))
+    timer = _gpu_timer(torch, dry)
+    read_ms = statistics.median(timer(lambda: t["matrix"].sum(dtype=torch.float32)) for _ in range(reps))
+    turn_ms = statistics.median(times)
+    report.add(f"belief code {n:,}", True,
+               f"{turn_ms:.1f} ms a click turn (products on the {device}, the per-row update on the host); one read "
+               f"of the matrix {read_ms:.2f} ms: {turn_ms / read_ms:.1f}x{' [CPU dry run]' if dry else ''}")
     t.clear()
     release(_torch(dry))
 
@@ -432,6 +477,8 @@ def main(argv=None) -> int:
         tmp = Path(d)
         for n in [] if args.skip_belief else belief_sizes:
             report.run(f"belief turn {n:,}", check_belief_turn, n, dry)
+        for n in [] if args.skip_belief else belief_sizes:
+            report.run(f"belief code {n:,}", check_belief_code, n, dry)
         for n in sizes:
             report.run(f"exact {n:,}", check_exact, tmp, n, dry)
         for n in pq_sizes:

@@ -28,7 +28,11 @@ Everything is vectorised over the rows (no per-image Python). An exact index up 
 a candidate pool (`belief_pool.py`): first the `pool` best rows of the first query, then the nearest rows of
 each click, mark and statement join it (scored by the evidence so far), the least probable never-shown rows
 leave it over `pool * pool_cap` rows, and the rows outside it keep an explicit, estimated share of the
-probability (`rest_share`), which brings their most probable region into the pool when it grows large.
+probability (`rest_share`), which brings their most probable region into the pool when it grows large. A
+round's searches for the pool are one index search (`Retriever.candidate_rows`), and the pool's vectors one
+buffer that rows join and leave in place (a pool's `rows` are in the order they joined: look rows up with
+`positions`). On a GPU (`belief_device.py`) the belief covers every row whatever the size: its products over
+every row run on the retriever's device matrix.
 
 Which images to show (`page`): the most probable ones, and `explore` images chosen to learn from (PicHunter,
 Ferecatu and Geman): among the next `explore_depth` probable images, greedily the one that most raises the
@@ -148,8 +152,9 @@ class Belief:
     `vectors` are the rows' unit vectors (the retriever's search vectors), `text` the current text term,
     `actions` the sum of the action terms. Build one with `Belief.over` and update it with the methods."""
 
-    rows: np.ndarray  # index rows the belief covers, ascending (every row: arange(N))
-    vectors: np.ndarray  # their vectors (float32, len(rows) x d), the similarity of the user model
+    rows: np.ndarray  # index rows the belief covers: every row, arange(N); a pool's in the order they joined
+    vectors: np.ndarray  # their vectors (float32, len(rows) x d), the similarity of the user model (a pool's: a
+    #                      view of one contiguous buffer that rows join and leave in place, `_append` / `evict`)
     config: BeliefConfig
     text: np.ndarray = field(default=None)  # current text term, float64 per row
     actions: np.ndarray = field(default=None)  # summed action terms, float64 per row (-inf: ruled out)
@@ -172,28 +177,56 @@ class Belief:
             self.seen = np.zeros(n)
 
     def _derive(self) -> None:
+        """What is derived from `norms` and `rows` (not fields): one length for every row, and the rows' sorted
+        order (None when ascending already: every row) for `_find`."""
         lo, hi = (float(self.norms.min()), float(self.norms.max())) if len(self.norms) else (1.0, 1.0)
-        self._one_norm = lo if hi - lo <= 1e-4 * hi else None  # not a field: derived from `norms`
+        self._one_norm = lo if hi - lo <= 1e-4 * hi else None
+        ascending = self.pool is None or bool(np.all(self.rows[1:] > self.rows[:-1]))
+        self._order = None if ascending else np.argsort(self.rows, kind="stable")
+        self._sorted = self.rows if ascending else self.rows[self._order]
+        if not hasattr(self, "_buf"):
+            self._buf, self._shared = None, False  # a pool's vector buffer, and whether a copy shares it
 
     def __deepcopy__(self, memo) -> Belief:
-        """A copy whose evidence is its own while the (read-only, possibly collection-sized) vectors are shared."""
-        return Belief(self.rows, self.vectors, self.config, self.text.copy(), self.actions.copy(),
-                      None if self.query is None else self.query.copy(), self.norms, set(self.said), self.seen.copy(),
-                      None if self.pool is None else self.pool.copy())
+        """A copy whose evidence is its own while the (possibly collection-sized) vectors are shared: a pool's
+        buffer is copied by whichever of the two changes it first (`_room`)."""
+        b = Belief(self.rows, self.vectors, self.config, self.text.copy(), self.actions.copy(),
+                   None if self.query is None else self.query.copy(), self.norms, set(self.said), self.seen.copy(),
+                   None if self.pool is None else self.pool.copy())
+        if self._buf is not None:
+            b._buf, b._shared, self._shared = self._buf, True, True
+        return b
+
+    def _find(self, rows: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """(positions, covered): where index `rows` are in the belief, and which of them it covers (the
+        positions of the others are meaningless). O(len(rows) log N)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if not len(self._sorted):
+            return np.zeros(len(rows), np.int64), np.zeros(len(rows), bool)
+        at = np.minimum(np.searchsorted(self._sorted, rows), len(self._sorted) - 1)
+        ok = self._sorted[at] == rows
+        return (at if self._order is None else self._order[at]), ok
 
     # --- building ----------------------------------------------------------------------------------
     @classmethod
-    def over(cls, retriever, qrow: np.ndarray, config: BeliefConfig, allow: np.ndarray | None = None) -> Belief:
+    def over(cls, retriever, qrow: np.ndarray, config: BeliefConfig, allow: np.ndarray | None = None,
+             device=None) -> Belief:
         """A belief with `qrow` as its text evidence, over the whole collection when the retriever keeps a
-        matrix of it, else over the `config.pool` best rows for `qrow` (among the `allow`ed rows: a search's
-        filters, so that a narrow filter on a large collection still leaves a pool to choose from)."""
+        matrix of it (or `device`, a `belief_device.BeliefDevice`, holds every row on a GPU: whatever the
+        collection's size), else over the `config.pool` best rows for `qrow` (among the `allow`ed rows: a
+        search's filters, so that a narrow filter on a large collection still leaves a pool to choose from).
+        `belief_device.DeviceFull` when the device fills up meanwhile."""
+        on_device = device.rows() if device is not None else None
+        if on_device is not None:
+            b = cls(np.arange(len(on_device)), on_device, config, norms=device.norms(on_device))
+            b.set_query(qrow)
+            return b
         matrix, norms = retriever._matrix, retriever.matrix_norms  # noqa: SLF001 - its float32 copy (None above its limit)
         if matrix is not None:
             rows, vectors = np.arange(len(matrix)), matrix
             norms = np.where(norms > 0, norms, 1.0).astype(np.float32)
         else:
-            _, rows = retriever.search_rows(qrow, min(config.pool, len(retriever.index)), allow=allow)
-            rows = np.sort(rows)
+            rows = np.unique(retriever.candidate_rows(qrow, min(config.pool, len(retriever.index)), allow=allow)[0])
             vectors, norms = retriever.index.row_vectors(rows), None
         pool = None
         if matrix is None:
@@ -215,8 +248,7 @@ class Belief:
     def positions(self, rows: Sequence[int]) -> np.ndarray:
         """Positions in the belief of index rows (SessionError for a row it does not cover)."""
         rows = np.asarray(rows, dtype=np.int64)
-        pos = np.searchsorted(self.rows, rows)
-        ok = (pos < len(self.rows)) & (self.rows[np.minimum(pos, len(self.rows) - 1)] == rows)
+        pos, ok = self._find(rows)
         if not ok.all():
             raise SessionError(f"row {int(rows[~ok][0])} is not among the images this search considers")
         return pos
@@ -227,8 +259,8 @@ class Belief:
         if self.pool is not None:
             self.pool.ruled.update(int(r) for r in rows)
         if len(rows):
-            pos = np.minimum(np.searchsorted(self.rows, rows), len(self.rows) - 1)
-            self.actions[pos[self.rows[pos] == rows]] = -np.inf  # O(shown log N), no pass over the rows
+            pos, ok = self._find(rows)
+            self.actions[pos[ok]] = -np.inf  # O(shown log N), no pass over the rows
 
     def set_seen(self, rows: Sequence[int], times: Sequence[int] | None = None) -> None:
         """How many times each of `rows` (index rows) was shown and not picked as the target (`times`, one
@@ -238,8 +270,7 @@ class Belief:
         times = np.ones(len(rows)) if times is None else np.asarray(times, dtype=np.float64)
         self.seen = np.zeros(len(self.rows))
         if len(rows):
-            pos = np.minimum(np.searchsorted(self.rows, rows), len(self.rows) - 1)
-            ok = self.rows[pos] == rows
+            pos, ok = self._find(rows)
             np.add.at(self.seen, pos[ok], times[ok])
 
     def keep_only(self, rows: np.ndarray) -> None:
@@ -343,8 +374,9 @@ class Belief:
     def rank_of(self, row: int, logp: np.ndarray) -> int:
         """1-based rank of index row `row` under `logp` (the log-posterior; ties count in its favour); a row the
         belief does not cover, or one ruled out, after every live covered row."""
-        pos = int(np.searchsorted(self.rows, row))
-        if pos < len(self.rows) and self.rows[pos] == row and np.isfinite(logp[pos]):
+        at, ok = self._find([row])
+        pos = int(at[0])
+        if ok[0] and np.isfinite(logp[pos]):
             return int(np.sum(logp > logp[pos])) + 1
         return int(np.isfinite(logp).sum()) + 1
 
@@ -356,9 +388,8 @@ class Belief:
         logp = self.log_posterior() if logp is None else logp
         if len(exclude_rows):
             logp = logp.copy()
-            rows = np.asarray(exclude_rows, dtype=np.int64)
-            pos = np.minimum(np.searchsorted(self.rows, rows), len(self.rows) - 1)
-            logp[pos[self.rows[pos] == rows]] = -np.inf  # rows outside a pool are not on it anyway
+            pos, ok = self._find(exclude_rows)
+            logp[pos[ok]] = -np.inf  # rows outside a pool are not on it anyway
         live = int(np.isfinite(logp).sum())
         k = min(int(k), live)
         if k <= 0:
@@ -424,7 +455,7 @@ class Belief:
         if self.pool is None:
             return 0
         rows = np.unique(np.asarray(rows, np.int64))
-        new = rows[~np.isin(rows, self.rows)]
+        new = rows[~self._find(rows)[1]]
         if self.pool.allow is not None:
             new = new[np.isin(new, self.pool.allow)]
         if not len(new):
@@ -432,17 +463,36 @@ class Belief:
         vectors = np.asarray(retriever.index.row_vectors(new), np.float32)
         norms = _norms(vectors)
         text = (vectors @ self.query).astype(np.float64) / self.config.text_temperature
-        actions = self.pool.score(self, new, vectors, norms)
-        order = np.argsort(np.concatenate([self.rows, new]), kind="stable")
-        self.rows = np.concatenate([self.rows, new])[order]
-        self.vectors = np.concatenate([self.vectors, vectors])[order]
-        self.norms = np.concatenate([self.norms, norms])[order]
-        self.text = np.concatenate([self.text, text])[order]
-        self.actions = np.concatenate([self.actions, actions])[order]
-        self.seen = np.concatenate([self.seen, np.zeros(len(new))])[order]
-        self._derive()
+        self._append(new, vectors, norms, text, self.pool.score(self, new, vectors, norms))
         self.pool.drop_from_probe(new)
         return len(new)
+
+    def _room(self, rows: int) -> np.ndarray:
+        """The pool's vector buffer, this belief's own (not shared with a copy) and with room for `rows` rows
+        (a quarter more when it must grow, so that a round's joins rarely reallocate, but not past the cap and
+        an eighth: a pool never holds more than the cap and one round's joins). The current rows stay."""
+        n = len(self.rows)
+        if self._buf is None or self._shared or len(self._buf) < rows:
+            size = max(rows, len(self._buf) if self._buf is not None else 0)
+            cap = int(round(self.config.pool * self.config.pool_cap))
+            buf = np.empty((max(rows, min(size + size // 4, cap + cap // 8) + 64), self.vectors.shape[1]), np.float32)
+            buf[:n] = self.vectors
+            self._buf, self._shared = buf, False
+        return self._buf
+
+    def _append(self, rows: np.ndarray, vectors: np.ndarray, norms: np.ndarray, text: np.ndarray,
+                actions: np.ndarray) -> None:
+        """Rows joining a pool, at its end: their vectors written into the buffer (no copy of the others)."""
+        n, m = len(self.rows), len(rows)
+        buf = self._room(n + m)
+        buf[n:n + m] = vectors
+        self.vectors = buf[:n + m]
+        self.rows = np.concatenate([self.rows, rows])
+        self.norms = np.concatenate([self.norms, norms])
+        self.text = np.concatenate([self.text, text])
+        self.actions = np.concatenate([self.actions, actions])
+        self.seen = np.concatenate([self.seen, np.zeros(m)])
+        self._derive()
 
     def grow_near(self, retriever, queries: Sequence[np.ndarray], n: int | None = None) -> int:
         """Bring the `n` nearest rows (by the index's search; default pool * pool_grow) of each query row into
@@ -450,18 +500,32 @@ class Belief:
         answers fewer rows than asked adds what it answered. How many rows joined."""
         return self.include(retriever, self._near(retriever, queries, n)) if self.pool is not None else 0
 
-    def _near(self, retriever, queries: Sequence[np.ndarray], n: int | None = None) -> np.ndarray:
-        """The rows the index's search finds nearest each query row (`n` each; see `grow_near`)."""
-        n = int(round(self.config.pool * self.config.pool_grow)) if n is None else int(n)
-        found = [np.zeros(0, np.int64)]
-        for q in queries if n > 0 else ():
-            try:
-                found.append(np.asarray(retriever.search_rows(np.asarray(q, np.float32), n, allow=self.pool.allow)[1]))
-            except (IIRError, RuntimeError, ValueError) as e:
-                if not self.pool.warned:
-                    log.warning("the belief's pool cannot grow (%s): it keeps the %d rows it has", e, len(self.rows))
-                    self.pool.warned = True
-        return np.concatenate(found).astype(np.int64)
+    def _near(self, retriever, queries: Sequence[np.ndarray], n: int | Sequence[int] | None = None) -> np.ndarray:
+        """The rows the index's search finds nearest each query row (`n` each, or one `n` per query row; see
+        `grow_near`), in ONE index search over every query row (`Retriever.candidate_rows`)."""
+        return np.concatenate([np.zeros(0, np.int64), *self._near_each(retriever, queries, n)])
+
+    def _near_each(self, retriever, queries: Sequence[np.ndarray], n: int | Sequence[int] | None = None) -> list:
+        """`_near`'s rows, one array per query row (empty where its search failed or `n` is 0)."""
+        if n is None or np.isscalar(n):
+            each = [int(round(self.config.pool * self.config.pool_grow)) if n is None else int(n)] * len(queries)
+        else:
+            each = [int(x) for x in n]
+        out = [np.zeros(0, np.int64) for _ in queries]
+        live = [i for i, m in enumerate(each) if m > 0]
+        if not live:
+            return out
+        try:
+            found = retriever.candidate_rows(np.stack([np.asarray(queries[i], np.float32) for i in live]),
+                                             max(each[i] for i in live), allow=self.pool.allow)
+        except (IIRError, RuntimeError, ValueError) as e:
+            if not self.pool.warned:
+                log.warning("the belief's pool cannot grow (%s): it keeps the %d rows it has", e, len(self.rows))
+                self.pool.warned = True
+            return out
+        for i, f in zip(live, found):
+            out[i] = np.asarray(f[:each[i]], np.int64)
+        return out
 
     def rest_share(self) -> float:
         """The estimated probability that the target is outside a pooled belief's rows (0 over every row)."""
@@ -482,16 +546,23 @@ class Belief:
         pool * pool_grow of them, explore_depth at least), in one step; when the rest then holds more than
         `pool_fetch` of the probability, the nearest rows of its most probable sampled row too; then keep the
         pool to `pool * pool_cap` rows, the least probable never-shown rows leaving (`protect`: index rows that
-        stay, the page just shown). Rows added."""
+        stay, the page just shown). The round's searches are ONE index search over all their query rows (the
+        rest's row in it when the rest held more than `pool_fetch` before the step). Rows added."""
         if self.pool is None:
             return 0
         added = 0
         if self.config.pool_grow > 0 and self.query is not None:
-            n = max(int(round(self.config.pool * self.config.pool_grow)), self.config.explore_depth)
-            rows = np.concatenate([self._near(retriever, near), self._near(retriever, [self.pool.direction(self)], n)])
-            added = self.include(retriever, rows)
-            if self.rest_share() > self.config.pool_fetch:  # one more search: near the rest's most probable row
-                added += self.grow_near(retriever, self.pool.rest_leads(self, 1))
+            grow = int(round(self.config.pool * self.config.pool_grow))
+            queries = [*near, self.pool.direction(self)]
+            each = [grow] * len(near) + [max(grow, self.config.explore_depth)]
+            lead = self.pool.rest_leads(self, 1) if self.rest_share() > self.config.pool_fetch else []
+            queries += list(lead)
+            each += [grow] * len(lead)
+            found = self._near_each(retriever, queries, each)
+            cut = len(queries) - len(lead)
+            added = self.include(retriever, np.concatenate([np.zeros(0, np.int64), *found[:cut]]))
+            if len(lead) and self.rest_share() > self.config.pool_fetch:  # still: near the rest's most probable row
+                added += self.include(retriever, np.concatenate(found[cut:]))
         self.evict(int(round(self.config.pool * self.config.pool_cap)), protect)
         return added
 
@@ -506,10 +577,18 @@ class Belief:
             free &= ~np.isin(self.rows, protect)
         cand = np.flatnonzero(free)
         drop = cand[np.argsort(self.log_scores()[cand], kind="stable")[:over]]
-        keep = np.ones(len(self.rows), bool)
-        keep[drop] = False
-        for name in ("rows", "vectors", "norms", "text", "actions", "seen"):
-            setattr(self, name, getattr(self, name)[keep])
+        n, left = len(self.rows), len(self.rows) - len(drop)
+        gone = np.zeros(n, bool)
+        gone[drop] = True
+        holes = np.flatnonzero(gone[:left])  # dropped rows among the first `left`: filled by kept rows past them
+        tail = left + np.flatnonzero(~gone[left:])
+        perm = np.arange(left)
+        perm[holes] = tail
+        buf = self._room(n)
+        buf[holes] = buf[tail]  # only the moved rows' vectors are copied
+        self.vectors = buf[:left]
+        for name in ("rows", "norms", "text", "actions", "seen"):
+            setattr(self, name, getattr(self, name)[perm])
         self._derive()
         return len(drop)
 

@@ -202,6 +202,31 @@ class Retriever:
             scores, rows = self.index.rerank(q[0], rows, k_eff)  # exact scores (SQ8 codes prune first: index/rerank.py)
         return canonical_order(scores, rows)
 
+    def candidate_rows(self, qrows: np.ndarray, k: int, allow: np.ndarray | None = None) -> list[np.ndarray]:
+        """For each of several query rows (m x width), about its `k` best rows, as one index search: faiss
+        scans once for every query row (nq = m; up to m * search_threads threads, the cores allowing) and
+        the candidates are NOT re-ranked exactly (the caller scores them itself: the belief's pool). With
+        `allow`, a Milvus store or a GPU device, each row is an ordinary `search_rows` (exact scores)."""
+        q = np.ascontiguousarray(np.atleast_2d(np.asarray(qrows, np.float32)))
+        k = min(int(k), len(self.index))
+        if not len(q) or k < 1:
+            return [np.zeros(0, np.int64) for _ in q]
+        if allow is not None or self.index.store is not None or self.device != "faiss":
+            return [np.asarray(self.search_rows(row, k, allow=allow)[1], np.int64) for row in q]
+        import os
+
+        import faiss
+
+        from interactive_ir.index import kinds
+
+        threads = max(1, min(len(q) * self.config.search_threads, os.cpu_count() or 1))
+        faiss.omp_set_num_threads(threads)
+        try:
+            _, rows = self.index.faiss_index.search(q, k, params=kinds.search_parameters(self.index.params, k))
+        finally:
+            faiss.omp_set_num_threads(self.config.search_threads)  # this thread's count back (`faiss_search`)
+        return [np.asarray(r[r >= 0], np.int64) for r in rows]
+
     def not_rows(self, terms) -> np.ndarray | None:
         """Query rows of NOT terms (each embedded like a description), or None without any."""
         terms = [t for t in terms or () if t and t.strip()]

@@ -22,4 +22,4 @@ def test_soak_belief_tiny(tmp_path, pooled):
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [ln for ln in done.stdout.splitlines() if ln.startswith("| ") and ln[2].isdigit()]
     assert [r.split("|")[1].strip().split()[0] for r in rows] == ["0", "1", "2", "3"]
-    assert ("pooled" in done.stdout) == pooled and "mean growth per round" in done.stdout
+    assert ("pooled" in done.stdout) == pooled and "mean growth of private memory per round" in done.stdout

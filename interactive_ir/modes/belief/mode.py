@@ -33,6 +33,7 @@ from interactive_ir.modes.belief.llm_questions import written_question
 from interactive_ir.modes.belief.questions import NO, YES, QuestionContext, next_question, picture_question
 from interactive_ir.modes.conversation.plugir.config import resolve_questioner
 from interactive_ir.retrieval.belief import Belief, BeliefConfig
+from interactive_ir.retrieval.belief_device import DeviceFull, belief_device
 from interactive_ir.retrieval.query_language import parse_query
 from interactive_ir.retrieval.words import content_words, new_words, split_statement, stem
 from interactive_ir.types import Hit, Question
@@ -46,6 +47,7 @@ PICTURE_OPTIONS = 4  # the pictures a picture question offers (then "none of the
 PICTURE_DEPTH = 20  # ... chosen among this many most probable images not on the page (alike enough to compare)
 # a reply that starts with an answer and says more ("no, two bulldogs on grass"): the answer, then the rest
 _REPLY_FIRST = re.compile(r"^\s*(yes|yeah|yep|no|nope)\s*[,;:.!-]+\s*(\S.*)$", re.I | re.S)
+AUTO = object()  # BeliefMode's device: chosen from the retriever (`belief_device.belief_device`) on first use
 
 
 def kept(session: Session, extra: dict) -> list[str]:
@@ -63,10 +65,19 @@ def kept(session: Session, extra: dict) -> list[str]:
 class BeliefMode(OnCore):
     """The belief's actions over a shared `TextSearch` core."""
 
-    def __init__(self, core: TextSearch, config: BeliefConfig, llm=None):
+    def __init__(self, core: TextSearch, config: BeliefConfig, llm=None, device=AUTO):
         self.core = core
         self.belief_config = config
         self.llm = llm  # an LLM writes its yes/no questions about the probable images (None: the realiser's)
+        self._device = device  # a `belief_device.BeliefDevice`, None (the CPU), or AUTO: the retriever's, when asked
+
+    @property
+    def device(self):
+        """The belief's device backend (`belief_device.BeliefDevice`: every row on the retriever's GPU matrix),
+        or None: the CPU. Chosen from the retriever on first use unless one was passed in."""
+        if self._device is AUTO:
+            self._device = belief_device(self.retriever)
+        return self._device
 
     # --- the session's belief ---------------------------------------------------------------------
     def _query_row(self, session: Session) -> np.ndarray:
@@ -80,12 +91,26 @@ class BeliefMode(OnCore):
         return self.retriever.text_query_row(self.retriever.encode_text(text))
 
     def belief_of(self, session: Session) -> Belief:
-        """The session's belief, brought up to date with its latest query and every image it has shown."""
+        """The session's belief, brought up to date with its latest query and every image it has shown (made
+        again on the CPU from the session's rounds when the GPU fills up meanwhile: `_off_device`)."""
+        try:
+            return self._belief_of(session)
+        except DeviceFull as e:
+            self._off_device(session, e)
+            return self._belief_of(session)
+
+    def _off_device(self, session: Session, e: DeviceFull) -> None:
+        """The GPU filled up in a belief update: the belief leaves it for good (one log line) and the session's
+        belief is made again on the CPU from its rounds (`belief_of` replays them)."""
+        self.device.fail(str(e))
+        session.belief = None
+
+    def _belief_of(self, session: Session) -> Belief:
         qrow = self._query_row(session)
         b = session.belief
         allow = self.retriever.filter_rows(parse_query(session.filters).filters) if session.filters else None
         if b is None:
-            b = Belief.over(self.retriever, qrow, self.belief_config, allow=allow)
+            b = Belief.over(self.retriever, qrow, self.belief_config, allow=allow, device=self.device)
             b.said.update(content_words(session.description or session.current_query or ""))
             for t in session.turns:  # replay the evidence of a session that was loaded without its belief
                 if t.kind in KINDS:
@@ -324,16 +349,26 @@ class BeliefMode(OnCore):
         last = session.last
         turn = Turn(round=len(session.turns), kind=kind, query=last.query, method="belief",
                     user_text=user_text, started_at=time.time(), answered_question=answered)
-        b = self.belief_of(session)
-        self._apply(b, extra)
-        # the page the person has just looked at is not shown again; older seen images only when very probable
-        rows, logp, n_best = b.page(self.config.k, self._rows(last.shown, strict=False))
+        try:
+            b, rows, logp, n_best = self._update(session, extra)
+        except DeviceFull as e:  # the GPU filled up: the belief moves to the CPU, made again from the rounds
+            self._off_device(session, e)
+            b, rows, logp, n_best = self._update(session, extra)
         turn.timings["retrieve"] = round(time.perf_counter() - t_start, 6)
         hits = [Hit(h.id, h.row, h.path, float(np.exp(lp)), h.caption)
                 for h, lp in zip(self.retriever.hits(np.exp(logp).astype(np.float32), rows), logp)]
         turn.extra.update({**extra, "learn": [h.id for h in hits[n_best:]], "kept": kept(session, extra)})
         turn.query_row = np.asarray(b.query, np.float32)
         return self.core.record(session, turn, hits, t_start)
+
+    def _update(self, session: Session, extra: dict) -> tuple[Belief, np.ndarray, np.ndarray, int]:
+        """The session's belief with this round's evidence (`extra`) applied, and its next page: (belief, rows,
+        log-probabilities, n_best). The page the person has just looked at is not shown again; older seen
+        images only when very probable."""
+        b = self.belief_of(session)
+        self._apply(b, extra)
+        last = session.last
+        return (b, *b.page(self.config.k, self._rows(last.shown if last else (), strict=False)))
 
     # --- reading the posterior when asked (nothing per row is kept per round) -------------------------
     def round_posterior(self, session: Session) -> tuple[Belief, np.ndarray] | None:

@@ -56,11 +56,14 @@ def test_a_row_that_joins_later_is_scored_as_if_it_had_been_there(both):
     part.rule_out([int(np.setdiff1d(full.rows, part.rows)[0])])
     full.rule_out(sorted(part.pool.ruled))
     assert part.include(pooled, full.rows) == len(full.rows) - 8
-    assert np.array_equal(part.rows, full.rows)
-    assert np.allclose(part.text, full.text) and np.array_equal(np.isfinite(part.actions), np.isfinite(full.actions))
+    at = part.positions(full.rows)  # a pool's rows are in the order they joined
+    assert np.array_equal(np.sort(part.rows), full.rows) and np.array_equal(part.rows[at], full.rows)
+    assert np.allclose(part.text[at], full.text)
+    assert np.array_equal(np.isfinite(part.actions[at]), np.isfinite(full.actions))
     live = np.isfinite(full.actions)  # equal up to the float32 cosines (one length for near-unit rows: `cosines`)
-    assert np.allclose(part.actions[live], full.actions[live], atol=1e-3)
-    assert np.allclose(part.log_posterior()[live], full.log_posterior()[live], atol=1e-3)
+    assert np.allclose(part.actions[at][live], full.actions[live], atol=1e-3)
+    assert np.allclose(part.log_posterior()[at][live], full.log_posterior()[live], atol=1e-3)
+    assert np.array_equal(part.vectors[at], full.vectors)
 
 
 def test_the_rest_holds_the_share_of_the_rows_outside_the_pool(both):
@@ -134,7 +137,7 @@ def test_a_search_that_fails_leaves_the_pool_and_says_so_once(both, caplog):
     class Failing:
         index = pooled.index
 
-        def search_rows(self, *a, **k):
+        def candidate_rows(self, *a, **k):
             raise IIRError("the store is gone")
 
     with caplog.at_level(logging.WARNING, logger="interactive_ir.retrieval.belief"):
@@ -166,3 +169,85 @@ def test_each_round_the_pool_reaches_the_rows_the_whole_evidence_favours(both):
     assert not set(best.tolist()) <= set(part.rows.tolist())  # out of the first pool
     part.reach(pooled)
     assert set(best.tolist()) <= set(part.rows.tolist())
+
+
+def test_rows_join_and_leave_in_place_and_every_lookup_follows_them(both):
+    """A pool's rows are in the order they joined (their vectors in one buffer; leaving rows' places are filled
+    by the last ones): each row keeps its own vector and terms, and lookups by index row (positions, seen,
+    ruled out, a page's exclusions, ranks) find it wherever it sits."""
+    whole, pooled = both
+    cfg = BeliefConfig(pool=6, pool_grow=0.0, pool_probe=0)
+    q = _q(whole, "a red square")
+    b = Belief.over(pooled, q, cfg)
+    b.include(pooled, [39, 2, 30, 17, 25, 8, 33])
+    b.evict(9, protect=[39])
+    assert not np.all(np.diff(b.rows) > 0)  # not ascending: joined at the end, holes filled from the end
+    assert np.array_equal(b.vectors, pooled.index.row_vectors(b.rows))
+    assert np.allclose(b.text, (b.vectors @ q) / cfg.text_temperature)
+    row = int(b.rows[-1])
+    b.set_seen([row])
+    b.rule_out([int(b.rows[0])])
+    assert b.positions([row])[0] == len(b.rows) - 1 and b.seen[-1] == 1 and b.actions[0] == -np.inf
+    logp = b.log_posterior()
+    best = int(b.rows[np.argmax(logp)])
+    assert b.rank_of(best, logp) == 1 and best not in b.page(3, [best])[0].tolist()
+    assert b.rank_of(10_000, logp) == np.isfinite(logp).sum() + 1
+
+
+def test_a_copy_keeps_its_rows_when_the_other_grows_or_shrinks(both):
+    """A copy (a tab's work on a copy of its session) shares the pool's buffer until either changes it."""
+    import copy
+
+    whole, pooled = both
+    b = Belief.over(pooled, _q(whole, "a red square"), BeliefConfig(pool=6, pool_grow=0.0, pool_probe=0))
+    b.include(pooled, [1, 2, 3])
+    c = copy.deepcopy(b)
+    rows, vectors = c.rows.copy(), c.vectors.copy()
+    b.evict(4)
+    b.include(pooled, np.arange(20, 40))
+    assert np.array_equal(c.rows, rows) and np.array_equal(c.vectors, vectors)
+    c.include(pooled, [30, 31])
+    assert np.array_equal(c.vectors, pooled.index.row_vectors(c.rows))
+    assert np.array_equal(b.vectors, pooled.index.row_vectors(b.rows))
+
+
+def test_a_rounds_searches_are_one_batched_search(both, monkeypatch):
+    """`reach` asks the index once for every query row of the round (picked, said, the evidence's direction);
+    the batched search finds what single searches find; with filters each row is searched within them."""
+    whole, pooled = both
+    calls = []
+    inner = pooled.candidate_rows
+    monkeypatch.setattr(pooled, "candidate_rows", lambda q, k, allow=None: calls.append(len(q)) or inner(q, k, allow))
+    b = Belief.over(pooled, _q(whole, "a red square"), BeliefConfig(pool=6, pool_grow=0.5, pool_cap=4.0))
+    calls.clear()
+    b.reach(pooled, near=[b.vectors[0], _q(whole, "blue circle")])
+    assert calls == [3]
+    qs = np.stack([_q(whole, "a red square"), _q(whole, "a blue circle")])
+    batch = pooled.candidate_rows(qs, 5)
+    assert [r.tolist() for r in batch] == [pooled.search_rows(q, 5)[1].tolist() for q in qs]  # exact kind: same
+    allow = np.arange(0, 40, 2)
+    assert all(set(r.tolist()) <= set(allow.tolist()) for r in pooled.candidate_rows(qs, 5, allow=allow))
+
+
+@pytest.mark.parametrize("kind", ["ivf-pq", "hnsw"])
+def test_the_batched_search_of_an_approximate_index_finds_each_rows_candidates(tmp_path, kind):
+    """On ivf-pq and hnsw the batched search is the index's own search with several query rows: each row's
+    candidates as one search of that row finds them before its exact re-rank (at least half of its exact top
+    10 among its 30); the calling thread's faiss thread count is left as it was."""
+    import faiss
+    from test_index_kinds import exact_top, write_index
+
+    from interactive_ir.index import kinds
+
+    r, img, cap = write_index(tmp_path / "idx", kind)
+    rng = np.random.default_rng(3)
+    qs = np.stack([r.text_query_row(img[i].astype(np.float32), 0.15) for i in rng.integers(len(img), size=3)])
+    faiss.omp_set_num_threads(1)
+    batch = r.candidate_rows(qs, 30)
+    assert faiss.omp_get_max_threads() == 1 and len(batch) == 3
+    params = kinds.search_parameters(r.index.params, 30)
+    for q, got in zip(qs, batch):
+        alone = r.index.faiss_index.search(q[None, :], 30, params=params)[1][0]
+        assert got.tolist() == alone[alone >= 0].tolist()
+        want = set(exact_top(img, cap, q, 1, [])[1].argsort()[::-1][:10].tolist())
+        assert len(want & set(got.tolist())) >= 5

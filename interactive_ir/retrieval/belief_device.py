@@ -1,0 +1,130 @@
+"""The belief over the whole collection on a torch device (issue 41: "on a GPU the belief is exact over the whole
+collection up to its memory").
+
+On the CPU the belief covers every row only up to `retriever.matrix_rows_max()` (a float32 copy of the collection
+in RAM), and a pool above it (`belief_pool.py`). When the retriever searches an exact index's matrix on a GPU
+(`search_device.TorchMatrix`, device "torch"), that matrix already holds every row: the belief's products over
+the whole collection (the query's and each statement's score of every row, every row's cosines with a page's
+images) run there, on the same matrix (no second copy), in fp32 chunks, and the belief covers every row of the
+collection whatever its size: the limit is what the device's memory holds (the matrix is uploaded only when it
+fits, `search_device.MEMORY_HEADROOM`). The belief's per-row state (its float64 log-probability terms) and its
+update stay the numpy code of `belief.py`: one path, one click model.
+
+`DeviceRows` is what `Belief.vectors` is then: `rows @ x` and `rows[i]` give numpy float32 arrays computed on
+the device. A device that fills up in the middle of an update raises `DeviceFull`; the belief mode then turns
+the device off for the belief (`BeliefDevice.fail`, one log line) and makes the round again on the CPU from
+the session's rounds (the pooled path above the exact limit, numpy below it): the search goes on.
+
+`belief_device(retriever)` is the backend the engine's belief mode takes: a `BeliefDevice` when the retriever
+searches a torch matrix, else None. On a CPU, torch's CPU tensors run the same code (the tests).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import numpy as np
+
+from interactive_ir.errors import IIRError
+
+log = logging.getLogger(__name__)
+
+CHUNK_ROWS = 262_144  # rows upcast to fp32 at a time on the device (a 1,024-wide chunk: 1 GiB of fp32)
+
+
+class DeviceFull(IIRError):
+    """The device ran out of memory in a belief update (the caller makes the round again on the CPU)."""
+
+
+class DeviceRows:
+    """Every row of a collection as a matrix on a torch device, read as numpy: `rows @ x` (x: d or d x m) is
+    the fp32 product of every row (chunk by chunk on the device), `rows[i]` the fp32 rows at positions i;
+    `rows[:]` is itself (the belief's `cosines` over every row). DeviceFull when the device's memory runs out."""
+
+    ndim = 2
+    dtype = np.dtype(np.float32)
+
+    def __init__(self, matrix, torch, oom_errors: tuple, chunk: int = CHUNK_ROWS):
+        self.matrix = matrix  # rows x d, fp16 on a GPU (fp32 on the CPU stand-in)
+        self.torch = torch
+        self.oom_errors = tuple(oom_errors) + (MemoryError,)
+        self.chunk = int(chunk)
+        self.shape = (int(matrix.shape[0]), int(matrix.shape[1]))
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, at):
+        if isinstance(at, slice) and at == slice(None):
+            return self
+        idx = np.asarray(at, np.int64)
+        try:
+            with self.torch.no_grad():
+                got = self.matrix[self.torch.from_numpy(idx.reshape(-1)).to(self.matrix.device)].float()
+                return got.cpu().numpy().reshape(idx.shape + (self.shape[1],))
+        except self.oom_errors as e:
+            raise DeviceFull(f"out of device memory reading rows ({e})") from e
+
+    def __matmul__(self, x) -> np.ndarray:
+        x = np.asarray(x, np.float32)
+        out = np.empty((self.shape[0],) + x.shape[1:], np.float32)
+        try:
+            with self.torch.no_grad():
+                xt = self.torch.from_numpy(np.ascontiguousarray(x)).to(self.matrix.device)
+                for a in range(0, self.shape[0], self.chunk):
+                    b = min(self.shape[0], a + self.chunk)
+                    out[a:b] = (self.matrix[a:b].float() @ xt).cpu().numpy()
+        except self.oom_errors as e:
+            raise DeviceFull(f"out of device memory scoring every row ({e})") from e
+        return out
+
+    def norms(self) -> np.ndarray:
+        """Every row's length (float32; 1 where a row is zero), computed on the device."""
+        out = np.empty(self.shape[0], np.float32)
+        try:
+            with self.torch.no_grad():
+                for a in range(0, self.shape[0], self.chunk):
+                    b = min(self.shape[0], a + self.chunk)
+                    out[a:b] = self.matrix[a:b].float().norm(dim=1).cpu().numpy()
+        except self.oom_errors as e:
+            raise DeviceFull(f"out of device memory measuring the rows ({e})") from e
+        return np.where(out > 0, out, 1.0).astype(np.float32)
+
+
+class BeliefDevice:
+    """The belief's backend on a device: `rows()` is the collection's `DeviceRows` (None when the device is
+    off for the belief: the matrix is not there, or an update ran out of memory: `fail`). `source` is the
+    retriever's `search_device.TorchMatrix` (its `matrix`, `ready()`, `cuda.torch`, `cuda.oom_errors`)."""
+
+    def __init__(self, source):
+        self.source = source
+        self.failed = ""  # why the belief no longer uses the device (empty: it does)
+        self._norms = None
+        self._lock = threading.Lock()
+
+    def rows(self) -> DeviceRows | None:
+        if self.failed or not self.source.ready() or self.source.matrix is None:
+            return None
+        cuda = self.source.cuda
+        return DeviceRows(self.source.matrix, cuda.torch, cuda.oom_errors)
+
+    def norms(self, rows: DeviceRows) -> np.ndarray:
+        """The rows' lengths, computed once per backend (the matrix does not change)."""
+        if self._norms is None or len(self._norms) != len(rows):
+            self._norms = rows.norms()
+        return self._norms
+
+    def fail(self, why: str) -> None:
+        """Off for the belief from now on, logged once (the searches keep their own device)."""
+        with self._lock:
+            first = not self.failed
+            self.failed = self.failed or why
+        if first:
+            log.warning("the belief no longer runs on the GPU: %s; it runs on the CPU from now on", why)
+
+
+def belief_device(retriever) -> BeliefDevice | None:
+    """The belief's device backend for `retriever`: a `BeliefDevice` over its torch matrix when it searches one
+    (device "torch": an exact index on a GPU), else None (the belief runs on the CPU)."""
+    return BeliefDevice(retriever.backends.torch) if retriever.device == "torch" else None
