@@ -55,6 +55,10 @@ def test_full_search_every_mode(app, shot):
     assert len(ids2) == K  # the top-k of the whole collection: images shown before may come back (marked seen)
     assert set(app.seen_ids()) == set(ids2) & set(ids1)
     expect(page.locator("#iir-results .iir-card.is-seen .iir-seen")).to_have_count(len(set(ids2) & set(ids1)))
+    if set(ids2) & set(ids1):  # the Seen badge is not under the card's select box
+        card = page.locator("#iir-results .iir-card.is-seen").first
+        badge, box = card.locator(".iir-seen").bounding_box(), card.locator(".iir-select").bounding_box()
+        assert badge and box and (badge["x"] + badge["width"] <= box["x"] or badge["y"] >= box["y"] + box["height"])
     assert question.replace("System asks:", "").strip() in app.dialogue()  # the answered question stays visible
     shot(page, "answered")
 

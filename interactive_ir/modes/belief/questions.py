@@ -24,7 +24,8 @@ PLACES = frozenset(
     "beach street park field water snow grass mountain city road pool river lake ocean sea room building forest "
     "wood sidewalk stage track court yard garden desert hill rock shore wave fountain bridge market store shop "
     "restaurant kitchen house home church playground trail path dirt sand stadium arena ring rink slope "
-    "alley crowd town village farm barn".split()
+    "alley crowd town village farm barn courtyard patio lawn porch plaza square backyard gym hallway bathroom "
+    "bedroom office classroom stairs subway station airport lake dock pier".split()
 )
 PERSONS = frozenset("man woman boy girl child kid baby people person men women children player team crowd "
                     "couple family adult teenager biker rider skier surfer climber dancer worker".split())
