@@ -338,28 +338,32 @@ def _before_prep(text: Text, q: list[str], subject: set[str], order: list[int]) 
     return None
 
 
-def _else_phrase(text: Text, order: list[int]) -> str | None:
+def _else_phrase(text: Text, order: list[int], besides: set[str] = frozenset()) -> str | None:
     """What a person adds to "what else is in the picture?": a person, animal or vehicle the knowledge names
     other than the first one it names, else the first thing the description (the first caption: what the user
-    said) leaves out ("a rope", "plastic shovels"); None when the knowledge names nothing more."""
+    said) leaves out ("a rope", "plastic shovels"); never one of `besides` (the keys of what the question
+    names: "what else, besides a rope?"); None when the knowledge names nothing more."""
     keys = {root(w) for w in _ACTORS | CATEGORIES["vehicle"]}
     spots = text.occurrences(keys, order)
     if spots:
         first = text.roots[spots[0][0]][spots[0][1]]
-        other = [(ci, p) for ci, p in spots if text.roots[ci][p] != first and not _same_kind(text.roots[ci][p], first)]
+        other = [(ci, p) for ci, p in spots if text.roots[ci][p] != first and not _same_kind(text.roots[ci][p], first)
+                 and text.roots[ci][p] not in besides]
         if other:
             return _noun_phrase(text.toks[other[0][0]], other[0][1])
-    return _unsaid_thing(text, order)
+    return _unsaid_thing(text, order, besides)
 
 
+_BODY = frozenset("head hand hands face arm arms leg legs foot feet mouth eye eyes back knee knees finger fingers "
+                  "tongue nose ear ears shoulder shoulders".split())  # not what a person names as "else" in a picture
 _BEFORE_THING = _ARTICLES | _POSSESSIVE | frozenset(NUMBERS) | frozenset({"with", "some"})
 
 
-def _unsaid_thing(text: Text, order: list[int]) -> str | None:
+def _unsaid_thing(text: Text, order: list[int], besides: set[str] = frozenset()) -> str | None:
     """The first thing a caption after the first names that the first caption does not: a noun (not a verb,
     colour, place word or function word) after an article, a possessive, a number, "with" or a modifier, at
     the end of its phrase ("a rope", "sunglasses", "winter coats")."""
-    said = set(text.roots[0]) if text.roots else set()
+    said = (set(text.roots[0]) if text.roots else set()) | set(besides)
     for ci in order:
         if ci == 0:
             continue
@@ -367,7 +371,7 @@ def _unsaid_thing(text: Text, order: list[int]) -> str | None:
         for p, t in enumerate(ts):
             if (t in STOP or t in PUNCT or t in COLOURS or _is_verb(t) or rs[p] in said or len(t) < 3
                     or not t.isalpha() or t in PLACES or t in _LOOKS or t in PLACE_PREPS or rs[p] in _RELATION_KEYS
-                    or t.endswith(("ed", "ly")) or t in NUMBERS):
+                    or t.endswith(("ed", "ly")) or t in NUMBERS or t in _BODY):
                 continue
             before = ts[p - 1] if p else ""
             after = ts[p + 1] if p + 1 < len(ts) else "."
@@ -386,11 +390,11 @@ def _same_kind(a: str, b: str) -> bool:
 
 def thing_phrase(text: Text, question: str, subject: set[str], order: list[int]) -> str | None:
     q = [t for t in tokens(question) if t not in PUNCT]
+    if "else" in q and any(w in _LOOKS for w in q) and ("besides" in q or not subject):
+        return _else_phrase(text, order, subject)  # "what else is in the picture (besides a rope)?"
     if not subject:  # "what is in the picture?": the description's first person, animal or thing
         if not any(w in _LOOKS for w in q):
             return None
-        if "else" in q:  # "what else is in the picture?": a thing beside the first person or animal named
-            return _else_phrase(text, order)
         spots = text.occurrences({root(w) for w in _ACTORS | CATEGORIES["vehicle"]}, order)[:1]
         return _noun_phrase(text.toks[spots[0][0]], spots[0][1]) if spots else None
     category = [w for w in q if w in CATEGORIES and root(w) not in text.known]

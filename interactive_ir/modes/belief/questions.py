@@ -81,6 +81,34 @@ def _open_informs(ctx: QuestionContext, about: frozenset | None) -> bool:
     return sum(m >= OPEN_SPREAD for m in mass.values()) >= 2
 
 
+ELSE_QUESTION = "What else is in the picture"  # the open question asked again, naming what its answers named
+ELSE_AGAIN = 2  # ... at most this many times more
+
+
+def _else_again(session: Session, ctx: QuestionContext) -> str | None:
+    """"What else is in the picture, besides a rope?": asked again while each answer to it named something new
+    (a person then names another thing: more new words than a yes or no tells), at most `ELSE_AGAIN` times;
+    only after plain answers (a Tell round: not a click with words said beside it) and while the question
+    can still move the belief (`_open_informs`)."""
+    answers = [t for t in session.turns if t.answered_question.startswith(ELSE_QUESTION)]
+    if not answers or len(answers) > ELSE_AGAIN or not _open_informs(ctx, None):
+        return None
+    if answers[-1].kind != "tell":
+        return None
+    named = [" ".join(t.user_text.split()).strip(" .,;!?") for t in answers]
+    if not all(content_words(n) and not set(content_words(n)) <= _NOTHING for n in named):
+        return None  # "not sure", "nothing", "I don't know"
+    return f"{ELSE_QUESTION}, besides {_listed(named)}?"
+
+
+_NOTHING = NO | frozenset("sure know don nothing none idea".split())  # the words of "not sure", "I don't know", "nothing"
+
+
+def _listed(items: Sequence[str]) -> str:
+    """"a rope", "a rope and sunglasses", "a rope, sunglasses and a dog"."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 MAX_WORD = 30  # a longer caption "word" (a flood of letters planted in a caption) is never asked about
 
 
@@ -140,6 +168,9 @@ def next_question(session: Session, context: Callable[[Session], QuestionContext
     for text, about in OPEN_QUESTIONS:
         if text not in asked_questions and _open_informs(ctx, about):
             return QuestionStep(last.round, Question(text, "open", (), last.round), {WORD: ""})
+    again = _else_again(session, ctx)
+    if again and again not in asked_questions:
+        return QuestionStep(last.round, Question(again, "open", (), last.round), {WORD: ""})
     asked = {str(t.extra.get("asked")) for t in session.turns if t.extra.get("asked")}
     best = best_word(ctx, asked | {content_words(a)[0] for a in asked if content_words(a)})
     if best is None:

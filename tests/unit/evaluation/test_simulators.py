@@ -459,3 +459,17 @@ def test_the_belief_s_own_questions_get_the_answers_a_person_would_give(question
     from interactive_ir.evaluation.simulators import rule_answer
 
     assert rule_answer(knowledge, question)[0] == expected
+
+
+def test_what_else_besides_names_something_else():
+    """"What else is in the picture, besides a rope?" is answered with something the question did not name (a
+    person asked again names another thing), and "not sure" when the knowledge names nothing more."""
+    from interactive_ir.evaluation.simulators import rule_answer
+
+    knowledge = ["A woman climbs up a mountain .", "She holds on to a rope on a mountain .",
+                 "A climber with a red helmet climbs a cliff ."]
+    first = rule_answer(knowledge, "What else is in the picture?")[0]
+    assert first == "a rope"
+    again, unsure = rule_answer(knowledge, "What else is in the picture, besides a rope?")
+    assert not unsure and "rope" not in again
+    assert rule_answer(["A dog runs .", "A dog runs fast ."], "What else is in the picture, besides a ball?")[1]

@@ -355,3 +355,27 @@ def test_a_yes_or_no_the_captions_can_read_is_evidence_by_them_only(tiny_index):
     after = mode.belief_of(s)
     assert np.allclose(after.actions, expected.actions) and np.allclose(after.text, expected.text)
     assert word in after.said and not np.allclose(after.actions, before.actions)
+
+
+def test_what_else_is_asked_again_naming_what_its_answers_named_while_they_name_something(tiny_index):
+    """After the open questions, "What else is in the picture?" comes back as "What else is in the picture,
+    besides X?" (X: what the earlier answers named) while each answer named something, at most ELSE_AGAIN
+    times more; "not sure" ends it (then yes/no)."""
+    from interactive_ir.modes.belief.questions import ELSE_AGAIN, ELSE_QUESTION
+
+    engine = build_engine(tiny_index[0], config=EngineConfig(k=1))
+    s = engine.new_session(belief=True)
+    engine.search_text(s, "a shape")
+    while s.question is not None and not s.question.text.startswith(ELSE_QUESTION):
+        engine.tell(s, "not sure")
+    assert s.question is not None and s.question.text == f"{ELSE_QUESTION}?"
+    stop = copy.deepcopy(s)
+    engine.tell(s, "a red kite")
+    assert s.question.text == f"{ELSE_QUESTION}, besides a red kite?" and s.question.kind == "open"
+    engine.tell(s, "a green ball")
+    assert s.question.text == f"{ELSE_QUESTION}, besides a red kite and a green ball?"
+    for _ in range(ELSE_AGAIN - 1):
+        engine.tell(s, "a blue box")
+    assert s.question is None or not s.question.text.startswith(ELSE_QUESTION)  # at most ELSE_AGAIN more
+    engine.tell(stop, "not sure")
+    assert stop.question is None or not stop.question.text.startswith(ELSE_QUESTION)
