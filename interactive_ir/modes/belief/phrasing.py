@@ -62,6 +62,13 @@ def is_plural(word: str) -> bool:
     return w in PLURALS or (len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is", "ous")))
 
 
+def is_verb(word: str, stem_form: str | None = None) -> bool:
+    """Does `word` (as written; `stem_form` its stem: "runs" -> "run") say what someone does: a verb captions use
+    or an -ing form, not a noun that ends in -ing ("building") or a mass noun?"""
+    w = word.lower()
+    return ((stem_form or w).lower() in VERBS or w.endswith("ing")) and w not in NOT_VERBS and w not in MASS
+
+
 def yes_no_question(surface: str, stem_form: str | None = None) -> str:
     """The yes/no question asking whether the image in mind shows `surface` (a caption word, as written;
     `stem_form` its stem, for recognising verbs: "runs" -> "run")."""
@@ -71,7 +78,7 @@ def yes_no_question(surface: str, stem_form: str | None = None) -> str:
         raise ValueError("a word is needed to ask about")
     if w in QUALITIES:
         return f"Is there something {w} {PLACE}?"
-    if (base in VERBS or w.endswith("ing")) and w not in NOT_VERBS and w not in MASS:
+    if is_verb(w, base):
         return f"Is someone {gerund(base if base in VERBS else w)} {PLACE}?"
     if is_plural(w):
         return f"Are there {w} {PLACE}?"

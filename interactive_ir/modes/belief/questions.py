@@ -15,7 +15,7 @@ import numpy as np
 
 from interactive_ir.core.session import Session
 from interactive_ir.core.steps import QuestionStep
-from interactive_ir.modes.belief.phrasing import NOT_VERBS, QUALITIES, VERBS, yes_no_question
+from interactive_ir.modes.belief.phrasing import QUALITIES, VERBS, is_verb, yes_no_question
 from interactive_ir.retrieval.belief import BeliefConfig, word_information
 from interactive_ir.retrieval.words import STEERING, content_words, surface_words
 from interactive_ir.types import Option, Question
@@ -25,7 +25,7 @@ PLACES = frozenset(
     "wood sidewalk stage track court yard garden desert hill rock shore wave fountain bridge market store shop "
     "restaurant kitchen house home church playground trail path dirt sand stadium arena ring rink slope "
     "alley crowd town village farm barn courtyard patio lawn porch plaza square backyard gym hallway bathroom "
-    "bedroom office classroom stairs subway station airport lake dock pier".split()
+    "bedroom office classroom stairs subway station airport dock pier".split()
 )
 PERSONS = frozenset("man woman boy girl child kid baby people person men women children player team crowd "
                     "couple family adult teenager biker rider skier surfer climber dancer worker".split())
@@ -63,7 +63,7 @@ def _said_about(said: frozenset, about: frozenset | None) -> bool:
     if about is None:
         return False
     if about is ACTIONS:
-        return any(w in ACTIONS or (len(w) > 4 and w.endswith("ing") and w not in NOT_VERBS) for w in said)
+        return any(is_verb(w) for w in said)
     return bool(said & about)
 
 
@@ -83,6 +83,7 @@ def _open_informs(ctx: QuestionContext, about: frozenset | None) -> bool:
 
 ELSE_QUESTION = "What else is in the picture"  # the open question asked again, naming what its answers named
 ELSE_AGAIN = 2  # ... at most this many times more
+_NOTHING = NO | frozenset("sure know don nothing none idea".split())  # the words of "not sure", "I don't know", "nothing"
 
 
 def _else_again(session: Session, ctx: QuestionContext) -> str | None:
@@ -93,15 +94,12 @@ def _else_again(session: Session, ctx: QuestionContext) -> str | None:
     answers = [t for t in session.turns if t.answered_question.startswith(ELSE_QUESTION)]
     if not answers or len(answers) > ELSE_AGAIN or not _open_informs(ctx, None):
         return None
-    if answers[-1].kind != "tell":
+    if answers[-1].kind != "tell":  # the belief's Tell round (`mode.TELL`)
         return None
     named = [" ".join(t.user_text.split()).strip(" .,;!?") for t in answers]
     if not all(content_words(n) and not set(content_words(n)) <= _NOTHING for n in named):
         return None  # "not sure", "nothing", "I don't know"
     return f"{ELSE_QUESTION}, besides {_listed(named)}?"
-
-
-_NOTHING = NO | frozenset("sure know don nothing none idea".split())  # the words of "not sure", "I don't know", "nothing"
 
 
 def _listed(items: Sequence[str]) -> str:
