@@ -196,6 +196,34 @@ def test_results_still_among_the_best_keep_their_positions(browser, query_url, s
 
 
 @pytest.mark.parametrize("viewport", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
+def test_the_seen_badge_is_on_the_picture_and_under_no_control(browser, query_url, shot, viewport):
+    """A result shown before says Seen on its picture, where neither the select box nor Closest covers it
+    (desktop: both sit on the picture; phone: they sit in a row under it)."""
+    ctx, app = _app(browser, query_url, *viewport)
+    try:
+        app.search("a dog")
+        app.expect_round(1)
+        app.wait_idle()
+        app.answer("a dog running")
+        app.expect_round(2)
+        app.wait_idle()
+        card = app.page.locator("#iir-results .iir-card.is-seen").first
+        expect(card).to_be_visible()
+        badge = card.locator(".iir-seen").bounding_box()
+        pic = card.locator(".iir-open").bounding_box()
+        assert badge and pic and pic["x"] <= badge["x"] and badge["x"] + badge["width"] <= pic["x"] + pic["width"] + 1
+        assert pic["y"] <= badge["y"] and badge["y"] + badge["height"] <= pic["y"] + pic["height"] + 1
+        for control in (".iir-select", ".iir-btn.iir-like"):
+            box = card.locator(control).bounding_box()
+            apart = (badge["x"] + badge["width"] <= box["x"] or box["x"] + box["width"] <= badge["x"]
+                     or badge["y"] + badge["height"] <= box["y"] or box["y"] + box["height"] <= badge["y"])
+            assert apart, (control, badge, box)
+        shot(app.page, f"seen-badge-{viewport[0]}")
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize("viewport", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
 def test_picture_questions_chosen_in_options_appear_on_the_default_page(browser, url, shot, viewport):
     """Options, Questions, Picture questions: the belief asks "which of these is most like it?" with its
     pictures on the page; a click on one is a Closest click (the next round comes, the picture is kept)."""

@@ -107,6 +107,9 @@ def _listed(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+# words a caption uses for where or how things are placed: a yes/no question is never about one ("an along")
+PLACING = frozenset("along across around behind beside between against toward towards past beyond inside outside "
+                    "together top front back side middle".split())
 MAX_WORD = 30  # a longer caption "word" (a flood of letters planted in a caption) is never asked about
 
 
@@ -119,7 +122,8 @@ def best_word(ctx: QuestionContext, asked: set[str]) -> tuple[str, str, float] |
         forms = surface_words(caption or "")
         rows.append(set(forms))
         for w, form in forms.items():
-            if w not in ctx.said and w not in asked and form not in asked and w not in STEERING and len(w) <= MAX_WORD:
+            if (w not in ctx.said and w not in asked and form not in asked and w not in STEERING and w not in PLACING
+                    and len(w) <= MAX_WORD):
                 surfaces.setdefault(w, form)
     if not surfaces:
         return None

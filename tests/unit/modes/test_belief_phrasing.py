@@ -72,3 +72,13 @@ def test_open_questions_are_asked_only_where_the_captions_differ_in_what_they_as
     assert not _open_informs(_ctx(["a red circle", "a blue square"]), where)  # clipart: no place in any caption
     assert not _open_informs(_ctx(["a dog on the beach", "a cat on the beach"]), where)  # one place only
     assert not _open_informs(_ctx(["a dog on the beach", "a dog in the snow"], said={"beach", "snow"}), where)
+
+
+def test_no_yes_or_no_question_about_a_word_that_only_places_things():
+    """"Is there an along in the picture?": a word that only says where things are is never asked about, even
+    where it splits the probable images best."""
+    from interactive_ir.modes.belief.questions import PLACING
+
+    caps = ["a dog runs along the beach"] * 5 + ["a dog runs on the beach"] * 4 + ["a dog sits with a ball"]
+    best = best_word(_ctx(caps, word_yes=0.9), set())
+    assert "along" in PLACING and best is not None and best[0] != "along"
