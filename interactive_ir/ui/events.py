@@ -145,8 +145,12 @@ def answer_hint(ctx: PageContext, st: UIState) -> str:
     if not ctx.modes.questions:
         return "No questions in this demo"
     if asks(ctx, st):
-        return "Answer the question and press Enter"
-    return "The system's next question will appear above" if st.started else "Describe your image first"
+        return "Your answer"
+    if not st.started:
+        return "Describe your image first"
+    if st.session.on_belief and not st.question_due and st.working != "ask":  # asked, and nothing worth asking
+        return "No question this round"
+    return "A question is on its way"
 
 
 def _cleared(ctx: PageContext, st: UIState, clear: tuple[str, ...]) -> dict:

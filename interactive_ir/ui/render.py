@@ -203,7 +203,7 @@ def _page_head(engine, st: UIState, hits, seen: set[str], liked: bool) -> tuple[
     n_liked = len(pins)
     kept = f", with {_the_liked(n_liked, all(w == 'liked' for _, w in pins))} first" if n_liked else ""
     head = (f'<div class="iir-page-head" data-round="{turn.round + 1}" data-epoch="{st.epoch}">'
-            f"Round {turn.round + 1}: {len(hits)} {'new ' if n_liked else ''}results{kept}{badge}{seen_note}"
+            f"Round {turn.round + 1}: {len(hits)} {'new ' if n_liked and not n_seen else ''}results{kept}{badge}{seen_note}"
             f"{keys_html() if not ended else ''}</div>")
     ask = ""  # on a phone the dialogue bar is stuck to the bottom: the question is said there too
     q = s.question if not ended else None
@@ -527,7 +527,9 @@ def status_md(st: UIState) -> str:
                                  else " · mark results, or use one as a reference"))
     pins = pinned_ids(st)
     liked = len(pins)
-    what = (f"{len(s.last.shown)} new results; {_the_liked(liked, all(w == 'liked' for _, w in pins))} "
+    earlier = {i for t in s.turns[:-1] for i in t.shown}
+    new = "" if earlier & set(s.last.shown) else "new "  # "new" only when none was shown before
+    what = (f"{len(s.last.shown)} {new}results; {_the_liked(liked, all(w == 'liked' for _, w in pins))} "
             f"{'stays' if liked == 1 else 'stay'} first" if liked
             else f"{len(s.last.shown)} results")
     return notice + f"Round {s.last.round + 1} · {what}{marks}{working_md(st)}"

@@ -327,9 +327,17 @@ class BeliefMode(OnCore):
 
     def question_context(self, session: Session) -> QuestionContext | None:
         """The `question_depth` most probable images' captions and probabilities (what its questions are
-        chosen from), and the words said so far; None when fewer than two images are left."""
+        chosen from), and the words said so far; None when fewer than two images are left. The images on the
+        page just shown are left out: the answer matters only if the target is not among them (else the person
+        presses Found it), so a description that one shown image matches almost surely still gets a question."""
         b = self.belief_of(session)
         logp = b.log_posterior()
+        last = session.last
+        shown = self._rows(last.shown if last else (), strict=False)
+        if shown:  # a question matters only if the target is not on the page the person is looking at
+            pos, ok = b._find(shown)  # noqa: SLF001 - a pooled belief covers the page it showed, else it is left out
+            logp = logp.copy()
+            logp[pos[ok]] = -np.inf
         if int(np.isfinite(logp).sum()) < 2:
             return None
         top, p = b.top(logp, self.belief_config.question_depth)

@@ -379,3 +379,23 @@ def test_what_else_is_asked_again_naming_what_its_answers_named_while_they_name_
     assert s.question is None or not s.question.text.startswith(ELSE_QUESTION)  # at most ELSE_AGAIN more
     engine.tell(stop, "not sure")
     assert stop.question is None or not stop.question.text.startswith(ELSE_QUESTION)
+
+
+def test_questions_are_about_the_images_beyond_the_page_just_shown(engine):
+    """A question only matters if the target is not on the page the person is looking at (else they press Found
+    it): its context is the most probable images *not* on that page, renormalised among them. A description
+    that matches one shown image almost surely (p ~ 1 there) still gets a question about the others."""
+    s = engine.new_session(belief=True)
+    engine.search_text(s, "a shape")
+    mode = engine.belief_mode
+    ctx = mode.question_context(s)
+    b = mode.belief_of(s)
+    logp = b.log_posterior().copy()
+    shown = b.positions([engine.index.row_of[i] for i in s.last.shown])
+    logp[shown] = -np.inf
+    top, p = b.top(logp, mode.belief_config.question_depth)
+    order = np.argsort(-p, kind="stable")
+    want = engine.captions_of([engine.index.ids[int(r)] for r in b.rows[top[order]]])
+    assert list(ctx.captions) == list(want) and np.allclose(ctx.p, p[order])
+    assert not set(ctx.captions) & set(engine.captions_of(s.last.shown))
+    assert math.isclose(float(np.sum(ctx.p)), 1.0)

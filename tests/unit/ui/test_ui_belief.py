@@ -188,3 +188,20 @@ def test_picture_questions_chosen_in_options_appear_on_the_belief_page_and_a_cli
     h.choose(engine, st, 0, q.text)
     last = st.session.last
     assert last.kind == "closest" and last.extra["clicked"] == pictures[0] and pictures[0] in last.extra["kept"]
+
+
+def test_the_answer_box_says_when_there_is_no_question_now(tiny_index, monkeypatch):
+    """While the round's question is due the box promises it; once asked and none was worth asking (the belief
+    asks nothing that cannot move it), the box says so, never promising a question that will not come."""
+    from interactive_ir.modes.belief import mode as belief_mode
+    from interactive_ir.ui import events
+    from interactive_ir.ui import work as w
+
+    engine = build_engine(tiny_index[0], config=EngineConfig(k=K))
+    ctx = events.page_context(engine)
+    st = h.start(engine, UIState(), "a red square", defer_question=True)
+    assert st.question_due and events.answer_hint(ctx, st) == "A question is on its way"
+    monkeypatch.setattr(belief_mode, "next_question", lambda session, *a, **k: belief_mode.QuestionStep(0, None))
+    job = w.claim(st)
+    assert w.adopt(engine, st, job, w.run(engine, job))
+    assert not st.session.pending_question and events.answer_hint(ctx, st) == "No question this round"

@@ -431,6 +431,9 @@ def test_strip_dialogue_reference_and_status(tmp_path):
     st.marks = {"i2.png": True, "i3.png": False}
     assert ("Round 2 · 2 new results; the one you liked stays first · marked 1 relevant, 1 not relevant"
             in render.status_md(st))
+    earlier = [i for i in st.session.turns[0].shown if i not in render.liked_ids(st)]
+    st.session.last.shown = [earlier[0], *st.session.last.shown[1:]]  # a page with an image seen before: not "new"
+    assert "Round 2 · 2 results; the one you liked stays first" in render.status_md(st)
 
 
 # --- media ------------------------------------------------------------------------------------------------
