@@ -108,6 +108,7 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
     ended = s.ended
     seen = _seen_ids(turn, hits)
     learn = set(turn.extra.get("learn") or ())  # shown by the belief to learn from, not for their probability
+    picked = {i: why for t in s.turns for i, why in _pins_of(t)}  # the latest reason for each
     folded = fold_of(engine, turn)
     cards = []
     ranks = {h.id: n for n, h in enumerate(hits, 1)}  # the rank by score, kept when the order is by date
@@ -137,7 +138,10 @@ def results_html(engine, st: UIState, examples=EXAMPLES) -> str:
             pic = (f'<button type="button" class="iir-open" data-action="open" data-id="{esc(h.id)}" '
                    f'data-src="{esc(full or url)}" title="Larger view" aria-label="Larger view: {esc(cap)}">{pic}</button>')
         badges = f'<span class="iir-rank">#{rank}</span>' + _select_button(h.id, cap)
-        if h.id in seen:
+        if h.id in picked:  # liked, chosen or referred to before, and on this page anyway: it says which
+            label, title = PIN_LABELS[picked[h.id]]
+            badges += f'<span class="iir-seen iir-picked" title="{esc(title)}">{esc(label)}</span>'
+        elif h.id in seen:
             badges += '<span class="iir-seen" title="Shown in an earlier round of this search">Seen</span>'
         if h.id in learn:  # the belief showed it to learn which kind of image you mean (`BeliefConfig.explore`)
             badges += ('<span class="iir-seen iir-learn" title="Not among the likeliest: shown so that your answer '

@@ -49,6 +49,24 @@ def test_cards_open_the_large_view_and_say_what_was_seen(grounded):
     assert labels[:4] == ["Relevant", "Not it", "Use as reference", "Found it"]
 
 
+def test_an_image_liked_before_and_on_the_page_again_says_so_not_just_seen(tiny_index):
+    """A result the person marked relevant (or chose as the closest) in an earlier round that the page shows
+    again carries "You liked" ("Your closest"), not the plain "Seen" of an image they only looked at."""
+    from interactive_ir.ui import card_actions
+
+    engine = build_engine(tiny_index[0], config=EngineConfig(k=K))  # the belief on the page
+    st = h.start(engine, UIState(), "a red square")
+    first = st.current_ids
+    card_actions.run(engine, st, "relevant", first[0])
+    h.feedback(engine, st)
+    st.session.last.shown = [first[0], *st.session.last.shown[1:]]  # the liked image shown again
+    st.session.last.seen = [first[0]]
+    html = render.results_html(engine, st)
+    cards = dict((i, c) for c, i in re.findall(r'<article class="([^"]+)" data-id="([^"]+)"', html))
+    assert "is-seen" in cards[first[0]]
+    assert 'title="You marked it relevant">You liked</span>' in html and html.count('class="iir-seen"') == 0
+
+
 def test_grounded_question_options_are_clickable_and_a_click_answers(grounded):
     st = ask(grounded, h.start(grounded, UIState(), "a red dog", later=True))
     q = st.session.question
