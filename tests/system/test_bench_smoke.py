@@ -115,3 +115,18 @@ def test_bench_filtered_tiny(tmp_path):
     assert all(r[6] == "1.000" for r in rows if r[2] == "project, exact pool")
     assert sum(r[2].startswith("project, ID selector (") for r in rows) == 3
     assert "load average at end" in stdout
+
+
+def test_first_questions_tiny(tmp_path):
+    """Each description is counted once, under its first question or under none (the figures are not checked)."""
+    import json
+
+    from iir_testutils import build_tiny
+
+    _, ids, caps = build_tiny(tmp_path)
+    queries = tmp_path / "queries.jsonl"
+    texts = [caps[i][0] for i in ids[:5]]  # each one stored caption word for word
+    queries.write_text("".join(json.dumps({"description": t}) + "\n" for t in texts))
+    stdout = run("first_questions.py", "--index", str(tmp_path / "index"), "--queries", str(queries), "--n", "5")
+    rows = table_rows(stdout, "## First question after a description")
+    assert rows[0][0] == "(none: the page asks nothing)" and sum(int(r[1]) for r in rows) == 5
