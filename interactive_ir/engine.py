@@ -251,10 +251,11 @@ class Engine(OnCore):
         whose next page shows the most probable unseen images and a few to learn from (`modes/belief`)."""
         return self._then_ask(session, self.belief_mode.closest(session, image_id, text), ask)
 
-    def tell(self, session: Session, text: str, *, ask: bool = True) -> Turn:
+    def tell(self, session: Session, text: str, *, ask: bool = True, answers: bool = True) -> Turn:
         """What the user says about the image in mind (an answer, "it also has a red kite"), as evidence for
-        the belief; the page comes from the belief."""
-        return self._then_ask(session, self.belief_mode.tell(session, text), ask)
+        the belief; the page comes from the belief. `answers=False`: not an answer to the pending question
+        (words typed into the search box during a search)."""
+        return self._then_ask(session, self.belief_mode.tell(session, text, answers), ask)
 
     def marks(self, session: Session, relevant, irrelevant=(), *, ask: bool = True) -> Turn:
         """Relevance marks as evidence for the belief: each image marked "like it" counts as a click on it."""

@@ -248,9 +248,19 @@ def describe(engine, st: UIState, description: str, *, defer_question: bool = Fa
         return start(engine, st, description, defer_question=defer_question, later=later)
     from interactive_ir.retrieval.query_language import parse_query
 
-    said = parse_query(description).text
-    answer(engine, st, said, defer_question=defer_question, later=later)
-    st.notice = (st.notice + " " if st.notice else "") + "Added to this search (press New search to start afresh)."
+    return add_words(engine, st, parse_query(description).text, defer_question=defer_question, later=later)
+
+
+def add_words(engine, st: UIState, text: str, *, defer_question: bool = False, later: bool = False) -> UIState:
+    """Words typed into the search box during a search on the belief: evidence about the image in mind, its
+    evidence and seen images kept, and not an answer to the question on the page (that stays unanswered)."""
+    s = _open(st)
+    with _question_later(engine, st, s, defer_question or later):
+        engine.tell(s, text, answers=False)
+    _moved(st)
+    st.new_page()
+    st.notice = " ".join(filter(None, [language_note(engine, text),
+                                       "Added to this search (press New search to start afresh)."]))
     return st
 
 

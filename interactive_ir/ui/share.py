@@ -1,6 +1,7 @@
 """A search's shared link, and the link replayed: the query as typed (words, "exact phrases", NOT terms,
 filters) in `q`, the settings that change results, and every later round's action in `rounds` (compact JSON,
-one list per round: ["c", clicked id or "", what was said], ["t", text], ["m", [relevant], [not relevant]],
+one list per round: ["c", clicked id or "", what was said], ["t", text] (an answer), ["w", text] (words added
+in the search box), ["m", [relevant], [not relevant]],
 ["s"], ["r", reference id, caption], ["l", image id]). Opening the link runs the search again and each round
 in order (`replay`); an action that cannot be replayed (an image no longer in the gallery or not on the
 page, a filter that no longer parses) is left out, and the status line says which and what was done instead.
@@ -34,6 +35,8 @@ def round_action(turn) -> list | None:
     kind = turn.kind
     if kind == "closest":
         return ["c", extra.get("clicked") or "", _text(turn)]
+    if kind == "tell" and extra.get("added"):  # typed into the search box: not an answer
+        return ["w", turn.user_text] if turn.user_text else None
     if kind in ("tell", "answer"):
         return ["t", turn.user_text] if turn.user_text else None
     if kind in ("marks", "feedback"):
@@ -93,7 +96,7 @@ def parse_rounds(raw) -> tuple[list[list], str]:
         return [], "The link's later rounds could not be read; only its first search was run."
     if not isinstance(data, list):
         return [], "The link's later rounds could not be read; only its first search was run."
-    good = [a for a in data if isinstance(a, list) and a and a[0] in ("c", "t", "m", "s", "r", "l")]
+    good = [a for a in data if isinstance(a, list) and a and a[0] in ("c", "t", "w", "m", "s", "r", "l")]
     note = "" if len(good) == len(data) else f"{len(data) - len(good)} unreadable round(s) of the link left out."
     if len(good) > MAX_ROUNDS:
         note = (note + f" Only the first {MAX_ROUNDS} rounds of the link were replayed.").strip()
@@ -121,6 +124,8 @@ def _step(engine, st: UIState, action: list, later: bool) -> None:
         handlers.closest(engine, st, str(args[0] or ""), str(args[1] if len(args) > 1 else "") or "", **defer)
     elif kind == "t":
         handlers.answer(engine, st, str(args[0] if args else ""), **defer)
+    elif kind == "w":
+        handlers.add_words(engine, st, str(args[0] if args else ""), **defer)
     elif kind == "m":
         st.marks = {**{i: True for i in _ids(args[0])}, **{i: False for i in _ids(args[1] if len(args) > 1 else [])}}
         handlers.feedback(engine, st, **defer)

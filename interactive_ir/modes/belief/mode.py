@@ -251,13 +251,15 @@ class BeliefMode(OnCore):
         said = (f"{word}, {rest}" if rest else word) if yes else (f"{rest}, no {word}" if rest else f"no {word}")
         return said, {"answer": {"word": word, "yes": yes, **({"rest": rest} if rest else {})}}
 
-    def tell(self, session: Session, text: str) -> Turn:
+    def tell(self, session: Session, text: str, answers: bool = True) -> Turn:
         """What the user says about the image in mind: an answer to the pending question ("yes" / "no" to a
-        yes/no question on a word becomes that word, or "no" and the word), or "it also has a red kite"."""
+        yes/no question on a word becomes that word, or "no" and the word), or "it also has a red kite".
+        `answers=False`: words added to the search (the search box), never an answer to the pending question."""
         typed = " ".join(self.core.check_text(text, "what you say about the image").split())
         self._last_shown(session, [])
-        said, answer = self._answer_text(session, typed)
-        return self._round(session, TELL, typed, {"said": said, **answer}, answered=session.pending_question)
+        said, answer = self._answer_text(session, typed) if answers else (typed, {"added": True})
+        return self._round(session, TELL, typed, {"said": said, **answer},
+                           answered=session.pending_question if answers else "")
 
     def choose(self, session: Session, index: int, question: Question | str | None = None) -> Turn | None:
         """A click on option `index` of the pending question: a yes or no to a yes/no one is what is said

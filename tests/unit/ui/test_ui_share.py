@@ -121,6 +121,7 @@ def _played(engine) -> UIState:
     h.feedback(engine, st)
     h.closest(engine, st, st.current_ids[0], "but green")
     h.skip(engine, st)
+    h.describe(engine, st, 'a red dog "on the" with a ball -blue folder:sub')  # words added in the search box
     return st
 
 
@@ -129,7 +130,7 @@ def test_a_shared_link_carries_not_terms_phrases_filters_and_every_round(belief_
     q = parse_qs(share.share_query(st)[1:])
     assert q["q"] == ['a red dog "on the" -blue folder:sub']
     rounds = json.loads(q["rounds"][0])
-    assert [r[0] for r in rounds] == ["c", "t", "m", "c", "s"]
+    assert [r[0] for r in rounds] == ["c", "t", "m", "c", "s", "w"]
     assert rounds[3][2] == "but green" and rounds[2][1] == [st.session.turns[3].extra["relevant"][0]]
 
 
@@ -140,7 +141,8 @@ def test_a_shared_link_replays_to_the_same_page(belief_engine):
     assert other.session.filters == st.session.filters and other.session.filters
     assert [t.kind for t in other.session.turns] == [t.kind for t in st.session.turns]
     assert [t.shown for t in other.session.turns] == [t.shown for t in st.session.turns]
-    assert "5 of 5 later rounds" in other.notice
+    assert "6 of 6 later rounds" in other.notice
+    assert other.session.last.answered_question == "" and other.session.last.extra.get("added")  # not an answer
     assert share.share_query(other) == share.share_query(st)  # the replayed search shares the same link
 
 
