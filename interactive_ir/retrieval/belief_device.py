@@ -67,14 +67,26 @@ class DeviceRows:
             raise DeviceFull(f"out of device memory reading rows ({e})") from e
 
     def __matmul__(self, x) -> np.ndarray:
+        return self.times(x).cpu().numpy()
+
+    def times(self, x):
+        """The fp32 product of every row with `x` (host, d or d x m) as a tensor on the device (nothing crosses)."""
         x = np.asarray(x, np.float32)
-        out = np.empty((self.shape[0],) + x.shape[1:], np.float32)
         try:
             with self.torch.no_grad():
-                xt = self.torch.from_numpy(np.ascontiguousarray(x)).to(self.matrix.device)
+                return self.times_t(self.torch.from_numpy(np.ascontiguousarray(x)).to(self.matrix.device))
+        except self.oom_errors as e:
+            raise DeviceFull(f"out of device memory scoring every row ({e})") from e
+
+    def times_t(self, xt):
+        """`times` of a tensor already on the device: every row upcast to fp32 a chunk at a time, times `xt`."""
+        out = self.torch.empty((self.shape[0],) + tuple(xt.shape[1:]), dtype=self.torch.float32,
+                               device=self.matrix.device)
+        try:
+            with self.torch.no_grad():
                 for a in range(0, self.shape[0], self.chunk):
                     b = min(self.shape[0], a + self.chunk)
-                    out[a:b] = (self.matrix[a:b].float() @ xt).cpu().numpy()
+                    out[a:b] = self.matrix[a:b].float() @ xt
         except self.oom_errors as e:
             raise DeviceFull(f"out of device memory scoring every row ({e})") from e
         return out
@@ -101,6 +113,7 @@ class BeliefDevice:
         self.source = source
         self.failed = ""  # why the belief no longer uses the device (empty: it does)
         self._norms = None
+        self._device_norms = None  # (norms tensor on the device, one length or None): `device_norms`
         self._lock = threading.Lock()
 
     def rows(self) -> DeviceRows | None:
@@ -114,6 +127,16 @@ class BeliefDevice:
         if self._norms is None or len(self._norms) != len(rows):
             self._norms = rows.norms()
         return self._norms
+
+    def device_norms(self, rows: DeviceRows) -> tuple:
+        """(the rows' lengths as a float32 tensor on the device, their one length when every row is as long
+        (within 1e-4, as `Belief` has it) else None), computed once per backend."""
+        norms = self.norms(rows)
+        if self._device_norms is None or self._device_norms[0].shape[0] != len(norms):
+            lo, hi = (float(norms.min()), float(norms.max())) if len(norms) else (1.0, 1.0)
+            self._device_norms = (rows.torch.from_numpy(norms).to(rows.matrix.device),
+                                  lo if hi - lo <= 1e-4 * hi else None)
+        return self._device_norms
 
     def fail(self, why: str) -> None:
         """Off for the belief from now on, logged once (the searches keep their own device)."""

@@ -34,14 +34,14 @@ def _device(index, fail_at: int | None = None, chunk: int = 7) -> BeliefDevice:
             return None
         got.chunk = chunk  # several chunks even on a tiny index: the chunked product is what a GPU runs
         if fail_at is not None:
-            product = got.__class__.__matmul__
+            product = got.__class__.times_t
 
             class Filling(DeviceRows):
-                def __matmul__(self, x):
+                def times_t(self, xt):  # every product over every row goes through it (scores, the click model)
                     calls["n"] += 1
                     if calls["n"] >= fail_at:
-                        raise DeviceFull("out of device memory scoring every row (injected)")
-                    return product(self, x)
+                        raise MemoryError("out of device memory scoring every row (injected)")
+                    return product(self, xt)
 
             got.__class__ = Filling
         return got

@@ -1,0 +1,211 @@
+"""The belief's per-row state and its update on a torch device (issue 41: a turn on the GPU without O(N) host work).
+
+When the belief covers every row on a GPU (`belief_device.py`: `Belief.vectors` is a `DeviceRows`), its per-row
+state — `text`, `actions`, `seen` — is three float64 torch tensors on that device and a turn's update runs there:
+the click model over every row x (shown + 1) options (`click_logits` / `log_choice`, twins of `Belief._click_logits`
+/ `Belief._log_choice`), a yes/no answer (`word`: the has-word mask uploaded), a statement (`say`), the seen,
+ruled-out and filter masks, the log-posterior (`log_scores` / `log_normalise`), and the top rows of a page, of
+`top` (for the click and question information) and a rank (`rank_of`). Only O(k) or O(info_depth) values come
+back to the host per turn; a whole-row array only when a caller asks for one (`Belief.ranking`: evaluation).
+
+The state is float64 as on the CPU: it is 24 bytes a row against the 1-2 KB a row of the matrix a product reads,
+so it costs little of a turn's memory traffic (`bench/bench_belief_scale.py` counts it), the H200 computes float64
+at a sixteenth of its fp32 rate, which these few element-wise passes do not reach, and the posteriors then equal the
+numpy belief's to float32 rounding of the products (float32 state would add ties and flips near equal ranks).
+
+ONE click model: the numpy code of `belief.py` is the reference; `click_logits` and `log_choice` here are its
+twins, kept equal by tests/unit/retrieval/test_belief_device_state.py (1e-5 relative, with and without the error
+term, for clicks, multi-marks and "none of these"). Running out of device memory raises `DeviceFull` (the belief
+mode makes the round again on the CPU). Nothing here imports torch: it comes with the `DeviceRows`.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+
+import numpy as np
+
+from interactive_ir.errors import SessionError
+from interactive_ir.retrieval.belief_device import DeviceFull, DeviceRows
+
+
+# --- the click model's twins (reference: Belief._click_logits / Belief._log_choice in belief.py) -------------------
+def click_logits(torch, cos, click_temperature: float, none_similarity: float):
+    """sim / click_temperature for every shown option, then the "none of these" option (last column), float64."""
+    a = cos.double() / click_temperature
+    none = torch.full(a.shape[:-1] + (1,), none_similarity / click_temperature, dtype=a.dtype, device=a.device)
+    return torch.cat([a, none], dim=-1)
+
+
+def log_choice(torch, logits, cols: list[int], click_error: float):
+    """log P(the choice is among `cols` | i) under the click model with its error term: with probability
+    1 - click_error the softmax of the logits, else a uniform pick among the options."""
+    n = logits.shape[1]
+    model = torch.logsumexp(logits[:, cols], dim=1) - torch.logsumexp(logits, dim=1)
+    if click_error <= 0.0:
+        return model
+    floor = torch.full_like(model, float(np.log(click_error * len(cols) / n)))
+    return torch.logaddexp(float(np.log1p(-click_error)) + model, floor)
+
+
+# --- the per-row state on the device ---------------------------------------------------------------------------
+class DeviceMath:
+    """The belief's per-row math on the device of `rows` (a `DeviceRows`): its tensors are float64 vectors of
+    len(rows) on that device. `norms` are the rows' lengths there (float32), `one_norm` their one length when
+    every row is as long (else None), as `Belief` has them on the CPU."""
+
+    def __init__(self, rows: DeviceRows, norms, one_norm: float | None):
+        self.rows = rows
+        self.torch = rows.torch
+        self.where = rows.matrix.device
+        self.norms = norms
+        self.one_norm = one_norm
+        self.n = len(rows)
+
+    @contextmanager
+    def guard(self, what: str):
+        """DeviceFull (the round is made again on the CPU) when the device runs out of memory in `what`."""
+        try:
+            with self.torch.no_grad():
+                yield
+        except DeviceFull:
+            raise
+        except self.rows.oom_errors as e:
+            raise DeviceFull(f"out of device memory in the belief's {what} ({e})") from e
+
+    def tensor(self, values, dtype=None):
+        """Host values (small: positions, a page's rows; or a mask a caller uploads) as a tensor on the device."""
+        return self.torch.as_tensor(np.ascontiguousarray(values), device=self.where, dtype=dtype)
+
+    def zeros(self):
+        with self.guard("state"):
+            return self.torch.zeros(self.n, dtype=self.torch.float64, device=self.where)
+
+    def scores(self, x: np.ndarray, scale: float = 1.0):
+        """`scale` * (every row . x) as float64 on the device: `(vectors @ x).astype(float64) * scale`."""
+        with self.guard("scores"):
+            return self.rows.times(x).double() * scale
+
+    def statement(self, x: np.ndarray, weight: float, temperature: float):
+        """weight * score(x, i) / temperature for every row (the order of `Belief.say`'s numpy operations)."""
+        with self.guard("statement"):
+            return weight * self.rows.times(x).double() / temperature
+
+    def unit(self, pos: np.ndarray):
+        """The rows at positions `pos` divided by their lengths (float32, len(pos) x d, on the device)."""
+        p = self.tensor(np.asarray(pos, np.int64))
+        return self.rows.matrix[p].float() / self.norms[p][:, None]
+
+    def cosines(self, pos: np.ndarray, among: np.ndarray | None = None):
+        """Cosines (float32 tensor) of every row (or those at `among`) with the rows at `pos` (`Belief.cosines`)."""
+        with self.guard("cosines"):
+            unit = self.unit(pos)
+            if among is None:
+                out = self.rows.times_t(unit.T)
+                norms = self.norms
+            else:
+                a = self.tensor(np.asarray(among, np.int64))
+                out = self.rows.matrix[a].float() @ unit.T
+                norms = self.norms[a]
+            if self.one_norm is not None:
+                return out * np.float32(1.0 / self.one_norm)
+            return out / norms[:, None]
+
+    def choice(self, actions, pos: np.ndarray, cols: list[int], config):
+        """`actions` plus log P(the choice among the shown rows at `pos` is in `cols` | i) for every row, the
+        click model run over the rows chunk by chunk (a chunk's float64 logits, not every row's, in memory)."""
+        with self.guard("click model"):
+            cos = self.cosines(pos)
+            out = actions.clone()
+            for a in range(0, self.n, self.rows.chunk):
+                b = min(self.n, a + self.rows.chunk)
+                logits = click_logits(self.torch, cos[a:b], config.click_temperature, config.none_similarity)
+                out[a:b] += log_choice(self.torch, logits, cols, config.click_error)
+            return out
+
+    def word(self, actions, has_word: np.ndarray, yes: bool, word_yes: float, word_yes_absent: float):
+        """`actions` plus log P(the answer | i): word_yes where the row's caption names the word, else
+        word_yes_absent (their complements for a no); `has_word` (a bool per row) is uploaded."""
+        with self.guard("answer"):
+            has = self.tensor(np.asarray(has_word, bool))
+            p = self.torch.where(has, word_yes, word_yes_absent).double()
+            return actions + self.torch.log(p if yes else 1.0 - p)
+
+    def rule_out(self, actions, pos: np.ndarray) -> None:
+        """Probability 0 at positions `pos` (in place)."""
+        with self.guard("rule out"):
+            actions[self.tensor(np.asarray(pos, np.int64))] = -math.inf
+
+    def seen(self, pos: np.ndarray, times: np.ndarray):
+        """How many times each row was shown: `times` at `pos` (summed where a position repeats), else 0."""
+        with self.guard("seen"):
+            out = self.torch.zeros(self.n, dtype=self.torch.float64, device=self.where)
+            if len(pos):
+                out.index_put_((self.tensor(np.asarray(pos, np.int64)),),
+                               self.tensor(np.asarray(times, np.float64)), accumulate=True)
+            return out
+
+    def keep_only(self, actions, rows: np.ndarray):
+        """`actions` with every row but index `rows` at -inf (the belief covers every row: position = row)."""
+        with self.guard("filter"):
+            rows = np.asarray(rows, np.int64)
+            keep = self.torch.zeros(self.n, dtype=self.torch.bool, device=self.where)
+            keep[self.tensor(rows[(rows >= 0) & (rows < self.n)])] = True
+            return self.torch.where(keep, actions, -math.inf)
+
+    def log_scores(self, text, actions, seen, overlook: float):
+        """text + actions + seen * log(overlook), NaN (-inf + inf) as -inf (`Belief.log_scores`)."""
+        with self.guard("log-scores"):
+            logp = text + actions + seen * float(np.log(overlook))
+            return self.torch.where(self.torch.isnan(logp), -math.inf, logp)
+
+    def log_normalise(self, logp):
+        """`logp` shifted so that its exponentials sum to 1; -inf stays -inf. SessionError when nothing is left."""
+        with self.guard("log-posterior"):
+            finite = self.torch.isfinite(logp)
+            top = self.torch.where(finite, logp, -math.inf).max()
+            if not bool(self.torch.isfinite(top)):  # one scalar to the host
+                raise SessionError("every image in the collection has been shown and none was it: start a new search")
+            out = self.torch.where(finite, logp - top, -math.inf)
+            return out - self.torch.log(self.torch.exp(out).sum())
+
+    def live(self, logp) -> int:
+        """How many rows are not ruled out (one scalar to the host)."""
+        return int(self.torch.isfinite(logp).sum())
+
+    def best(self, logp, n: int, exclude: np.ndarray = ()) -> tuple[np.ndarray, np.ndarray]:
+        """(positions, log-probabilities) on the host of the `n` most probable rows not at positions `exclude`,
+        most probable first (fewer when fewer are live): O(n) values cross."""
+        with self.guard("top rows"):
+            if len(exclude):
+                logp = logp.clone()
+                logp[self.tensor(np.asarray(exclude, np.int64))] = -math.inf
+            n = min(int(n), self.live(logp))
+            if n <= 0:
+                return np.zeros(0, np.int64), np.zeros(0)
+            vals, at = self.torch.topk(logp, n, sorted=True)
+            return at.cpu().numpy().astype(np.int64), vals.cpu().numpy().astype(np.float64)
+
+    def top(self, logp, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(positions, probabilities renormalised among them) of the `n` most probable rows (`Belief.top`)."""
+        at, lp = self.best(logp, max(1, n))
+        p = np.exp(lp - lp.max()) if len(lp) else lp
+        return at, p / p.sum() if len(p) else p
+
+    def values(self, logp, pos: np.ndarray) -> np.ndarray:
+        """`logp` at positions `pos`, on the host (float64)."""
+        with self.guard("values"):
+            return logp[self.tensor(np.asarray(pos, np.int64))].cpu().numpy().astype(np.float64)
+
+    def rank_of(self, pos: int | None, logp) -> int:
+        """1-based rank of the row at `pos` under `logp` (ties in its favour); None or ruled out: after every
+        live row (`Belief.rank_of`). One scalar crosses."""
+        with self.guard("rank"):
+            if pos is not None and 0 <= pos < self.n and bool(self.torch.isfinite(logp[pos])):
+                return int((logp > logp[pos]).sum()) + 1
+            return self.live(logp) + 1
+
+    def host(self, values) -> np.ndarray:
+        """A whole-row tensor on the host (float64): only where a caller asks for every row (`Belief.ranking`)."""
+        return values.cpu().numpy().astype(np.float64)
