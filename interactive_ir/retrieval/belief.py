@@ -451,10 +451,13 @@ class Belief:
         return self.rows[pos], logp[pos], n_best
 
     def _page_device(self, k: int, exclude_rows: Sequence[int], logp) -> tuple[np.ndarray, np.ndarray, int]:
-        """`page` on the device: the page's `explore_depth` most probable rows come to the host (most probable
-        first), the learning images are chosen from them as on the CPU (`informative`, over `info_depth` rows)."""
-        exclude = self._find(exclude_rows) if len(exclude_rows) else (np.zeros(0, np.int64), np.zeros(0, bool))
-        order, values = self.dev.best(logp, max(int(k), self.config.explore_depth), exclude[0][exclude[1]])
+        """`page` on the device: the `explore_depth` most probable rows not excluded come to the host (most
+        probable first), the learning images are chosen from them as on the CPU (`informative`, over the
+        `info_depth` most probable rows not excluded)."""
+        if len(exclude_rows):
+            pos, ok = self._find(exclude_rows)
+            logp = self.dev.without(logp, pos[ok])
+        order, _ = self.dev.best(logp, max(int(k), self.config.explore_depth))
         k = min(int(k), len(order))
         if k <= 0:
             raise SessionError("every image in the collection has been shown: start a new search")

@@ -174,13 +174,20 @@ class DeviceMath:
         """How many rows are not ruled out (one scalar to the host)."""
         return int(self.torch.isfinite(logp).sum())
 
+    def without(self, logp, pos: np.ndarray):
+        """A copy of `logp` with -inf at positions `pos` (`logp` itself when there are none)."""
+        if not len(pos):
+            return logp
+        with self.guard("exclusion"):
+            out = logp.clone()
+            out[self.tensor(np.asarray(pos, np.int64))] = -math.inf
+            return out
+
     def best(self, logp, n: int, exclude: np.ndarray = ()) -> tuple[np.ndarray, np.ndarray]:
         """(positions, log-probabilities) on the host of the `n` most probable rows not at positions `exclude`,
         most probable first (fewer when fewer are live): O(n) values cross."""
         with self.guard("top rows"):
-            if len(exclude):
-                logp = logp.clone()
-                logp[self.tensor(np.asarray(exclude, np.int64))] = -math.inf
+            logp = self.without(logp, exclude)
             n = min(int(n), self.live(logp))
             if n <= 0:
                 return np.zeros(0, np.int64), np.zeros(0)

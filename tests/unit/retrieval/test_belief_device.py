@@ -16,7 +16,7 @@ from interactive_ir.engine import EngineConfig, build_engine  # noqa: E402
 from interactive_ir.modes.belief.mode import BeliefMode  # noqa: E402
 from interactive_ir.retrieval import retriever as R  # noqa: E402
 from interactive_ir.retrieval.belief import Belief, BeliefConfig  # noqa: E402
-from interactive_ir.retrieval.belief_device import BeliefDevice, DeviceFull, DeviceRows, belief_device  # noqa: E402
+from interactive_ir.retrieval.belief_device import BeliefDevice, DeviceRows, belief_device  # noqa: E402
 from interactive_ir.retrieval.retriever import Retriever  # noqa: E402
 from interactive_ir.retrieval.search_backends import _CpuTorch  # noqa: E402
 from interactive_ir.retrieval.search_device import TorchMatrix  # noqa: E402
