@@ -361,7 +361,8 @@ class Belief:
         (`negative`): log P(statement | i) = (score(positive, i) - unsay_weight * score(negative, i)) /
         say_temperature, up to a constant (an answer, or the text of "like this, but ...")."""
         t = self.config.say_temperature
-        term = np.zeros(len(self.rows)) if self.dev is None else self.dev.zeros()
+        term = np.zeros(len(self.rows))
+        said = []  # (row, weight) of what was said: on the device, one product over every row for all of them
         for row, weight in ((positive, 1.0), (negative, -self.config.unsay_weight)):
             if row is None or weight == 0.0:
                 continue
@@ -369,11 +370,15 @@ class Belief:
             if q.shape != (self.vectors.shape[1],) or not np.isfinite(q).all():
                 raise BadInputError(f"a statement row of width {self.vectors.shape[1]} with finite values is needed")
             if self.dev is not None:
-                term += self.dev.statement(q, weight, t)
+                said.append((q, weight))
                 continue
             term += weight * (self.vectors @ q).astype(np.float64) / t
             if self.pool is not None:
                 self.pool.add_term(self, StatementTerm(q, weight / t))
+        if self.dev is not None:
+            if said:
+                self.actions = self.actions + self.dev.statement(said, t)
+            return
         with np.errstate(invalid="ignore"):
             self.actions = self.actions + term
 
@@ -381,7 +386,7 @@ class Belief:
         """Cosine similarities of the covered rows (or those at `among`) with the rows at positions `pos`."""
         if self.dev is not None:  # on the device; a few rows' cosines (`among`) come to the host
             out = self.dev.cosines(pos, among)
-            return out if among is None else out.cpu().numpy()
+            return out if among is None else self.dev.to_host(out)
         among = slice(None) if among is None else among
         out = self.vectors[among] @ (self.vectors[pos] / self.norms[pos][:, None]).T
         if self._one_norm is not None:  # every row as long (unit rows; image + caption rows): one scalar, in place

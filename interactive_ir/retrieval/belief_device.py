@@ -50,6 +50,9 @@ class DeviceRows:
         self.torch = torch
         self.oom_errors = tuple(oom_errors) + (MemoryError,)
         self.chunk = int(chunk)
+        # an fp16 matrix is read once by each product (fp32 accumulation and out: `torch.mm(..., out_dtype=)`, CUDA
+        # only); False once this torch or device has no such product: each chunk is then upcast to fp32 first
+        self.fp16_products = True
         self.shape = (int(matrix.shape[0]), int(matrix.shape[1]))
 
     def __len__(self) -> int:
@@ -84,12 +87,27 @@ class DeviceRows:
                                device=self.matrix.device)
         try:
             with self.torch.no_grad():
+                x16 = xt.half() if self.matrix.dtype == self.torch.float16 else None
                 for a in range(0, self.shape[0], self.chunk):
                     b = min(self.shape[0], a + self.chunk)
-                    out[a:b] = self.matrix[a:b].float() @ xt
+                    out[a:b] = self._product(self.matrix[a:b], xt, x16)
         except self.oom_errors as e:
             raise DeviceFull(f"out of device memory scoring every row ({e})") from e
         return out
+
+    def _product(self, rows, xt, x16):
+        """`rows` (a chunk of the matrix) times `xt` (fp32, d or d x m) in fp32. An fp16 matrix on CUDA is read
+        once (`x16`: xt in fp16; fp32 accumulation and out); elsewhere the chunk is upcast to fp32 first (a copy
+        written and read again: the GPU model in bench/bench_belief_scale.py counts it)."""
+        if x16 is not None and self.fp16_products:
+            try:
+                out = self.torch.mm(rows, x16 if x16.ndim == 2 else x16[:, None], out_dtype=self.torch.float32)
+                return out if x16.ndim == 2 else out[:, 0]
+            except self.oom_errors:
+                raise
+            except (RuntimeError, TypeError, NotImplementedError):  # no fp16 product with fp32 out here (the CPU)
+                self.fp16_products = False
+        return rows.float() @ xt
 
     def norms(self) -> np.ndarray:
         """Every row's length (float32; 1 where a row is zero), computed on the device."""

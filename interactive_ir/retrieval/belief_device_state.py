@@ -78,6 +78,15 @@ class DeviceMath:
         """Host values (small: positions, a page's rows; or a mask a caller uploads) as a tensor on the device."""
         return self.torch.as_tensor(np.ascontiguousarray(values), device=self.where, dtype=dtype)
 
+    def to_host(self, values) -> np.ndarray:
+        """A tensor on the device as a numpy array on the host: every value that crosses to the host goes through
+        here (the bench counts them)."""
+        return values.cpu().numpy()
+
+    def scalar(self, value) -> float:
+        """One value to the host (a sync with the device)."""
+        return float(self.to_host(value.reshape(1))[0])
+
     def zeros(self):
         with self.guard("state"):
             return self.torch.zeros(self.n, dtype=self.torch.float64, device=self.where)
@@ -87,10 +96,15 @@ class DeviceMath:
         with self.guard("scores"):
             return self.rows.times(x).double() * scale
 
-    def statement(self, x: np.ndarray, weight: float, temperature: float):
-        """weight * score(x, i) / temperature for every row (the order of `Belief.say`'s numpy operations)."""
+    def statement(self, said: list[tuple[np.ndarray, float]], temperature: float):
+        """The sum over what was said, (row x, weight), of weight * score(x, i) / temperature for every row, in
+        the order of `Belief.say`'s numpy operations: every row is read once for all of them (one product)."""
         with self.guard("statement"):
-            return weight * self.rows.times(x).double() / temperature
+            scores = self.rows.times(np.stack([q for q, _ in said], axis=1)).double()
+            term = self.torch.zeros(self.n, dtype=self.torch.float64, device=self.where)
+            for j, (_, weight) in enumerate(said):
+                term += weight * scores[:, j] / temperature
+            return term
 
     def unit(self, pos: np.ndarray):
         """The rows at positions `pos` divided by their lengths (float32, len(pos) x d, on the device)."""
@@ -165,14 +179,14 @@ class DeviceMath:
         with self.guard("log-posterior"):
             finite = self.torch.isfinite(logp)
             top = self.torch.where(finite, logp, -math.inf).max()
-            if not bool(self.torch.isfinite(top)):  # one scalar to the host
+            if not math.isfinite(self.scalar(top)):  # one scalar to the host
                 raise SessionError("every image in the collection has been shown and none was it: start a new search")
             out = self.torch.where(finite, logp - top, -math.inf)
             return out - self.torch.log(self.torch.exp(out).sum())
 
     def live(self, logp) -> int:
         """How many rows are not ruled out (one scalar to the host)."""
-        return int(self.torch.isfinite(logp).sum())
+        return int(self.scalar(self.torch.isfinite(logp).sum()))
 
     def without(self, logp, pos: np.ndarray):
         """A copy of `logp` with -inf at positions `pos` (`logp` itself when there are none)."""
@@ -192,7 +206,7 @@ class DeviceMath:
             if n <= 0:
                 return np.zeros(0, np.int64), np.zeros(0)
             vals, at = self.torch.topk(logp, n, sorted=True)
-            return at.cpu().numpy().astype(np.int64), vals.cpu().numpy().astype(np.float64)
+            return self.to_host(at).astype(np.int64), self.to_host(vals).astype(np.float64)
 
     def top(self, logp, n: int) -> tuple[np.ndarray, np.ndarray]:
         """(positions, probabilities renormalised among them) of the `n` most probable rows (`Belief.top`)."""
@@ -203,16 +217,16 @@ class DeviceMath:
     def values(self, logp, pos: np.ndarray) -> np.ndarray:
         """`logp` at positions `pos`, on the host (float64)."""
         with self.guard("values"):
-            return logp[self.tensor(np.asarray(pos, np.int64))].cpu().numpy().astype(np.float64)
+            return self.to_host(logp[self.tensor(np.asarray(pos, np.int64))]).astype(np.float64)
 
     def rank_of(self, pos: int | None, logp) -> int:
         """1-based rank of the row at `pos` under `logp` (ties in its favour); None or ruled out: after every
         live row (`Belief.rank_of`). One scalar crosses."""
         with self.guard("rank"):
-            if pos is not None and 0 <= pos < self.n and bool(self.torch.isfinite(logp[pos])):
-                return int((logp > logp[pos]).sum()) + 1
+            if pos is not None and 0 <= pos < self.n and math.isfinite(self.scalar(logp[pos])):
+                return int(self.scalar((logp > logp[pos]).sum())) + 1
             return self.live(logp) + 1
 
     def host(self, values) -> np.ndarray:
         """A whole-row tensor on the host (float64): only where a caller asks for every row (`Belief.ranking`)."""
-        return values.cpu().numpy().astype(np.float64)
+        return self.to_host(values).astype(np.float64)

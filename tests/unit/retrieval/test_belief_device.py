@@ -131,3 +131,15 @@ def test_device_rows_read_like_a_float32_matrix(tiny):
     assert np.allclose(rows @ x, m @ x, atol=1e-4) and np.allclose(rows @ x[:, 0], m @ x[:, 0], atol=1e-4)
     assert np.array_equal(rows[np.array([3, 1])], m[[3, 1]])
     assert np.allclose(rows.norms(), np.linalg.norm(m, axis=1), atol=1e-5)
+
+
+def test_an_fp16_matrix_is_upcast_where_torch_has_no_fp16_product_with_fp32_out(tiny):
+    """An fp16 matrix (a GPU's): where torch has no fp16 product with fp32 out (the CPU) each chunk is upcast and
+    the product goes on, and gives the fp32 matrix's products."""
+    index = tiny[0].index
+    rows = _device(index).rows()
+    half = DeviceRows(rows.matrix.half(), torch, (), chunk=7)
+    x = np.random.default_rng(1).standard_normal((rows.shape[1], 3)).astype(np.float32)
+    got, want = half @ x, rows @ x
+    assert got.dtype == np.float32 and np.allclose(got, want, atol=1e-4)  # the index stores fp16 rows already
+    assert np.allclose(half @ x[:, 0], want[:, 0], atol=1e-4) and half.fp16_products is False
