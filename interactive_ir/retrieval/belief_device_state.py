@@ -143,7 +143,9 @@ class DeviceMath:
         word_yes_absent (their complements for a no); `has_word` (a bool per row) is uploaded."""
         with self.guard("answer"):
             has = self.tensor(np.asarray(has_word, bool))
-            p = self.torch.where(has, word_yes, word_yes_absent).double()
+            yes_p, absent_p = (self.torch.tensor(float(v), dtype=self.torch.float64, device=self.where)
+                               for v in (word_yes, word_yes_absent))
+            p = self.torch.where(has, yes_p, absent_p)
             return actions + self.torch.log(p if yes else 1.0 - p)
 
     def rule_out(self, actions, pos: np.ndarray) -> None:

@@ -177,3 +177,16 @@ def test_the_engine_runs_every_action_alike_on_the_device(tiny):
     assert np.allclose(q0, q1, atol=1e-6) and np.allclose(k0, k1, atol=1e-4)
     assert sum(isinstance(w, dict) for w in w0) >= 2, "yes/no answers on words (the has-word mask) were applied"
     assert len(pic0) >= 2 and len(set(map(tuple, p0))) == len(p0)
+
+
+def test_an_answer_is_the_numpy_update_in_float64(tiny):
+    """A yes and a no with probabilities float32 cannot hold exactly: the same float64 action terms."""
+    whole = tiny[0]
+    cfg = BeliefConfig(word_yes=0.49, word_yes_absent=0.23)
+    q = _q(whole, "a red square")
+    cpu, dev = Belief.over(whole, q, cfg), Belief.over(whole, q, cfg, device=_device(whole.index))
+    has = np.arange(len(whole.index)) % 3 == 0
+    for b in (cpu, dev):
+        b.answer_word(has, True)
+        b.answer_word(~has, False)
+    assert np.allclose(dev.actions.numpy(), cpu.actions, rtol=1e-12, atol=0)
