@@ -225,6 +225,8 @@ def _engines(path: Path, half: bool = False) -> tuple:
     os.environ[MATRIX_ROWS_ENV] = str(len(index))  # the numpy belief over every row, whatever the size
     try:
         retriever = Retriever(index, FakeEmbedder(512, spec="fake:512"))
+        if retriever._matrix is None:  # noqa: SLF001 - read now, under the raised limit (it is made when first read)
+            raise RuntimeError("the numpy belief would not cover every row")
     finally:
         os.environ.pop(MATRIX_ROWS_ENV, None)
         if before is not None:
@@ -268,8 +270,9 @@ def device_path(path: Path, sessions: int, rounds: int) -> dict:
                 t0 = time.perf_counter()
                 _turn(engine, session, r)
                 times[name].append(time.perf_counter() - t0)
-            if name == "device" and (session.belief.dev is None or engine.belief_mode.device.failed):
-                raise RuntimeError("the device path did not run on the device")
+            if (session.belief.pool is not None or (name == "device") != (session.belief.dev is not None)
+                    or (name == "device" and engine.belief_mode.device.failed)):
+                raise RuntimeError(f"the {name} path did not run over every row as asked")
     n, width = len(numpy_engine.retriever.index), numpy_engine.retriever.index.faiss_index.d
     dev, cpu = (1000 * statistics.median(times[k]) for k in ("device", "numpy"))
     return {"rows": n, "width": width, "device_ms": dev, "numpy_ms": cpu, "load": os.getloadavg()[0]}

@@ -229,7 +229,7 @@ class Belief:
         `belief_device.DeviceFull` when the device fills up meanwhile."""
         on_device = device.rows() if device is not None else None
         if on_device is not None:
-            dev = DeviceMath(on_device, *device.device_norms(on_device))
+            dev = DeviceMath(on_device, *device.device_norms(on_device), chunk=device.click_chunk)
             b = cls(np.arange(len(on_device)), on_device, config, norms=device.norms(on_device), dev=dev)
             b.set_query(qrow)
             return b

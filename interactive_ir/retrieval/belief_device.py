@@ -31,6 +31,8 @@ from interactive_ir.errors import IIRError
 log = logging.getLogger(__name__)
 
 CHUNK_ROWS = 262_144  # rows upcast to fp32 at a time on the device (a 1,024-wide chunk: 1 GiB of fp32)
+FP16_CHUNK_ROWS = 4_194_304  # rows an fp16 product reads at a time (no copy; its fp32 out for 11 columns: 185 MB)
+CLICK_CHUNK_ROWS = 4_194_304  # rows the click model runs over at a time (a float64 temporary: 370 MB for 11 options)
 
 
 class DeviceFull(IIRError):
@@ -87,27 +89,33 @@ class DeviceRows:
                                device=self.matrix.device)
         try:
             with self.torch.no_grad():
-                x16 = xt.half() if self.matrix.dtype == self.torch.float16 else None
+                if self.matrix.dtype == self.torch.float16 and self.fp16_products and self._fp16_times(xt, out):
+                    return out
                 for a in range(0, self.shape[0], self.chunk):
                     b = min(self.shape[0], a + self.chunk)
-                    out[a:b] = self._product(self.matrix[a:b], xt, x16)
+                    out[a:b] = self.matrix[a:b].float() @ xt
         except self.oom_errors as e:
             raise DeviceFull(f"out of device memory scoring every row ({e})") from e
         return out
 
-    def _product(self, rows, xt, x16):
-        """`rows` (a chunk of the matrix) times `xt` (fp32, d or d x m) in fp32. An fp16 matrix on CUDA is read
-        once (`x16`: xt in fp16; fp32 accumulation and out); elsewhere the chunk is upcast to fp32 first (a copy
-        written and read again: the GPU model in bench/bench_belief_scale.py counts it)."""
-        if x16 is not None and self.fp16_products:
-            try:
-                out = self.torch.mm(rows, x16 if x16.ndim == 2 else x16[:, None], out_dtype=self.torch.float32)
-                return out if x16.ndim == 2 else out[:, 0]
-            except self.oom_errors:
-                raise
-            except (RuntimeError, TypeError, NotImplementedError):  # no fp16 product with fp32 out here (the CPU)
-                self.fp16_products = False
-        return rows.float() @ xt
+    def _fp16_times(self, xt, out) -> bool:
+        """`out` = every row times `xt`, each fp16 row read once (`torch.mm(..., out_dtype=float32)`: fp32
+        accumulation and out, `xt` rounded to fp16; CUDA), FP16_CHUNK_ROWS at a time. False where this torch or
+        device has no such product (the CPU): `fp16_products` is then off and the caller upcasts each chunk (a
+        copy written and read again: the GPU model in bench/bench_belief_scale.py counts it)."""
+        x16 = xt.half()
+        x2 = x16 if x16.ndim == 2 else x16[:, None]
+        try:
+            for a in range(0, self.shape[0], FP16_CHUNK_ROWS):
+                b = min(self.shape[0], a + FP16_CHUNK_ROWS)
+                got = self.torch.mm(self.matrix[a:b], x2, out_dtype=self.torch.float32)
+                out[a:b] = got if xt.ndim == 2 else got[:, 0]
+        except self.oom_errors:
+            raise
+        except (RuntimeError, TypeError, NotImplementedError):  # no fp16 product with fp32 out here
+            self.fp16_products = False
+            return False
+        return True
 
     def norms(self) -> np.ndarray:
         """Every row's length (float32; 1 where a row is zero), computed on the device."""
@@ -132,6 +140,7 @@ class BeliefDevice:
         self.failed = ""  # why the belief no longer uses the device (empty: it does)
         self._norms = None
         self._device_norms = None  # (norms tensor on the device, one length or None): `device_norms`
+        self.click_chunk = CLICK_CHUNK_ROWS  # rows the click model runs over at a time (`DeviceMath.choice`)
         self._lock = threading.Lock()
 
     def rows(self) -> DeviceRows | None:

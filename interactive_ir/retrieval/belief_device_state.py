@@ -53,10 +53,12 @@ def log_choice(torch, logits, cols: list[int], click_error: float):
 class DeviceMath:
     """The belief's per-row math on the device of `rows` (a `DeviceRows`): its tensors are float64 vectors of
     len(rows) on that device. `norms` are the rows' lengths there (float32), `one_norm` their one length when
-    every row is as long (else None), as `Belief` has them on the CPU."""
+    every row is as long (else None), as `Belief` has them on the CPU; `chunk` the rows the click model runs over at
+    a time (`belief_device.CLICK_CHUNK_ROWS` from the backend)."""
 
-    def __init__(self, rows: DeviceRows, norms, one_norm: float | None):
+    def __init__(self, rows: DeviceRows, norms, one_norm: float | None, chunk: int = 4_194_304):
         self.rows = rows
+        self.chunk = int(chunk)  # rows the click model runs over at a time (its float64 temporaries)
         self.torch = rows.torch
         self.where = rows.matrix.device
         self.norms = norms
@@ -132,8 +134,8 @@ class DeviceMath:
         with self.guard("click model"):
             cos = self.cosines(pos)
             out = actions.clone()
-            for a in range(0, self.n, self.rows.chunk):
-                b = min(self.n, a + self.rows.chunk)
+            for a in range(0, self.n, self.chunk):
+                b = min(self.n, a + self.chunk)
                 logits = click_logits(self.torch, cos[a:b], config.click_temperature, config.none_similarity)
                 out[a:b] += log_choice(self.torch, logits, cols, config.click_error)
             return out

@@ -26,6 +26,7 @@ def _device(index, fail_at: int | None = None, chunk: int = 7) -> BeliefDevice:
     """A belief backend over a torch matrix of `index` on the CPU (the GPU's code path); with `fail_at`, its
     device "fills up" from the `fail_at`-th product over every row on."""
     dev = BeliefDevice(TorchMatrix(index, _CpuTorch()))
+    dev.click_chunk = chunk + 4  # the click model in chunks of other sizes than the products'
     calls = {"n": 0}
 
     def rows():
@@ -143,3 +144,29 @@ def test_an_fp16_matrix_is_upcast_where_torch_has_no_fp16_product_with_fp32_out(
     got, want = half @ x, rows @ x
     assert got.dtype == np.float32 and np.allclose(got, want, atol=1e-4)  # the index stores fp16 rows already
     assert np.allclose(half @ x[:, 0], want[:, 0], atol=1e-4) and half.fp16_products is False
+
+
+def test_an_fp16_product_with_fp32_out_reads_each_row_once(tiny, monkeypatch):
+    """Where torch has `mm(..., out_dtype=float32)` (CUDA; here a stand-in that computes it in fp32) the fp16
+    matrix is multiplied as it is, in chunks, for a vector and for a matrix of columns, and no chunk is upcast."""
+    from interactive_ir.retrieval import belief_device
+
+    monkeypatch.setattr(belief_device, "FP16_CHUNK_ROWS", 9)
+    seen = []
+
+    class Torch:  # torch with the CUDA product: fp16 in, fp32 accumulation and out
+        def __getattr__(self, name):
+            return getattr(torch, name)
+
+        def mm(self, a, b, out_dtype=None):
+            assert a.dtype == b.dtype == torch.float16 and out_dtype == torch.float32
+            seen.append(a.shape[0])
+            return a.float() @ b.float()
+
+    index = tiny[0].index
+    m = torch.from_numpy(index.row_vectors(np.arange(len(index))).astype(np.float16))
+    rows = DeviceRows(m, Torch(), ())
+    x = np.random.default_rng(2).standard_normal((rows.shape[1], 4)).astype(np.float32)
+    want = m.float().numpy() @ x.astype(np.float16).astype(np.float32)
+    assert np.allclose(rows @ x, want, atol=1e-4) and np.allclose(rows @ x[:, 1], want[:, 1], atol=1e-4)
+    assert rows.fp16_products and max(seen) == 9 and sum(seen) == 2 * len(index)  # every row once a product

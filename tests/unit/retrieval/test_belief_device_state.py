@@ -25,6 +25,7 @@ from interactive_ir.retrieval.search_device import TorchMatrix  # noqa: E402
 def _device(index, chunk: int = 7) -> BeliefDevice:
     """A belief backend over a torch matrix of `index` on the CPU, in chunks of `chunk` rows (as on a GPU)."""
     dev = BeliefDevice(TorchMatrix(index, _CpuTorch()))
+    dev.click_chunk = chunk - 2  # the click model in chunks too
     make = dev.rows
 
     def rows():
