@@ -18,16 +18,20 @@ the largest size with its search time replaced by the line's value at 10M.
 The estimate adds the measured extra cost of finding the lists among 10M's centroids (a flat search of the
 round's query rows over nlist random centroids, at 10M's nlist against the largest measured size's).
 
-Then the GPU path (`retrieval/belief_device.py`: the belief over every row, its products on a torch matrix) as a
-MODEL, not a measurement: its code runs here on torch's CPU tensors at two sizes (--gpu-check), which counts the
-products over every row a turn and the bytes they return, and times the host's part (the turn outside those
-products: the per-row update in numpy); a turn at each --gpu-model size is modelled as those products reading
-the fp16 matrix at --bandwidth (H200: 4.0e12 bytes/s), their results crossing --link, and the host's part on the
-line through the two CPU figures, against the floor of reading the matrix once.
+Then the GPU path (`retrieval/belief_device.py` and `belief_device_state.py`: the belief over every row, its
+products on a torch matrix, its per-row state and update on the device) at two --gpu-check sizes:
+- with --gpu-time, its code on torch's CPU tensors against the numpy belief over every row, the same rounds in
+  lockstep in one run (turn p50 ms and the median ratio: a CPU figure, not a GPU's);
+- a MODEL of a GPU turn, not a measurement (--gpu-model sizes): the device path's turns run on torch's CPU tensors
+  over an fp16 matrix inside a torch dispatch mode that counts every op's bytes read and written, the ops (kernel
+  launches), the syncs and the bytes that come to the host; a turn at each size is those bytes at --bandwidth
+  (H200: 4.0e12 bytes/s), --launch-us a launch, --sync-us a sync and the host's bytes at --link, against the floor
+  of reading the fp16 matrix once; and the same without the fp32 copies the CPU's products make of each chunk
+  (on CUDA each fp16 row is read once: `torch.mm(..., out_dtype=float32)`).
 
 Usage: python bench/bench_belief_scale.py [--sizes 100000,1000000] [--kind ivf-pq] [--estimate 10000000]
        [--sessions 6] [--rounds 6] [--work DIR] [--gpu-model 1000000,10000000,30000000] [--gpu-check 100000,300000]
-       [--bandwidth 4.0e12] [--link 5.0e10]
+       [--bandwidth 4.0e12] [--link 5.0e10] [--launch-us 5] [--sync-us 20] [--gpu-time] [--no-cpu]
 """
 
 from __future__ import annotations
@@ -215,7 +219,7 @@ def _engines(path: Path, half: bool = False) -> tuple:
     from interactive_ir.engine import EngineConfig, build_engine
     from interactive_ir.index import load_index
     from interactive_ir.modes.belief.mode import BeliefMode
-    from interactive_ir.retrieval.belief_device import BeliefDevice
+    from interactive_ir.retrieval.belief_device import FP16_CHUNK_ROWS, BeliefDevice
     from interactive_ir.retrieval.retriever import MATRIX_ROWS_ENV, Retriever
     from interactive_ir.retrieval.search_backends import _CpuTorch
     from interactive_ir.retrieval.search_device import TorchMatrix
@@ -236,9 +240,19 @@ def _engines(path: Path, half: bool = False) -> tuple:
         engine = build_engine(retriever, config=EngineConfig(k=10, hide_seen=True))
         if on_device:
             source = TorchMatrix(retriever.index, _CpuTorch())
+            device = BeliefDevice(source)
             if half and source.ready():
-                source.matrix = source.matrix.half()  # the GPU's fp16 matrix (each product upcasts a chunk)
-            engine.belief_mode = BeliefMode(engine.core, engine.belief_config, None, device=BeliefDevice(source))
+                source.matrix = source.matrix.half()  # the GPU's fp16 matrix (each product upcasts a chunk here)
+                make = device.rows
+
+                def rows(make=make):  # a product's chunks as an fp16 product's on a GPU (FP16_CHUNK_ROWS): its launches
+                    got = make()
+                    if got is not None:
+                        got.chunk = FP16_CHUNK_ROWS
+                    return got
+
+                device.rows = rows
+            engine.belief_mode = BeliefMode(engine.core, engine.belief_config, None, device=device)
         engines.append(engine)
     return engines[0], engines[1]
 
@@ -258,24 +272,33 @@ def _turn(engine, session, r: int) -> None:
 
 def device_path(path: Path, sessions: int, rounds: int) -> dict:
     """The belief's GPU code path (state and update on the device: `belief_device_state.py`) run here on torch's
-    CPU tensors against the numpy belief over every row, the same rounds, alternating by session, in ONE run:
-    turn p50 ms of each and their ratio (a CPU figure: it says what the code costs on this CPU, not on a GPU)."""
-    numpy_engine, device_engine = _engines(path)
+    CPU tensors against the numpy belief over every row, in ONE run: a session on each with the same rounds, in
+    lockstep (each round on one then on the other, the order swapped every round, so that load falls on both):
+    turn p50 ms of each and the median of the rounds' ratios (a CPU figure: what the code costs on this CPU, not on
+    a GPU). A session's first round (which makes its belief) is left out."""
+    engines = dict(zip(("numpy", "device"), _engines(path)))
     times = {"numpy": [], "device": []}
+    ratios = []
     for s in range(sessions):
-        for name in (("numpy", "device") if s % 2 == 0 else ("device", "numpy")):
-            engine = numpy_engine if name == "numpy" else device_engine
-            session = _session(engine, s)
-            for r in range(rounds):
+        live = {name: _session(engine, s) for name, engine in engines.items()}
+        for name, engine in engines.items():
+            _turn(engine, live[name], 0)
+        for r in range(1, rounds + 1):
+            took = {}
+            for name in (("numpy", "device") if (s + r) % 2 == 0 else ("device", "numpy")):
                 t0 = time.perf_counter()
-                _turn(engine, session, r)
-                times[name].append(time.perf_counter() - t0)
+                _turn(engines[name], live[name], r)
+                took[name] = time.perf_counter() - t0
+                times[name].append(took[name])
+            ratios.append(took["device"] / took["numpy"])
+        for name, session in live.items():
             if (session.belief.pool is not None or (name == "device") != (session.belief.dev is not None)
-                    or (name == "device" and engine.belief_mode.device.failed)):
+                    or (name == "device" and engines[name].belief_mode.device.failed)):
                 raise RuntimeError(f"the {name} path did not run over every row as asked")
-    n, width = len(numpy_engine.retriever.index), numpy_engine.retriever.index.faiss_index.d
+    index = engines["numpy"].retriever.index
     dev, cpu = (1000 * statistics.median(times[k]) for k in ("device", "numpy"))
-    return {"rows": n, "width": width, "device_ms": dev, "numpy_ms": cpu, "load": os.getloadavg()[0]}
+    return {"rows": len(index), "width": index.faiss_index.d, "device_ms": dev, "numpy_ms": cpu,
+            "ratio": statistics.median(ratios), "load": os.getloadavg()[0]}
 
 
 def traffic_counter():
@@ -447,13 +470,13 @@ def main(argv=None) -> int:
         sizes = sorted(int(x) for x in (a.gpu_check or a.sizes).split(","))[:2]
         paths = [index_of(work, n, a.kind)[0] for n in sizes]
     if a.gpu_time:  # the device path on torch's CPU tensors against the numpy belief, the same run
-        print("device path on this CPU (torch CPU tensors) against the numpy belief over every row, the same rounds, "
-              "alternating by session (CPU figures, not a GPU's)\n| rows | numpy turn p50 ms | device path on the "
-              "CPU p50 ms | device / numpy | load |\n|---|---|---|---|---|", flush=True)
+        print("device path on this CPU (torch CPU tensors) against the numpy belief over every row, the same rounds in "
+              "lockstep (CPU figures, not a GPU's)\n| rows | numpy turn p50 ms | device path on the CPU p50 ms | "
+              "device / numpy (median of the rounds) | load |\n|---|---|---|---|---|", flush=True)
         for path in paths:
             c = device_path(path, a.sessions, a.rounds)
-            print(f"| {c['rows']:,} | {c['numpy_ms']:.1f} | {c['device_ms']:.1f} | {c['device_ms'] / c['numpy_ms']:.2f}x "
-                  f"| {c['load']:.1f} |", flush=True)
+            print(f"| {c['rows']:,} | {c['numpy_ms']:.1f} | {c['device_ms']:.1f} | {c['ratio']:.2f}x | {c['load']:.1f} |",
+                  flush=True)
     if a.gpu_model:
         checks = [device_traffic(path, a.rounds) for path in paths]
         gpu_model(checks, [int(x) for x in a.gpu_model.split(",")], a.bandwidth, a.link, a.launch_us, a.sync_us)

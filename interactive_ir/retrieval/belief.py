@@ -32,7 +32,11 @@ probability (`rest_share`), which brings their most probable region into the poo
 round's searches for the pool are one index search (`Retriever.candidate_rows`), and the pool's vectors one
 buffer that rows join and leave in place (a pool's `rows` are in the order they joined: look rows up with
 `positions`). On a GPU (`belief_device.py`) the belief covers every row whatever the size: its products over
-every row run on the retriever's device matrix.
+every row run on the retriever's device matrix, and its per-row state (`text`, `actions`, `seen`: float64 tensors)
+and update run there too (`dev`, a `belief_device_state.DeviceMath`: each method below that touches every row
+hands over to it; the numpy code here is the reference its torch twin is tested against). There the
+log-posterior is a tensor on the device: read it through `page`, `top`, `rank_of`, `live`, `best_unshown` and
+`ranking` (the only one that brings every row to the host, asked for on demand).
 
 Which images to show (`page`): the most probable ones, and `explore` images chosen to learn from (PicHunter,
 Ferecatu and Geman): among the next `explore_depth` probable images, greedily the one that most raises the

@@ -5,15 +5,18 @@ On the CPU the belief covers every row only up to `retriever.matrix_rows_max()` 
 in RAM), and a pool above it (`belief_pool.py`). When the retriever searches an exact index's matrix on a GPU
 (`search_device.TorchMatrix`, device "torch"), that matrix already holds every row: the belief's products over
 the whole collection (the query's and each statement's score of every row, every row's cosines with a page's
-images) run there, on the same matrix (no second copy), in fp32 chunks, and the belief covers every row of the
-collection whatever its size: the limit is what the device's memory holds (the matrix is uploaded only when it
-fits, `search_device.MEMORY_HEADROOM`). The belief's per-row state (its float64 log-probability terms) and its
-update stay the numpy code of `belief.py`: one path, one click model.
+images) run there, on the same matrix (no second copy), and the belief covers every row of the collection
+whatever its size: the limit is what the device's memory holds (the matrix is uploaded only when it fits,
+`search_device.MEMORY_HEADROOM`). A product reads each fp16 row once where torch has an fp16 product with fp32
+accumulation and out (`torch.mm(..., out_dtype=float32)`, CUDA), else it upcasts the matrix a chunk at a time.
+The belief's per-row state and its update live on the device too (`belief_device_state.py`: the click model's
+torch twin, kept equal to the numpy one by a test); only a page's, a question's or a rank's few values come back.
 
-`DeviceRows` is what `Belief.vectors` is then: `rows @ x` and `rows[i]` give numpy float32 arrays computed on
-the device. A device that fills up in the middle of an update raises `DeviceFull`; the belief mode then turns
-the device off for the belief (`BeliefDevice.fail`, one log line) and makes the round again on the CPU from
-the session's rounds (the pooled path above the exact limit, numpy below it): the search goes on.
+`DeviceRows` is what `Belief.vectors` is then: `rows.times(x)` is the fp32 product of every row as a tensor on
+the device, `rows @ x` and `rows[i]` the same read as numpy. A device that fills up in the middle of an update
+raises `DeviceFull`; the belief mode then turns the device off for the belief (`BeliefDevice.fail`, one log line)
+and makes the round again on the CPU from the session's rounds (the pooled path above the exact limit, numpy below
+it): the search goes on.
 
 `belief_device(retriever)` is the backend the engine's belief mode takes: a `BeliefDevice` when the retriever
 searches a torch matrix, else None. On a CPU, torch's CPU tensors run the same code (the tests).

@@ -49,7 +49,7 @@ def test_the_device_path_runs_against_the_numpy_belief(tmp_path):
     path, _ = scale.index_of(tmp_path, 3000, "exact")
     check = scale.device_path(path, sessions=2, rounds=3)
     assert check["rows"] == 3000 and check["width"] == 1024
-    assert check["device_ms"] > 0 and check["numpy_ms"] > 0
+    assert check["device_ms"] > 0 and check["numpy_ms"] > 0 and check["ratio"] > 0
 
 
 def test_the_device_traffic_is_counted_and_little_reaches_the_host(tmp_path):
