@@ -2,20 +2,21 @@
 
 When the belief covers every row on a GPU (`belief_device.py`: `Belief.vectors` is a `DeviceRows`), its per-row
 state — `text`, `actions`, `seen` — is three float64 torch tensors on that device and a turn's update runs there:
-the click model over every row x (shown + 1) options (`click_logits` / `log_choice`, twins of `Belief._click_logits`
-/ `Belief._log_choice`), a yes/no answer (`word`: the has-word mask uploaded), a statement (`say`), the seen,
+the click model over every row x (shown + 1) options (`log_choice`, the twin of `Belief._click_logits` /
+`Belief._log_choice`), a yes/no answer (`word`: the has-word mask uploaded), a statement (`say`), the seen,
 ruled-out and filter masks, the log-posterior (`log_scores` / `log_normalise`), and the top rows of a page, of
 `top` (for the click and question information) and a rank (`rank_of`). Only O(k) or O(info_depth) values come
 back to the host per turn; a whole-row array only when a caller asks for one (`Belief.ranking`: evaluation).
 
 The state is float64 as on the CPU: it is 24 bytes a row against the 1-2 KB a row of the matrix a product reads,
-so it costs little of a turn's memory traffic (`bench/bench_belief_scale.py` counts it), the H200 computes float64
-at a sixteenth of its fp32 rate, which these few element-wise passes do not reach, and the posteriors then equal the
-numpy belief's to float32 rounding of the products (float32 state would add ties and flips near equal ranks).
+so it costs little of a turn's memory traffic (`bench/bench_belief_scale.py` counts it; an H200 computes float64
+at half its fp32 rate, far above what these element-wise passes need), and the posteriors then equal the numpy
+belief's to the float32 rounding of the products (float32 state would add ties and flips between near-equal
+ranks). The click model's exponentials of a chunk are fp32 (the cosines' own precision), their sums float64.
 
-ONE click model: the numpy code of `belief.py` is the reference; `click_logits` and `log_choice` here are its
-twins, kept equal by tests/unit/retrieval/test_belief_device_state.py (1e-5 relative, with and without the error
-term, for clicks, multi-marks and "none of these"). Running out of device memory raises `DeviceFull` (the belief
+ONE click model: the numpy code of `belief.py` is the reference; `log_choice` here is its twin, kept equal by
+tests/unit/retrieval/test_belief_device_state.py (1e-5 relative, with and without the error term, for clicks,
+multi-marks and "none of these", at a usual and at a very low click temperature). Running out of device memory raises `DeviceFull` (the belief
 mode makes the round again on the CPU). Nothing here imports torch: it comes with the `DeviceRows`.
 """
 
@@ -29,24 +30,50 @@ import numpy as np
 from interactive_ir.errors import SessionError
 from interactive_ir.retrieval.belief_device import DeviceFull, DeviceRows
 
-
-# --- the click model's twins (reference: Belief._click_logits / Belief._log_choice in belief.py) -------------------
-def click_logits(torch, cos, click_temperature: float, none_similarity: float):
-    """sim / click_temperature for every shown option, then the "none of these" option (last column), float64."""
-    a = cos.double() / click_temperature
-    none = torch.full(a.shape[:-1] + (1,), none_similarity / click_temperature, dtype=a.dtype, device=a.device)
-    return torch.cat([a, none], dim=-1)
+# --- the click model's twin (reference: Belief._click_logits / Belief._log_choice in belief.py) --------------------
+SHIFT_FREE = 50.0  # up to this |sim| / click_temperature, exp(sim / T) is summed as it is (no overflow, no max shift)
 
 
-def log_choice(torch, logits, cols: list[int], click_error: float):
-    """log P(the choice is among `cols` | i) under the click model with its error term: with probability
-    1 - click_error the softmax of the logits, else a uniform pick among the options."""
-    n = logits.shape[1]
+def log_choice(torch, cos, cols: list[int], config):
+    """log P(the choice is among `cols` | i) for every row i, from its cosines with the shown images (`cos`, rows
+    x shown, fp32; option `shown` is "none of these"): the click model of `Belief._click_logits` and
+    `Belief._log_choice`, its torch twin (tests/unit/retrieval/test_belief_device_state.py keeps them equal): the
+    softmax over the shown and the none option of sim / click_temperature, with probability click_error a uniform
+    pick among the options instead. Cosines are at most 1 in size, so while that over click_temperature is at most
+    SHIFT_FREE the exponentials are summed as they are, in few passes over the rows (`cos` is overwritten); else
+    with the max shift, as numpy does. float64 from the sums on."""
+    t, eps = config.click_temperature, config.click_error
+    shown = cos.shape[1]
+    if max(1.0, abs(config.none_similarity)) / t > SHIFT_FREE:
+        return _log_choice_shifted(torch, cos, cols, config)
+    none = math.exp(config.none_similarity / t)
+    e = cos.mul_(1.0 / t).exp_()
+    total = e.sum(dim=1, dtype=torch.float64).add_(none)
+    picked = [c for c in cols if c < shown]
+    if picked:
+        chosen = e[:, picked].sum(dim=1, dtype=torch.float64)
+        if shown in cols:
+            chosen.add_(none)
+    else:
+        chosen = torch.full_like(total, none)
+    p = chosen.div_(total)
+    if eps > 0.0:
+        p.mul_(1.0 - eps).add_(eps * len(cols) / (shown + 1))
+    return p.log_()
+
+
+def _log_choice_shifted(torch, cos, cols: list[int], config):
+    """`log_choice` for a click temperature so low that exp(sim / T) could overflow: the logits' log-sum-exps
+    with the max shift (`Belief._lse`), in float64."""
+    t, eps = config.click_temperature, config.click_error
+    a = cos.double() / t
+    logits = torch.cat([a, torch.full((a.shape[0], 1), config.none_similarity / t, dtype=a.dtype, device=a.device)],
+                       dim=1)
     model = torch.logsumexp(logits[:, cols], dim=1) - torch.logsumexp(logits, dim=1)
-    if click_error <= 0.0:
+    if eps <= 0.0:
         return model
-    floor = torch.full_like(model, float(np.log(click_error * len(cols) / n)))
-    return torch.logaddexp(float(np.log1p(-click_error)) + model, floor)
+    floor = torch.full_like(model, float(np.log(eps * len(cols) / logits.shape[1])))
+    return torch.logaddexp(float(np.log1p(-eps)) + model, floor)
 
 
 # --- the per-row state on the device ---------------------------------------------------------------------------
@@ -129,16 +156,16 @@ class DeviceMath:
             return out / norms[:, None]
 
     def choice(self, actions, pos: np.ndarray, cols: list[int], config):
-        """`actions` plus log P(the choice among the shown rows at `pos` is in `cols` | i) for every row, the
-        click model run over the rows chunk by chunk (a chunk's float64 logits, not every row's, in memory)."""
+        """`actions` plus log P(the choice among the shown rows at `pos` is in `cols` | i) for every row
+        (`log_choice`), in place, the click model run over the rows `chunk` at a time (its float64 sums of a chunk,
+        not every row's, in memory). A device that fills up halfway leaves `actions` half done: the belief is then
+        made again on the CPU from the session's rounds (`DeviceFull`)."""
         with self.guard("click model"):
             cos = self.cosines(pos)
-            out = actions.clone()
             for a in range(0, self.n, self.chunk):
                 b = min(self.n, a + self.chunk)
-                logits = click_logits(self.torch, cos[a:b], config.click_temperature, config.none_similarity)
-                out[a:b] += log_choice(self.torch, logits, cols, config.click_error)
-            return out
+                actions[a:b] += log_choice(self.torch, cos[a:b], cols, config)
+            return actions
 
     def word(self, actions, has_word: np.ndarray, yes: bool, word_yes: float, word_yes_absent: float):
         """`actions` plus log P(the answer | i): word_yes where the row's caption names the word, else

@@ -17,7 +17,7 @@ from interactive_ir.errors import SessionError  # noqa: E402
 from interactive_ir.modes.belief.mode import BeliefMode  # noqa: E402
 from interactive_ir.retrieval.belief import Belief, BeliefConfig  # noqa: E402
 from interactive_ir.retrieval.belief_device import BeliefDevice  # noqa: E402
-from interactive_ir.retrieval.belief_device_state import click_logits, log_choice  # noqa: E402
+from interactive_ir.retrieval.belief_device_state import log_choice  # noqa: E402
 from interactive_ir.retrieval.search_backends import _CpuTorch  # noqa: E402
 from interactive_ir.retrieval.search_device import TorchMatrix  # noqa: E402
 
@@ -47,21 +47,21 @@ def _q(r, text):
 
 
 # --- one click model --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("temperature", [0.23, 0.01], ids=["usual", "very low: the max shift"])
 @pytest.mark.parametrize("click_error", [0.0, 0.1, 0.37])
-@pytest.mark.parametrize("cols", [[2], [0, 3, 4], [5]], ids=["click", "marks", "none of these"])
-def test_the_torch_click_model_is_the_numpy_one(click_error, cols):
-    """Same cosines in: the same logits and log-choice values out (1e-5 relative), the error term included."""
+@pytest.mark.parametrize("cols", [[2], [0, 3, 4], [5], [1, 5]], ids=["click", "marks", "none of these", "mixed"])
+def test_the_torch_click_model_is_the_numpy_one(click_error, cols, temperature):
+    """Same cosines in: the same log-choice values out as the numpy reference (1e-5 relative), the error term
+    included, for a click, marks, "none of these" and a mixed choice."""
     rng = np.random.default_rng(7)
-    cfg = BeliefConfig(click_error=click_error, click_temperature=0.23, none_similarity=0.35)
+    cfg = BeliefConfig(click_error=click_error, click_temperature=temperature, none_similarity=0.35)
     ref = Belief(np.arange(4), rng.standard_normal((4, 8)).astype(np.float32), cfg)  # the numpy reference
     cos = rng.uniform(-1, 1, (200, 5)).astype(np.float32)  # 200 rows x 5 shown (option 5: none of these)
-    want_logits = ref._click_logits(cos)
-    want = ref._log_choice(want_logits, cols)
-    got_logits = click_logits(torch, torch.from_numpy(cos), cfg.click_temperature, cfg.none_similarity)
-    got = log_choice(torch, got_logits, cols, cfg.click_error).numpy()
-    assert got_logits.dtype == torch.float64 and np.allclose(got_logits.numpy(), want_logits, rtol=1e-5, atol=0)
-    assert got.shape == want.shape and np.allclose(got, want, rtol=1e-5, atol=0)
-    assert np.all(want < 0) and want.std() > 0.01  # a real spread of values, not a constant both get right
+    want = ref._log_choice(ref._click_logits(cos), cols)
+    got = log_choice(torch, torch.from_numpy(cos.copy()), cols, cfg)
+    assert got.dtype == torch.float64 and got.shape == want.shape
+    assert np.allclose(got.numpy(), want, rtol=1e-5, atol=0)
+    assert np.all(want <= 0) and want.std() > 0.01  # a real spread of values, not a constant both get right
 
 
 # --- a whole search on both -------------------------------------------------------------------------------------
