@@ -219,7 +219,7 @@ def _engines(path: Path, half: bool = False) -> tuple:
     from interactive_ir.engine import EngineConfig, build_engine
     from interactive_ir.index import load_index
     from interactive_ir.modes.belief.mode import BeliefMode
-    from interactive_ir.retrieval.belief_device import FP16_CHUNK_ROWS, BeliefDevice
+    from interactive_ir.retrieval.belief_device import BeliefDevice
     from interactive_ir.retrieval.retriever import MATRIX_ROWS_ENV, Retriever
     from interactive_ir.retrieval.search_backends import _CpuTorch
     from interactive_ir.retrieval.search_device import TorchMatrix
@@ -245,10 +245,10 @@ def _engines(path: Path, half: bool = False) -> tuple:
                 source.matrix = source.matrix.half()  # the GPU's fp16 matrix (each product upcasts a chunk here)
                 make = device.rows
 
-                def rows(make=make):  # a product's chunks as an fp16 product's on a GPU (FP16_CHUNK_ROWS): its launches
+                def rows(make=make):  # a product in one chunk, as an fp16 product on a GPU: its launches
                     got = make()
                     if got is not None:
-                        got.chunk = FP16_CHUNK_ROWS
+                        got.chunk = len(got)
                     return got
 
                 device.rows = rows

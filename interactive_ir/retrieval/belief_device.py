@@ -34,7 +34,6 @@ from interactive_ir.errors import IIRError
 log = logging.getLogger(__name__)
 
 CHUNK_ROWS = 262_144  # rows upcast to fp32 at a time on the device (a 1,024-wide chunk: 1 GiB of fp32)
-FP16_CHUNK_ROWS = 4_194_304  # rows an fp16 product reads at a time (no copy; its fp32 out for 11 columns: 185 MB)
 CLICK_CHUNK_ROWS = 4_194_304  # rows the click model runs over at a time (a float64 temporary: 370 MB for 11 options)
 
 
@@ -88,12 +87,14 @@ class DeviceRows:
 
     def times_t(self, xt):
         """`times` of a tensor already on the device: every row upcast to fp32 a chunk at a time, times `xt`."""
-        out = self.torch.empty((self.shape[0],) + tuple(xt.shape[1:]), dtype=self.torch.float32,
-                               device=self.matrix.device)
         try:
             with self.torch.no_grad():
-                if self.matrix.dtype == self.torch.float16 and self.fp16_products and self._fp16_times(xt, out):
-                    return out
+                if self.matrix.dtype == self.torch.float16 and self.fp16_products:
+                    got = self._fp16_times(xt)
+                    if got is not None:
+                        return got
+                out = self.torch.empty((self.shape[0],) + tuple(xt.shape[1:]), dtype=self.torch.float32,
+                                       device=self.matrix.device)
                 for a in range(0, self.shape[0], self.chunk):
                     b = min(self.shape[0], a + self.chunk)
                     out[a:b] = self.matrix[a:b].float() @ xt
@@ -101,24 +102,20 @@ class DeviceRows:
             raise DeviceFull(f"out of device memory scoring every row ({e})") from e
         return out
 
-    def _fp16_times(self, xt, out) -> bool:
-        """`out` = every row times `xt`, each fp16 row read once (`torch.mm(..., out_dtype=float32)`: fp32
-        accumulation and out, `xt` rounded to fp16; CUDA), FP16_CHUNK_ROWS at a time. False where this torch or
-        device has no such product (the CPU): `fp16_products` is then off and the caller upcasts each chunk (a
-        copy written and read again: the GPU model in bench/bench_belief_scale.py counts it)."""
+    def _fp16_times(self, xt):
+        """Every row times `xt`, each fp16 row read once, in one product (`torch.mm(..., out_dtype=float32)`: fp32
+        accumulation and out, `xt` rounded to fp16; CUDA; no chunks: it makes no copy of the rows). None where this
+        torch or device has no such product (the CPU): `fp16_products` is then off and the caller upcasts each
+        chunk (a copy written and read again: the GPU model in bench/bench_belief_scale.py counts it)."""
         x16 = xt.half()
-        x2 = x16 if x16.ndim == 2 else x16[:, None]
         try:
-            for a in range(0, self.shape[0], FP16_CHUNK_ROWS):
-                b = min(self.shape[0], a + FP16_CHUNK_ROWS)
-                got = self.torch.mm(self.matrix[a:b], x2, out_dtype=self.torch.float32)
-                out[a:b] = got if xt.ndim == 2 else got[:, 0]
+            got = self.torch.mm(self.matrix, x16 if x16.ndim == 2 else x16[:, None], out_dtype=self.torch.float32)
         except self.oom_errors:
             raise
         except (RuntimeError, TypeError, NotImplementedError):  # no fp16 product with fp32 out here
             self.fp16_products = False
-            return False
-        return True
+            return None
+        return got if xt.ndim == 2 else got[:, 0]
 
     def norms(self) -> np.ndarray:
         """Every row's length (float32; 1 where a row is zero), computed on the device."""

@@ -146,12 +146,9 @@ def test_an_fp16_matrix_is_upcast_where_torch_has_no_fp16_product_with_fp32_out(
     assert np.allclose(half @ x[:, 0], want[:, 0], atol=1e-4) and half.fp16_products is False
 
 
-def test_an_fp16_product_with_fp32_out_reads_each_row_once(tiny, monkeypatch):
+def test_an_fp16_product_with_fp32_out_reads_each_row_once(tiny):
     """Where torch has `mm(..., out_dtype=float32)` (CUDA; here a stand-in that computes it in fp32) the fp16
-    matrix is multiplied as it is, in chunks, for a vector and for a matrix of columns, and no chunk is upcast."""
-    from interactive_ir.retrieval import belief_device
-
-    monkeypatch.setattr(belief_device, "FP16_CHUNK_ROWS", 9)
+    matrix is multiplied as it is, in one product, for a vector and for a matrix of columns; nothing is upcast."""
     seen = []
 
     class Torch:  # torch with the CUDA product: fp16 in, fp32 accumulation and out
@@ -165,8 +162,8 @@ def test_an_fp16_product_with_fp32_out_reads_each_row_once(tiny, monkeypatch):
 
     index = tiny[0].index
     m = torch.from_numpy(index.row_vectors(np.arange(len(index))).astype(np.float16))
-    rows = DeviceRows(m, Torch(), ())
+    rows = DeviceRows(m, Torch(), (), chunk=7)
     x = np.random.default_rng(2).standard_normal((rows.shape[1], 4)).astype(np.float32)
     want = m.float().numpy() @ x.astype(np.float16).astype(np.float32)
     assert np.allclose(rows @ x, want, atol=1e-4) and np.allclose(rows @ x[:, 1], want[:, 1], atol=1e-4)
-    assert rows.fp16_products and max(seen) == 9 and sum(seen) == 2 * len(index)  # every row once a product
+    assert rows.fp16_products and seen == [len(index)] * 2  # every row once a product, not in upcast chunks
