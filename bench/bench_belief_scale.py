@@ -397,7 +397,7 @@ def gpu_model(checks: list[dict], sizes: list[int], bandwidth: float, link: floa
           f"{bandwidth / 1e12:.1f} TB/s, {launch_us:.0f} us a launch, {sync_us:.0f} us a sync, link "
           f"{link / 1e9:.0f} GB/s", flush=True)
     print("| rows | device bytes GB | device ms | launches + syncs ms | host ms | modelled turn ms | floor ms "
-          "(matrix once) | turn / floor | without the upcast: turn ms | / floor |\n"
+          "(matrix once) | turn / floor | fp16 products: turn ms | / floor |\n"
           "|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for n in sizes:
         at = {k: fixed + per_row * n for k, (fixed, per_row) in lines.items()}
