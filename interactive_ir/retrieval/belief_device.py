@@ -161,8 +161,11 @@ class BeliefDevice:
         norms = self.norms(rows)
         if self._device_norms is None or self._device_norms[0].shape[0] != len(norms):
             lo, hi = (float(norms.min()), float(norms.max())) if len(norms) else (1.0, 1.0)
-            self._device_norms = (rows.torch.from_numpy(norms).to(rows.matrix.device),
-                                  lo if hi - lo <= 1e-4 * hi else None)
+            try:
+                on_device = rows.torch.from_numpy(norms).to(rows.matrix.device)
+            except rows.oom_errors as e:
+                raise DeviceFull(f"out of device memory for the rows' lengths ({e})") from e
+            self._device_norms = (on_device, lo if hi - lo <= 1e-4 * hi else None)
         return self._device_norms
 
     def fail(self, why: str) -> None:
