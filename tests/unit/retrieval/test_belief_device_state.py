@@ -191,3 +191,24 @@ def test_an_answer_is_the_numpy_update_in_float64(tiny):
         b.answer_word(has, True)
         b.answer_word(~has, False)
     assert np.allclose(dev.actions.numpy(), cpu.actions, rtol=1e-12, atol=0)
+
+
+def test_running_out_of_memory_anywhere_in_the_update_is_device_full(tiny):
+    """Not only the products: an op of the state's update (here the page's top rows) that finds the device full
+    raises DeviceFull, which the belief mode answers on the CPU."""
+    from interactive_ir.retrieval.belief_device import DeviceFull
+
+    whole = tiny[0]
+    b = Belief.over(whole, _q(whole, "a red square"), BeliefConfig(), device=_device(whole.index))
+
+    class Full:
+        def __getattr__(self, name):
+            return getattr(torch, name)
+
+        def topk(self, *a, **k):
+            raise MemoryError("injected: the device is full")
+
+    b.dev.torch = Full()
+    b.click([1, 2, 3], 0)  # no topk in the click: it goes through
+    with pytest.raises(DeviceFull, match="top rows"):
+        b.page(5)
