@@ -480,6 +480,14 @@ class Belief:
         """How many covered rows `logp` (a log-posterior) leaves possible."""
         return self.dev.live(logp) if self.dev is not None else int(np.isfinite(logp).sum())
 
+    def without(self, logp, pos: np.ndarray):
+        """A copy of `logp` (a log-posterior) with the rows at positions `pos` ruled out (-inf)."""
+        if self.dev is not None:
+            return self.dev.without(logp, pos)
+        out = logp.copy()
+        out[np.asarray(pos, np.int64)] = -np.inf
+        return out
+
     def best_unshown(self, logp, n: int, exclude: np.ndarray = ()) -> np.ndarray:
         """Positions of the `n` most probable covered rows under `logp` that are not at positions `exclude`, most
         probable first (fewer when fewer are live)."""

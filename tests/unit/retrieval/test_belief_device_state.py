@@ -143,6 +143,9 @@ def test_the_device_state_stays_on_the_device_and_copies_are_its_own(tiny):
     assert not torch.equal(other.actions, dev.actions) and other.dev is dev.dev
     assert np.allclose(dev.ranking(len(whole.index)), cpu.ranking(len(whole.index)), atol=1e-4)
     assert np.allclose(dev.click_information([1, 2, 3]), cpu.click_information([1, 2, 3]), rtol=1e-4)
+    hidden = [b.without(b.log_posterior(), np.array([4, 9])) for b in (cpu, dev)]  # the page left out
+    assert np.allclose(dev.dev.host(hidden[1]), hidden[0]) and np.isneginf(hidden[0][[4, 9]]).all()
+    assert dev.live(hidden[1]) == cpu.live(hidden[0]) == len(whole.index) - 2
     for b in (cpu, dev):
         b.rule_out(np.arange(len(whole.index)))
         with pytest.raises(SessionError):
