@@ -439,9 +439,9 @@ class Belief:
         """(rows, log-probabilities, n_best) of the next page: the `k - explore` most probable rows not in
         `exclude_rows`, then the rows chosen to learn from. n_best: how many are there for their probability.
         `logp`: the log-posterior when the caller computed it already (not changed here)."""
-        logp = self.log_posterior() if logp is None else logp
         if self.dev is not None:
             return self._page_device(k, exclude_rows, logp)
+        logp = self.log_posterior() if logp is None else logp
         if len(exclude_rows):
             logp = logp.copy()
             pos, ok = self._find(exclude_rows)
@@ -462,10 +462,12 @@ class Belief:
     def _page_device(self, k: int, exclude_rows: Sequence[int], logp) -> tuple[np.ndarray, np.ndarray, int]:
         """`page` on the device: the `explore_depth` most probable rows not excluded come to the host (most
         probable first), the learning images are chosen from them as on the CPU (`informative`, over the
-        `info_depth` most probable rows not excluded)."""
+        `info_depth` most probable rows not excluded). A log-posterior made here is changed in place."""
+        fresh = logp is None
+        logp = self.log_posterior() if fresh else logp
         if len(exclude_rows):
             pos, ok = self._find(exclude_rows)
-            logp = self.dev.without(logp, pos[ok])
+            logp = self.dev.without(logp, pos[ok], in_place=fresh)
         order, _ = self.dev.best(logp, max(int(k), self.config.explore_depth))
         k = min(int(k), len(order))
         if k <= 0:

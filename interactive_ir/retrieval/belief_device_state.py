@@ -34,20 +34,21 @@ from interactive_ir.retrieval.belief_device import DeviceFull, DeviceRows
 SHIFT_FREE = 50.0  # up to this |sim| / click_temperature, exp(sim / T) is summed as it is (no overflow, no max shift)
 
 
-def log_choice(torch, cos, cols: list[int], config):
+def log_choice(torch, cos, cols: list[int], config, scale: float = 1.0):
     """log P(the choice is among `cols` | i) for every row i, from its cosines with the shown images (`cos`, rows
     x shown, fp32; option `shown` is "none of these"): the click model of `Belief._click_logits` and
     `Belief._log_choice`, its torch twin (tests/unit/retrieval/test_belief_device_state.py keeps them equal): the
     softmax over the shown and the none option of sim / click_temperature, with probability click_error a uniform
     pick among the options instead. Cosines are at most 1 in size, so while that over click_temperature is at most
     SHIFT_FREE the exponentials are summed as they are, in few passes over the rows (`cos` is overwritten); else
-    with the max shift, as numpy does. float64 from the sums on."""
+    with the max shift, as numpy does. float64 from the sums on. `scale`: the cosines are `cos * scale` (the
+    products over rows that are all as long: their one length's inverse, applied in the same pass)."""
     t, eps = config.click_temperature, config.click_error
     shown = cos.shape[1]
     if max(1.0, abs(config.none_similarity)) / t > SHIFT_FREE:
-        return _log_choice_shifted(torch, cos, cols, config)
+        return _log_choice_shifted(torch, cos.mul_(scale) if scale != 1.0 else cos, cols, config)
     none = math.exp(config.none_similarity / t)
-    e = cos.mul_(1.0 / t).exp_()
+    e = cos.mul_(scale / t).exp_()
     total = e.sum(dim=1, dtype=torch.float64).add_(none)
     picked = [c for c in cols if c < shown]
     if picked:
@@ -140,8 +141,9 @@ class DeviceMath:
         p = self.tensor(np.asarray(pos, np.int64))
         return self.rows.matrix[p].float() / self.norms[p][:, None]
 
-    def cosines(self, pos: np.ndarray, among: np.ndarray | None = None):
-        """Cosines (float32 tensor) of every row (or those at `among`) with the rows at `pos` (`Belief.cosines`)."""
+    def cosines(self, pos: np.ndarray, among: np.ndarray | None = None, scaled: bool = True):
+        """Cosines (float32 tensor) of every row (or those at `among`) with the rows at `pos` (`Belief.cosines`).
+        With `scaled` False and every row as long, the products are left unscaled (times 1 / `one_norm` later)."""
         with self.guard("cosines"):
             unit = self.unit(pos)
             if among is None:
@@ -152,8 +154,8 @@ class DeviceMath:
                 out = self.rows.matrix[a].float() @ unit.T
                 norms = self.norms[a]
             if self.one_norm is not None:
-                return out * np.float32(1.0 / self.one_norm)
-            return out / norms[:, None]
+                return out.mul_(np.float32(1.0 / self.one_norm)) if scaled else out
+            return out.div_(norms[:, None])
 
     def choice(self, actions, pos: np.ndarray, cols: list[int], config):
         """`actions` plus log P(the choice among the shown rows at `pos` is in `cols` | i) for every row
@@ -161,10 +163,11 @@ class DeviceMath:
         not every row's, in memory). A device that fills up halfway leaves `actions` half done: the belief is then
         made again on the CPU from the session's rounds (`DeviceFull`)."""
         with self.guard("click model"):
-            cos = self.cosines(pos)
+            cos = self.cosines(pos, scaled=False)  # every row as long: the length's inverse goes with 1/T, one pass
+            scale = 1.0 if self.one_norm is None else 1.0 / self.one_norm
             for a in range(0, self.n, self.chunk):
                 b = min(self.n, a + self.chunk)
-                actions[a:b] += log_choice(self.torch, cos[a:b], cols, config)
+                actions[a:b] += log_choice(self.torch, cos[a:b], cols, config, scale)
             return actions
 
     def word(self, actions, has_word: np.ndarray, yes: bool, word_yes: float, word_yes_absent: float):
@@ -200,10 +203,10 @@ class DeviceMath:
             return self.torch.where(keep, actions, -math.inf)
 
     def log_scores(self, text, actions, seen, overlook: float):
-        """text + actions + seen * log(overlook), NaN (-inf + inf) as -inf (`Belief.log_scores`)."""
+        """text + actions + seen * log(overlook) (`Belief.log_scores`), in two passes. No NaN can arise here (the
+        text and seen terms are finite, the action terms finite or -inf), so the numpy code's NaN guard is not run."""
         with self.guard("log-scores"):
-            logp = text + actions + seen * float(np.log(overlook))
-            return self.torch.where(self.torch.isnan(logp), -math.inf, logp)
+            return (text + actions).add_(seen, alpha=float(np.log(overlook)))
 
     def log_normalise(self, logp):
         """`logp` shifted so that its exponentials sum to 1; -inf stays -inf. SessionError when nothing is left.
@@ -219,25 +222,29 @@ class DeviceMath:
         """How many rows are not ruled out (one scalar to the host)."""
         return int(self.scalar((logp > -math.inf).sum()))
 
-    def without(self, logp, pos: np.ndarray):
-        """A copy of `logp` with -inf at positions `pos` (`logp` itself when there are none)."""
+    def without(self, logp, pos: np.ndarray, in_place: bool = False):
+        """A copy of `logp` with -inf at positions `pos` (`logp` itself when there are none; itself changed with
+        `in_place`: a log-posterior nobody else holds)."""
         if not len(pos):
             return logp
         with self.guard("exclusion"):
-            out = logp.clone()
+            out = logp if in_place else logp.clone()
             out[self.tensor(np.asarray(pos, np.int64))] = -math.inf
             return out
 
     def best(self, logp, n: int, exclude: np.ndarray = ()) -> tuple[np.ndarray, np.ndarray]:
         """(positions, log-probabilities) on the host of the `n` most probable rows not at positions `exclude`,
-        most probable first (fewer when fewer are live): O(n) values cross."""
+        most probable first (fewer when fewer are live: the ruled-out ones are dropped on the host): O(n) values
+        cross."""
         with self.guard("top rows"):
             logp = self.without(logp, exclude)
-            n = min(int(n), self.live(logp))
+            n = min(int(n), self.n)
             if n <= 0:
                 return np.zeros(0, np.int64), np.zeros(0)
             vals, at = self.torch.topk(logp, n, sorted=True)
-            return self.to_host(at).astype(np.int64), self.to_host(vals).astype(np.float64)
+            vals, at = self.to_host(vals).astype(np.float64), self.to_host(at).astype(np.int64)
+            live = np.isfinite(vals)
+            return at[live], vals[live]
 
     def top(self, logp, n: int) -> tuple[np.ndarray, np.ndarray]:
         """(positions, probabilities renormalised among them) of the `n` most probable rows (`Belief.top`)."""
