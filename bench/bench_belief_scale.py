@@ -328,7 +328,8 @@ def traffic_counter():
                 touched = nbytes(out) if name.startswith(("index.", "index_select")) else nbytes(args[2:])
                 self.bytes += 2 * touched + nbytes(args[1])
             else:
-                self.bytes += nbytes(args) + nbytes(kwargs) + nbytes(out)
+                read = {k: v for k, v in (kwargs or {}).items() if k != "out"}  # an out= tensor is only written
+                self.bytes += nbytes(args) + nbytes(read) + nbytes(out)
             first = args[0] if args else None
             if name.startswith("_to_copy") and isinstance(first, torch.Tensor) and first.dtype == torch.float16:
                 self.upcast += nbytes(out)

@@ -97,7 +97,7 @@ class DeviceRows:
                                        device=self.matrix.device)
                 for a in range(0, self.shape[0], self.chunk):
                     b = min(self.shape[0], a + self.chunk)
-                    out[a:b] = self.matrix[a:b].float() @ xt
+                    self.torch.matmul(self.matrix[a:b].float(), xt, out=out[a:b])  # written in place
         except self.oom_errors as e:
             raise DeviceFull(f"out of device memory scoring every row ({e})") from e
         return out
