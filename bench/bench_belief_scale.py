@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import statistics
@@ -379,17 +380,25 @@ def _line(checks: list[dict], key: str) -> tuple[float, float]:
     return y2 - per_row * n2, per_row
 
 
+CLICK_CHUNK_OPS = 12  # the click model's ops (launches) per chunk of rows (`belief_device_state.log_choice`, counted)
+
+
 def gpu_model(checks: list[dict], sizes: list[int], bandwidth: float, link: float, launch_us: float = 5.0,
               sync_us: float = 20.0) -> None:
     """Print the GPU path's modelled turn at each size (a MODEL, not a measurement) from the traffic counted on
-    the device path (`device_traffic`, at two sizes: each count a line, fixed + per row): the bytes moved at
+    the device path (`device_traffic`, at two sizes: the bytes a line, fixed + per row; the ops, syncs and host
+    bytes as at the larger size, plus CLICK_CHUNK_OPS launches for each further chunk of the click model's
+    CLICK_CHUNK_ROWS rows): the bytes moved at
     `bandwidth` bytes/s, each op a kernel launch of `launch_us`, each sync `sync_us`, the host's values at `link`
     bytes/s; against the floor of reading the fp16 matrix once at `bandwidth`. Also the turn with products that
     read the fp16 matrix without an fp32 copy of each chunk (not built: the copy's write and its read by the
     product taken out, twice the upcast's output bytes)."""
+    from interactive_ir.retrieval.belief_device import CLICK_CHUNK_ROWS
+
     last = checks[-1]
     sizes_read = ", ".join(f"{c['rows']:,}" for c in checks)
-    lines = {k: _line(checks, k) for k in ("bytes", "upcast", "ops", "syncs", "host_bytes")}
+    lines = {k: _line(checks, k) for k in ("bytes", "upcast")}  # they grow with the rows
+    lines.update({k: (last[k], 0.0) for k in ("ops", "syncs", "host_bytes")})  # they do not (up to a click chunk)
     print(f"GPU path, a MODEL (not measured): per turn, counted on the device path run on torch's CPU tensors over an "
           f"fp16 matrix ({sizes_read} rows): "
           f"{lines['bytes'][1]:.0f} bytes a row moved in device memory ({2 * lines['upcast'][1]:.0f} of them the "
@@ -402,6 +411,7 @@ def gpu_model(checks: list[dict], sizes: list[int], bandwidth: float, link: floa
           "|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for n in sizes:
         at = {k: fixed + per_row * n for k, (fixed, per_row) in lines.items()}
+        at["ops"] += CLICK_CHUNK_OPS * (math.ceil(n / CLICK_CHUNK_ROWS) - 1)  # the click model's further chunks
         floor = 1000 * n * last["width"] * 2 / bandwidth
         dev = 1000 * at["bytes"] / bandwidth
         fixed = 1e-3 * (at["ops"] * launch_us + at["syncs"] * sync_us)

@@ -34,14 +34,17 @@ def test_the_gpu_model_adds_traffic_launches_syncs_and_the_link():
                "syncs": 4, "host_bytes": 2000}]
     buf = io.StringIO()
     with redirect_stdout(buf):
-        scale.gpu_model(checks, [1_000_000], bandwidth=1e12, link=1e9, launch_us=10, sync_us=100)
-    gb, dev, fixed, wire, turn, floor, ratio, lean, lean_ratio = _rows(buf.getvalue())[1_000_000]
+        scale.gpu_model(checks, [1_000_000, 10_000_000], bandwidth=1e12, link=1e9, launch_us=10, sync_us=100)
+    rows = _rows(buf.getvalue())
+    gb, dev, fixed, wire, turn, floor, ratio, lean, lean_ratio = rows[1_000_000]
     assert floor == pytest.approx(2.0)  # 1M rows x 1,000 x 2 bytes at 1 TB/s
     assert gb == pytest.approx(4.0, abs=0.01) and dev == pytest.approx(4.0, abs=0.01)  # 4,000 B a row (+5 MB)
     assert fixed == pytest.approx(0.5 + 0.4) and wire == pytest.approx(0.002, abs=1e-3)  # 50 x 10 us + 4 x 100 us
     assert turn == pytest.approx(dev + fixed + wire, abs=0.02) and ratio == pytest.approx(turn / floor, rel=0.02)
     assert lean == pytest.approx(turn - 2.0, abs=0.02)  # the fp32 copies (1,000 B a row, written and read) out
     assert "MODEL" in buf.getvalue()
+    assert rows[10_000_000][2] == pytest.approx(fixed + 2 * scale.CLICK_CHUNK_OPS * 10 / 1000)  # 2 more click chunks
+    assert rows[10_000_000][1] == pytest.approx(40.0, abs=0.1)  # the bytes grow with the rows
 
 
 def test_the_device_path_runs_against_the_numpy_belief(tmp_path):
