@@ -260,7 +260,7 @@ class Belief:
             raise BadInputError(f"a query row of width {self.vectors.shape[1]} with finite values is needed")
         self.query = q
         if self.dev is not None:
-            self.text = self.dev.scores(q) / self.config.text_temperature
+            self.text = self.dev.scores(q, self.config.text_temperature)
             return
         self.text = (self.vectors @ q).astype(np.float64) / self.config.text_temperature
 

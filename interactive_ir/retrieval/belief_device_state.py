@@ -118,13 +118,14 @@ class DeviceMath:
         return float(self.to_host(value.reshape(1))[0])
 
     def zeros(self):
+        """A float64 zero for every row (a fresh state term)."""
         with self.guard("state"):
             return self.torch.zeros(self.n, dtype=self.torch.float64, device=self.where)
 
-    def scores(self, x: np.ndarray, scale: float = 1.0):
-        """`scale` * (every row . x) as float64 on the device: `(vectors @ x).astype(float64) * scale`."""
+    def scores(self, x: np.ndarray, temperature: float):
+        """(every row . x) / temperature as float64 on the device: `(vectors @ x).astype(float64) / temperature`."""
         with self.guard("scores"):
-            return self.rows.times(x).double() * scale
+            return self.rows.times(x).double().div_(temperature)
 
     def statement(self, said: list[tuple[np.ndarray, float]], temperature: float):
         """The sum over what was said, (row x, weight), of weight * score(x, i) / temperature for every row, in
