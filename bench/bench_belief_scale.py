@@ -18,22 +18,27 @@ the largest size with its search time replaced by the line's value at 10M.
 The estimate adds the measured extra cost of finding the lists among 10M's centroids (a flat search of the
 round's query rows over nlist random centroids, at 10M's nlist against the largest measured size's).
 
-Then the GPU path (`retrieval/belief_device.py`: the belief over every row, its products on a torch matrix) as a
-MODEL, not a measurement: its code runs here on torch's CPU tensors at two sizes (--gpu-check), which counts the
-products over every row a turn and the bytes they return, and times the host's part (the turn outside those
-products: the per-row update in numpy); a turn at each --gpu-model size is modelled as those products reading
-the fp16 matrix at --bandwidth (H200: 4.0e12 bytes/s), their results crossing --link, and the host's part on the
-line through the two CPU figures, against the floor of reading the matrix once.
+Then the GPU path (`retrieval/belief_device.py` and `belief_device_state.py`: the belief over every row, its
+products on a torch matrix, its per-row state and update on the device) at two --gpu-check sizes:
+- with --gpu-time, its code on torch's CPU tensors against the numpy belief over every row, the same rounds in
+  lockstep in one run (turn p50 ms and the median ratio: a CPU figure, not a GPU's);
+- a MODEL of a GPU turn, not a measurement (--gpu-model sizes): the device path's turns run on torch's CPU tensors
+  over an fp16 matrix inside a torch dispatch mode that counts every op's bytes read and written, the ops (kernel
+  launches), the syncs and the bytes that come to the host; a turn at each size is those bytes at --bandwidth
+  (H200: 4.0e12 bytes/s), --launch-us a launch, --sync-us a sync and the host's bytes at --link, against the floor
+  of reading the fp16 matrix once; and the same without the fp32 copies the CPU's products make of each chunk
+  (on CUDA each fp16 row is read once: `torch.mm(..., out_dtype=float32)`).
 
 Usage: python bench/bench_belief_scale.py [--sizes 100000,1000000] [--kind ivf-pq] [--estimate 10000000]
        [--sessions 6] [--rounds 6] [--work DIR] [--gpu-model 1000000,10000000,30000000] [--gpu-check 100000,300000]
-       [--bandwidth 4.0e12] [--link 5.0e10]
+       [--bandwidth 4.0e12] [--link 5.0e10] [--launch-us 5] [--sync-us 20] [--gpu-time] [--no-cpu]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import statistics
@@ -208,99 +213,213 @@ def coarse_ms(nlist: int, width: int, nq: int = 3, repeat: int = 20) -> float:
     return 1000 * (time.perf_counter() - t0) / repeat
 
 
-class ProductClock:
-    """Times the belief's products over every row on the device (`DeviceRows @ x`): seconds, how many, and the
-    bytes they return to the host."""
-
-    def __init__(self, device):
-        from interactive_ir.retrieval.belief_device import BeliefDevice, DeviceRows
-
-        self.seconds, self.calls, self.returned = 0.0, 0, 0
-        clock = self
-
-        class Timed(DeviceRows):
-            def __matmul__(self, x):
-                t = time.perf_counter()
-                out = DeviceRows.__matmul__(self, x)
-                clock.seconds += time.perf_counter() - t
-                clock.calls += 1
-                clock.returned += out.nbytes
-                return out
-
-        def rows():
-            got = BeliefDevice.rows(device)
-            if got is not None:
-                got.__class__ = Timed
-            return got
-
-        device.rows = rows
-
-
-def device_path(path: Path, sessions: int, rounds: int) -> dict:
-    """The belief's GPU code path (`belief_device`: every row's products on a torch matrix) run here on torch's
-    CPU tensors over the index at `path` (a check that the path works at this size, not a GPU figure): turn p50
-    ms, the part outside the device's products (the host's per-row update), products and bytes back per turn."""
+def _engines(path: Path, half: bool = False) -> tuple:
+    """(the numpy engine: the belief over every row in RAM, the device engine: the belief over every row on a
+    torch matrix, run on torch's CPU tensors, fp16 like a GPU's matrix when `half`) over the index at `path`."""
     from interactive_ir.backends.embedders import FakeEmbedder
     from interactive_ir.engine import EngineConfig, build_engine
     from interactive_ir.index import load_index
     from interactive_ir.modes.belief.mode import BeliefMode
     from interactive_ir.retrieval.belief_device import BeliefDevice
-    from interactive_ir.retrieval.retriever import Retriever
+    from interactive_ir.retrieval.retriever import MATRIX_ROWS_ENV, Retriever
     from interactive_ir.retrieval.search_backends import _CpuTorch
     from interactive_ir.retrieval.search_device import TorchMatrix
 
-    retriever = Retriever(load_index(path), FakeEmbedder(512, spec="fake:512"))
-    engine = build_engine(retriever, config=EngineConfig(k=10, hide_seen=True))
-    device = BeliefDevice(TorchMatrix(retriever.index, _CpuTorch()))
-    engine.belief_mode = BeliefMode(engine.core, engine.belief_config, None, device=device)
-    clock = ProductClock(device)
-    turns, host, calls, returned = [], [], [], []
+    index = load_index(path)
+    before = os.environ.get(MATRIX_ROWS_ENV)
+    os.environ[MATRIX_ROWS_ENV] = str(len(index))  # the numpy belief over every row, whatever the size
+    try:
+        retriever = Retriever(index, FakeEmbedder(512, spec="fake:512"))
+        if retriever._matrix is None:  # noqa: SLF001 - read now, under the raised limit (it is made when first read)
+            raise RuntimeError("the numpy belief would not cover every row")
+    finally:
+        os.environ.pop(MATRIX_ROWS_ENV, None)
+        if before is not None:
+            os.environ[MATRIX_ROWS_ENV] = before
+    engines = []
+    for on_device in (False, True):
+        engine = build_engine(retriever, config=EngineConfig(k=10, hide_seen=True))
+        if on_device:
+            source = TorchMatrix(retriever.index, _CpuTorch())
+            device = BeliefDevice(source)
+            if half and source.ready():
+                source.matrix = source.matrix.half()  # the GPU's fp16 matrix (each product upcasts a chunk here)
+                make = device.rows
+
+                def rows(make=make):  # a product in one chunk, as an fp16 product on a GPU: its launches
+                    got = make()
+                    if got is not None:
+                        got.chunk = len(got)
+                    return got
+
+                device.rows = rows
+            engine.belief_mode = BeliefMode(engine.core, engine.belief_config, None, device=device)
+        engines.append(engine)
+    return engines[0], engines[1]
+
+
+def _session(engine, s: int):
+    session = engine.new_session(hide_seen=True, ask_questions=False)
+    engine.search_text(session, f"a red dog running on the beach {s}", ask=False)
+    return session
+
+
+def _turn(engine, session, r: int) -> None:
+    """One round of the page's actions: a click, a click with "but ...", none of these (by `r`)."""
+    shown = session.last.shown
+    engine.closest(session, None if r % 3 == 2 else shown[r % len(shown)],
+                   SAID[r % len(SAID)] if r % 3 == 1 else None, ask=False)
+
+
+def device_path(path: Path, sessions: int, rounds: int) -> dict:
+    """The belief's GPU code path (state and update on the device: `belief_device_state.py`) run here on torch's
+    CPU tensors against the numpy belief over every row, in ONE run: a session on each with the same rounds, in
+    lockstep (each round on one then on the other, the order swapped every round, so that load falls on both):
+    turn p50 ms of each and the median of the rounds' ratios (a CPU figure: what the code costs on this CPU, not on
+    a GPU). A session's first round (which makes its belief) is left out."""
+    engines = dict(zip(("numpy", "device"), _engines(path)))
+    times = {"numpy": [], "device": []}
+    ratios = []
     for s in range(sessions):
-        session = engine.new_session(hide_seen=True, ask_questions=False)
-        engine.search_text(session, f"a red dog running on the beach {s}", ask=False)
-        for r in range(rounds):
-            before = (clock.seconds, clock.calls, clock.returned)
-            t0 = time.perf_counter()
-            shown = session.last.shown
-            engine.closest(session, None if r % 3 == 2 else shown[r % len(shown)],
-                           SAID[r % len(SAID)] if r % 3 == 1 else None, ask=False)
-            turns.append(time.perf_counter() - t0)
-            host.append(turns[-1] - (clock.seconds - before[0]))
-            calls.append(clock.calls - before[1])
-            returned.append(clock.returned - before[2])
-    if session.belief.pool is not None or device.failed:
-        raise RuntimeError(f"the device path did not run over every row ({device.failed or 'a pool'})")
-    n, width = len(retriever.index), retriever.index.faiss_index.d
-    return {"rows": n, "width": width, "turn_ms": 1000 * statistics.median(turns),
-            "host_ms": 1000 * statistics.median(host), "products": statistics.mean(calls),
-            "returned_per_row": statistics.mean(returned) / n}
+        live = {name: _session(engine, s) for name, engine in engines.items()}
+        for name, engine in engines.items():
+            _turn(engine, live[name], 0)
+        for r in range(1, rounds + 1):
+            took = {}
+            for name in (("numpy", "device") if (s + r) % 2 == 0 else ("device", "numpy")):
+                t0 = time.perf_counter()
+                _turn(engines[name], live[name], r)
+                took[name] = time.perf_counter() - t0
+                times[name].append(took[name])
+            ratios.append(took["device"] / took["numpy"])
+        for name, session in live.items():
+            if (session.belief.pool is not None or (name == "device") != (session.belief.dev is not None)
+                    or (name == "device" and engines[name].belief_mode.device.failed)):
+                raise RuntimeError(f"the {name} path did not run over every row as asked")
+    index = engines["numpy"].retriever.index
+    dev, cpu = (1000 * statistics.median(times[k]) for k in ("device", "numpy"))
+    return {"rows": len(index), "width": index.faiss_index.d, "device_ms": dev, "numpy_ms": cpu,
+            "ratio": statistics.median(ratios), "load": os.getloadavg()[0]}
 
 
-def gpu_model(checks: list[dict], sizes: list[int], bandwidth: float, link: float) -> None:
-    """Print the GPU path's modelled turn at each size (a MODEL, not a measurement): the device reads the fp16
-    matrix once per product over every row (products per turn as measured by `device_path`) at `bandwidth`
-    bytes/s, the products' results cross to the host at `link` bytes/s, and the host's update costs what it
-    cost here: the line through the `device_path` checks (fixed ms + ms per row, this CPU). The floor: the fp16
-    matrix read once at `bandwidth`."""
-    (n1, h1), (n2, h2) = [(c["rows"], c["host_ms"]) for c in (checks[0], checks[-1])]
-    per_row = (h2 - h1) / (n2 - n1) if n2 != n1 else h2 / n2
-    fixed = h2 - per_row * n2
+def traffic_counter():
+    """A torch dispatch mode that counts, per torch op run inside it: the bytes its tensors read and write (its
+    inputs and outputs; an indexed read or write counts only the rows it touches; views count nothing), the
+    ops (kernel launches on a GPU), and the bytes the fp16 -> fp32 upcasts (the products' chunks) write. A MODEL
+    of a GPU's memory traffic, counted on torch's CPU tensors (what reaches the host: `device_traffic`)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    def nbytes(x) -> int:
+        return sum(t.numel() * t.element_size() for t in tree_flatten(x)[0] if isinstance(t, torch.Tensor))
+
+    class Traffic(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.bytes, self.upcast, self.ops = 0, 0, 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            name = func.__name__
+            if func.is_view or name.startswith(("empty", "lift_fresh", "detach", "alias")):
+                return out  # no bytes moved, no kernel
+            self.ops += 1
+            if name.startswith(("index_put", "index.", "index_select")):  # touches only the indexed rows
+                touched = nbytes(out) if name.startswith(("index.", "index_select")) else nbytes(args[2:])
+                self.bytes += 2 * touched + nbytes(args[1])
+            else:
+                read = {k: v for k, v in (kwargs or {}).items() if k != "out"}  # an out= tensor is only written
+                self.bytes += nbytes(args) + nbytes(read) + nbytes(out)
+            first = args[0] if args else None
+            if name.startswith("_to_copy") and isinstance(first, torch.Tensor) and first.dtype == torch.float16:
+                self.upcast += nbytes(out)
+            return out
+
+    return Traffic()
+
+
+def device_traffic(path: Path, rounds: int) -> dict:
+    """A device session's turns (`_turn`; the first, which makes the session's belief, not counted) on an fp16
+    matrix on torch's CPU tensors, counted (`traffic_counter`): per turn, the device memory bytes moved, the bytes
+    the products' fp32 upcasts write, the ops, and what comes to the host (`DeviceMath.to_host`: each a sync)."""
+    from interactive_ir.retrieval.belief_device_state import DeviceMath
+
+    _, engine = _engines(path, half=True)
+    session = _session(engine, 0)
+    _turn(engine, session, 0)
+    host = {"bytes": 0, "syncs": 0}
+    to_host = DeviceMath.to_host
+
+    def counted(self, values):
+        out = to_host(self, values)
+        host["bytes"] += out.nbytes
+        host["syncs"] += 1
+        return out
+
+    per = []
+    DeviceMath.to_host = counted
+    try:
+        for r in range(1, rounds + 1):
+            host.update(bytes=0, syncs=0)
+            with traffic_counter() as t:
+                _turn(engine, session, r)
+            per.append((t.bytes, t.upcast, t.ops, host["syncs"], host["bytes"]))
+    finally:
+        DeviceMath.to_host = to_host
+    mean = [statistics.mean(x) for x in zip(*per)]
+    n, width = len(engine.retriever.index), engine.retriever.index.faiss_index.d
+    return {"rows": n, "width": width, "bytes": mean[0], "upcast": mean[1], "ops": mean[2], "syncs": mean[3],
+            "host_bytes": mean[4]}
+
+
+def _line(checks: list[dict], key: str) -> tuple[float, float]:
+    """(fixed, per row) of `key` through the first and last check (a count that grows with the rows)."""
+    (n1, y1), (n2, y2) = [(c["rows"], c[key]) for c in (checks[0], checks[-1])]
+    per_row = (y2 - y1) / (n2 - n1) if n2 != n1 else y2 / n2
+    return y2 - per_row * n2, per_row
+
+
+CLICK_CHUNK_OPS = 12  # the click model's ops (launches) per chunk of rows (`belief_device_state.log_choice`, counted)
+
+
+def gpu_model(checks: list[dict], sizes: list[int], bandwidth: float, link: float, launch_us: float = 5.0,
+              sync_us: float = 20.0) -> None:
+    """Print the GPU path's modelled turn at each size (a MODEL, not a measurement) from the traffic counted on
+    the device path (`device_traffic`, at two sizes: the bytes a line, fixed + per row; the ops, syncs and host
+    bytes as at the larger size, plus CLICK_CHUNK_OPS launches for each further chunk of the click model's
+    CLICK_CHUNK_ROWS rows): the bytes moved at
+    `bandwidth` bytes/s, each op a kernel launch of `launch_us`, each sync `sync_us`, the host's values at `link`
+    bytes/s; against the floor of reading the fp16 matrix once at `bandwidth`. Also the turn with products that
+    read the fp16 matrix without an fp32 copy of each chunk (not built: the copy's write and its read by the
+    product taken out, twice the upcast's output bytes)."""
+    from interactive_ir.retrieval.belief_device import CLICK_CHUNK_ROWS
+
     last = checks[-1]
-    print(f"GPU path, a MODEL (not measured): {last['products']:.2f} products over every row a turn and "
-          f"{last['returned_per_row']:.0f} bytes a row back to the host (counted on the code path run on torch's "
-          "CPU tensors: " + "; ".join(f"{c['rows']:,} rows: turn {c['turn_ms']:.1f} ms, {c['host_ms']:.1f} ms of it "
-                                      "outside the products" for c in checks) +
-          f"), {last['width']}-wide fp16 rows, device {bandwidth / 1e12:.1f} TB/s, link {link / 1e9:.0f} GB/s, the "
-          f"host's update {fixed:.1f} ms + {per_row * 1e6:.1f} ms per million rows (the line through those, this CPU)",
-          flush=True)
-    print("| rows | device reads ms | link ms | host update ms | modelled turn ms | floor ms (matrix once) | turn / floor |\n"
-          "|---|---|---|---|---|---|---|", flush=True)
+    sizes_read = ", ".join(f"{c['rows']:,}" for c in checks)
+    lines = {k: _line(checks, k) for k in ("bytes", "upcast")}  # they grow with the rows
+    lines.update({k: (last[k], 0.0) for k in ("ops", "syncs", "host_bytes")})  # they do not (up to a click chunk)
+    print(f"GPU path, a MODEL (not measured): per turn, counted on the device path run on torch's CPU tensors over an "
+          f"fp16 matrix ({sizes_read} rows): "
+          f"{lines['bytes'][1]:.0f} bytes a row moved in device memory ({2 * lines['upcast'][1]:.0f} of them the "
+          f"products' fp32 copies, written and read), {last['ops']:.0f} ops (launches), {last['syncs']:.0f} syncs, "
+          f"{last['host_bytes'] / 1e3:.1f} KB to the host; {last['width']}-wide fp16 rows, device "
+          f"{bandwidth / 1e12:.1f} TB/s, {launch_us:.0f} us a launch, {sync_us:.0f} us a sync, link "
+          f"{link / 1e9:.0f} GB/s", flush=True)
+    print("| rows | device bytes GB | device ms | launches + syncs ms | host ms | modelled turn ms | floor ms "
+          "(matrix once) | turn / floor | fp16 products: turn ms | / floor |\n"
+          "|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for n in sizes:
+        at = {k: fixed + per_row * n for k, (fixed, per_row) in lines.items()}
+        at["ops"] += CLICK_CHUNK_OPS * (math.ceil(n / CLICK_CHUNK_ROWS) - 1)  # the click model's further chunks
         floor = 1000 * n * last["width"] * 2 / bandwidth
-        dev, wire, host = last["products"] * floor, 1000 * n * last["returned_per_row"] / link, fixed + per_row * n
-        turn = dev + wire + host
-        print(f"| {n:,} | {dev:.2f} | {wire:.2f} | {host:.1f} | {turn:.1f} | {floor:.2f} | {turn / floor:.1f}x |",
-              flush=True)
+        dev = 1000 * at["bytes"] / bandwidth
+        fixed = 1e-3 * (at["ops"] * launch_us + at["syncs"] * sync_us)
+        wire = 1000 * at["host_bytes"] / link
+        turn = dev + fixed + wire
+        lean = turn - 2000 * at["upcast"] / bandwidth
+        print(f"| {n:,} | {at['bytes'] / 1e9:.2f} | {dev:.2f} | {fixed:.2f} | {wire:.3f} | {turn:.2f} | {floor:.2f} | "
+              f"{turn / floor:.1f}x | {lean:.2f} | {lean / floor:.1f}x |", flush=True)
 
 
 def main(argv=None) -> int:
@@ -317,6 +436,11 @@ def main(argv=None) -> int:
                     "host's part of the model (default: the two smallest of --sizes)")
     ap.add_argument("--bandwidth", type=float, default=4.0e12, help="device memory bytes/s (H200: 4.0e12)")
     ap.add_argument("--link", type=float, default=5.0e10, help="device-to-host bytes/s (PCIe 5 x16: about 5e10)")
+    ap.add_argument("--launch-us", type=float, default=5.0, help="the model's cost of one kernel launch (us)")
+    ap.add_argument("--sync-us", type=float, default=20.0, help="the model's cost of one value read by the host (us)")
+    ap.add_argument("--gpu-time", action="store_true", help="time the device path on torch's CPU tensors against "
+                    "the numpy belief at the --gpu-check sizes")
+    ap.add_argument("--no-cpu", action="store_true", help="skip the CPU table (--sizes): only the GPU rows")
     a = ap.parse_args(argv)
     from interactive_ir.index import load_index
     from interactive_ir.retrieval.retriever import matrix_rows_max
@@ -328,7 +452,7 @@ def main(argv=None) -> int:
     print("| rows | path | belief p50 ms | p95 | paging p50 ms | belief / paging | searches ms a turn | built s | load |\n"
           "|---|---|---|---|---|---|---|---|---|", flush=True)
     fit = []
-    for n in [int(x) for x in a.sizes.split(",")]:
+    for n in [] if a.no_cpu else [int(x) for x in a.sizes.split(",")]:
         path, built = index_of(work, n, a.kind)
         for pooled in ((False, True) if n <= matrix_rows_max() else (True,)):  # below the limit: both paths
             row = measure(path, pooled, a.sessions, a.rounds)
@@ -353,10 +477,20 @@ def main(argv=None) -> int:
               f"{per_code * 1e6:.1f} ms per million codes) and find their lists among more centroids (+{more:.1f} ms, "
               f"measured); a pooled turn {b2 - s2 + s10:.1f} ms "
               f"(the {n2:,}-row turn's {b2 - s2:.1f} ms of pool work + {s10:.1f} ms of searches)", flush=True)
-    if a.gpu_model:
+    if a.gpu_model or a.gpu_time:
         sizes = sorted(int(x) for x in (a.gpu_check or a.sizes).split(","))[:2]
-        checks = [device_path(index_of(work, n, a.kind)[0], max(1, a.sessions // 2), a.rounds) for n in sizes]
-        gpu_model(checks, [int(x) for x in a.gpu_model.split(",")], a.bandwidth, a.link)
+        paths = [index_of(work, n, a.kind)[0] for n in sizes]
+    if a.gpu_time:  # the device path on torch's CPU tensors against the numpy belief, the same run
+        print("device path on this CPU (torch CPU tensors) against the numpy belief over every row, the same rounds in "
+              "lockstep (CPU figures, not a GPU's)\n| rows | numpy turn p50 ms | device path on the CPU p50 ms | "
+              "device / numpy (median of the rounds) | load |\n|---|---|---|---|---|", flush=True)
+        for path in paths:
+            c = device_path(path, a.sessions, a.rounds)
+            print(f"| {c['rows']:,} | {c['numpy_ms']:.1f} | {c['device_ms']:.1f} | {c['ratio']:.2f}x | {c['load']:.1f} |",
+                  flush=True)
+    if a.gpu_model:
+        checks = [device_traffic(path, a.rounds) for path in paths]
+        gpu_model(checks, [int(x) for x in a.gpu_model.split(",")], a.bandwidth, a.link, a.launch_us, a.sync_us)
     return 0
 
 

@@ -32,7 +32,11 @@ probability (`rest_share`), which brings their most probable region into the poo
 round's searches for the pool are one index search (`Retriever.candidate_rows`), and the pool's vectors one
 buffer that rows join and leave in place (a pool's `rows` are in the order they joined: look rows up with
 `positions`). On a GPU (`belief_device.py`) the belief covers every row whatever the size: its products over
-every row run on the retriever's device matrix.
+every row run on the retriever's device matrix, and its per-row state (`text`, `actions`, `seen`: float64 tensors)
+and update run there too (`dev`, a `belief_device_state.DeviceMath`: each method below that touches every row
+hands over to it; the numpy code here is the reference its torch twin is tested against). There the
+log-posterior is a tensor on the device: read it through `page`, `top`, `rank_of`, `live`, `best_unshown` and
+`ranking` (the only one that brings every row to the host, asked for on demand).
 
 Which images to show (`page`): the most probable ones, and `explore` images chosen to learn from (PicHunter,
 Ferecatu and Geman): among the next `explore_depth` probable images, greedily the one that most raises the
@@ -51,6 +55,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from interactive_ir.errors import BadInputError, IIRError, SessionError
+from interactive_ir.retrieval.belief_device_state import DeviceMath
 from interactive_ir.retrieval.belief_pool import ChoiceTerm, Pool, StatementTerm, WordTerm
 
 log = logging.getLogger(__name__)
@@ -163,12 +168,18 @@ class Belief:
     said: set = field(default_factory=set)  # content-word stems the user has said (`retrieval.words`)
     seen: np.ndarray = field(default=None)  # how many times each row was shown and not picked as the target
     pool: Pool | None = None  # a pooled belief's evidence terms and rest (`belief_pool.py`); None: every row
+    dev: DeviceMath | None = None  # every row on a GPU: text, actions, seen (and logp) are float64 tensors there
+    #                                and the update runs there (`belief_device_state.py`); None: numpy on the host
 
     def __post_init__(self):
         n = len(self.rows)
         if self.norms is None:
             self.norms = _norms(self.vectors)
         self._derive()
+        if self.dev is not None:  # the per-row state on the device
+            self.text, self.actions, self.seen = (self.dev.zeros() if a is None else a
+                                                  for a in (self.text, self.actions, self.seen))
+            return
         if self.text is None:
             self.text = np.zeros(n)
         if self.actions is None:
@@ -179,20 +190,24 @@ class Belief:
     def _derive(self) -> None:
         """What is derived from `norms` and `rows` (not fields): one length for every row, and the rows' sorted
         order (None when ascending already: every row) for `_find`."""
+        if not hasattr(self, "_buf"):
+            self._buf, self._shared = None, False  # a pool's vector buffer, and whether a copy shares it
+        if self.dev is not None:  # every row (ascending); the one length was found once for the device
+            self._one_norm, self._order, self._sorted = self.dev.one_norm, None, self.rows
+            return
         lo, hi = (float(self.norms.min()), float(self.norms.max())) if len(self.norms) else (1.0, 1.0)
         self._one_norm = lo if hi - lo <= 1e-4 * hi else None
         ascending = self.pool is None or bool(np.all(self.rows[1:] > self.rows[:-1]))
         self._order = None if ascending else np.argsort(self.rows, kind="stable")
         self._sorted = self.rows if ascending else self.rows[self._order]
-        if not hasattr(self, "_buf"):
-            self._buf, self._shared = None, False  # a pool's vector buffer, and whether a copy shares it
 
     def __deepcopy__(self, memo) -> Belief:
         """A copy whose evidence is its own while the (possibly collection-sized) vectors are shared: a pool's
         buffer is copied by whichever of the two changes it first (`_room`)."""
-        b = Belief(self.rows, self.vectors, self.config, self.text.copy(), self.actions.copy(),
-                   None if self.query is None else self.query.copy(), self.norms, set(self.said), self.seen.copy(),
-                   None if self.pool is None else self.pool.copy())
+        own = (lambda a: a.clone()) if self.dev is not None else (lambda a: a.copy())  # noqa: E731
+        b = Belief(self.rows, self.vectors, self.config, own(self.text), own(self.actions),
+                   None if self.query is None else self.query.copy(), self.norms, set(self.said), own(self.seen),
+                   None if self.pool is None else self.pool.copy(), self.dev)
         if self._buf is not None:
             b._buf, b._shared, self._shared = self._buf, True, True
         return b
@@ -218,7 +233,8 @@ class Belief:
         `belief_device.DeviceFull` when the device fills up meanwhile."""
         on_device = device.rows() if device is not None else None
         if on_device is not None:
-            b = cls(np.arange(len(on_device)), on_device, config, norms=device.norms(on_device))
+            dev = DeviceMath(on_device, *device.device_norms(on_device), chunk=device.click_chunk)
+            b = cls(np.arange(len(on_device)), on_device, config, norms=device.norms(on_device), dev=dev)
             b.set_query(qrow)
             return b
         matrix, norms = retriever._matrix, retriever.matrix_norms  # noqa: SLF001 - its float32 copy (None above its limit)
@@ -243,6 +259,9 @@ class Belief:
         if q.shape != (self.vectors.shape[1],) or not np.isfinite(q).all():
             raise BadInputError(f"a query row of width {self.vectors.shape[1]} with finite values is needed")
         self.query = q
+        if self.dev is not None:
+            self.text = self.dev.scores(q, self.config.text_temperature)
+            return
         self.text = (self.vectors @ q).astype(np.float64) / self.config.text_temperature
 
     def positions(self, rows: Sequence[int]) -> np.ndarray:
@@ -260,6 +279,9 @@ class Belief:
             self.pool.ruled.update(int(r) for r in rows)
         if len(rows):
             pos, ok = self._find(rows)
+            if self.dev is not None:
+                self.dev.rule_out(self.actions, pos[ok])
+                return
             self.actions[pos[ok]] = -np.inf  # O(shown log N), no pass over the rows
 
     def set_seen(self, rows: Sequence[int], times: Sequence[int] | None = None) -> None:
@@ -268,6 +290,10 @@ class Belief:
         image can come back (a person may have looked past it). Rows outside a pool are left out."""
         rows = np.asarray(rows, dtype=np.int64)
         times = np.ones(len(rows)) if times is None else np.asarray(times, dtype=np.float64)
+        if self.dev is not None:
+            pos, ok = self._find(rows)
+            self.seen = self.dev.seen(pos[ok], times[ok])
+            return
         self.seen = np.zeros(len(self.rows))
         if len(rows):
             pos, ok = self._find(rows)
@@ -275,6 +301,9 @@ class Belief:
 
     def keep_only(self, rows: np.ndarray) -> None:
         """Only `rows` (index rows: a search's filters) can be the target; every other has probability 0."""
+        if self.dev is not None:
+            self.actions = self.dev.keep_only(self.actions, rows)
+            return
         self.actions = np.where(np.isin(self.rows, np.asarray(rows, np.int64)), self.actions, -np.inf)
 
     def click(self, shown_rows: Sequence[int], chosen: int | None) -> None:
@@ -293,6 +322,9 @@ class Belief:
         cols = sorted({int(c) for c in liked}) or [len(pos)]
         if not 0 <= cols[0] <= cols[-1] <= len(pos) or (liked and cols[-1] == len(pos)):
             raise SessionError(f"option {cols[-1]} is not one of the {len(pos)} shown images")
+        if self.dev is not None:  # the same click model, its torch twin over every row on the device
+            self.actions = self.dev.choice(self.actions, pos, cols, self.config)
+            return
         logits = self._click_logits(self.cosines(pos))
         with np.errstate(invalid="ignore"):
             self.actions = self.actions + self._log_choice(logits, cols)
@@ -320,6 +352,9 @@ class Belief:
         P(yes | i) = word_yes where it does, word_yes_absent where not (the error term of an answer).
         `words_of(rows)`: the same for index rows that join a pool later."""
         q1, q0 = self.config.word_yes, self.config.word_yes_absent
+        if self.dev is not None:  # the has-word mask is uploaded; the update runs on the device
+            self.actions = self.dev.word(self.actions, has_word, yes, q1, q0)
+            return
         p = np.where(np.asarray(has_word, bool), q1, q0)
         self.actions = self.actions + np.log(p if yes else 1.0 - p)
         if self.pool is not None:
@@ -331,20 +366,31 @@ class Belief:
         say_temperature, up to a constant (an answer, or the text of "like this, but ...")."""
         t = self.config.say_temperature
         term = np.zeros(len(self.rows))
+        said = []  # (row, weight) of what was said: on the device, one product over every row for all of them
         for row, weight in ((positive, 1.0), (negative, -self.config.unsay_weight)):
             if row is None or weight == 0.0:
                 continue
             q = np.asarray(row, np.float32)
             if q.shape != (self.vectors.shape[1],) or not np.isfinite(q).all():
                 raise BadInputError(f"a statement row of width {self.vectors.shape[1]} with finite values is needed")
+            if self.dev is not None:
+                said.append((q, weight))
+                continue
             term += weight * (self.vectors @ q).astype(np.float64) / t
             if self.pool is not None:
                 self.pool.add_term(self, StatementTerm(q, weight / t))
+        if self.dev is not None:
+            if said:
+                self.actions = self.actions + self.dev.statement(said, t)
+            return
         with np.errstate(invalid="ignore"):
             self.actions = self.actions + term
 
     def cosines(self, pos: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
         """Cosine similarities of the covered rows (or those at `among`) with the rows at positions `pos`."""
+        if self.dev is not None:  # on the device; a few rows' cosines (`among`) come to the host
+            out = self.dev.cosines(pos, among)
+            return out if among is None else self.dev.to_host(out)
         among = slice(None) if among is None else among
         out = self.vectors[among] @ (self.vectors[pos] / self.norms[pos][:, None]).T
         if self._one_norm is not None:  # every row as long (unit rows; image + caption rows): one scalar, in place
@@ -355,20 +401,26 @@ class Belief:
 
     # --- reading --------------------------------------------------------------------------------------
     def log_scores(self) -> np.ndarray:
-        """Unnormalised log-probabilities per covered row (-inf: ruled out)."""
+        """Unnormalised log-probabilities per covered row (-inf: ruled out; a tensor on the device there)."""
+        if self.dev is not None:
+            return self.dev.log_scores(self.text, self.actions, self.seen, self.config.overlook)
         with np.errstate(invalid="ignore"):
             logp = self.text + self.actions + self.seen * np.log(self.config.overlook)
         return np.where(np.isnan(logp), -np.inf, logp)
 
     def log_posterior(self) -> np.ndarray:
-        """Normalised log-probabilities per covered row (-inf: ruled out)."""
+        """Normalised log-probabilities per covered row (-inf: ruled out; a float64 tensor on the device there:
+        read it through the belief's methods, `page`, `top`, `rank_of`, `live`, `best_unshown`, `ranking`)."""
+        if self.dev is not None:
+            return self.dev.log_normalise(self.log_scores())
         return log_normalise(self.log_scores())
 
     def ranking(self, n_rows: int, logp: np.ndarray | None = None) -> np.ndarray:
         """A score for every row of the index (length `n_rows`): the log-posterior (`logp` when already
-        computed), -inf outside the pool."""
+        computed), -inf outside the pool. On the device every row comes to the host: asked for only on demand."""
         out = np.full(n_rows, -np.inf)
-        out[self.rows] = self.log_posterior() if logp is None else logp
+        logp = self.log_posterior() if logp is None else logp
+        out[self.rows] = self.dev.host(logp) if self.dev is not None else logp
         return out
 
     def rank_of(self, row: int, logp: np.ndarray) -> int:
@@ -376,6 +428,8 @@ class Belief:
         belief does not cover, or one ruled out, after every live covered row."""
         at, ok = self._find([row])
         pos = int(at[0])
+        if self.dev is not None:
+            return self.dev.rank_of(pos if ok[0] else None, logp)
         if ok[0] and np.isfinite(logp[pos]):
             return int(np.sum(logp > logp[pos])) + 1
         return int(np.isfinite(logp).sum()) + 1
@@ -385,6 +439,8 @@ class Belief:
         """(rows, log-probabilities, n_best) of the next page: the `k - explore` most probable rows not in
         `exclude_rows`, then the rows chosen to learn from. n_best: how many are there for their probability.
         `logp`: the log-posterior when the caller computed it already (not changed here)."""
+        if self.dev is not None:
+            return self._page_device(k, exclude_rows, logp)
         logp = self.log_posterior() if logp is None else logp
         if len(exclude_rows):
             logp = logp.copy()
@@ -403,8 +459,55 @@ class Belief:
         pos = np.asarray(chosen, dtype=np.int64)
         return self.rows[pos], logp[pos], n_best
 
+    def _page_device(self, k: int, exclude_rows: Sequence[int], logp) -> tuple[np.ndarray, np.ndarray, int]:
+        """`page` on the device: the `explore_depth` most probable rows not excluded come to the host (most
+        probable first), the learning images are chosen from them as on the CPU (`informative`, over the
+        `info_depth` most probable rows not excluded). A log-posterior made here is changed in place."""
+        fresh = logp is None
+        logp = self.log_posterior() if fresh else logp
+        if len(exclude_rows):
+            pos, ok = self._find(exclude_rows)
+            logp = self.dev.without(logp, pos[ok], in_place=fresh)
+        order, _ = self.dev.best(logp, max(int(k), self.config.explore_depth))
+        k = min(int(k), len(order))
+        if k <= 0:
+            raise SessionError("every image in the collection has been shown: start a new search")
+        n_best = max(1, k - self.config.explore) if k > 1 else k
+        chosen = list(order[:n_best])
+        chosen += self.informative(order[n_best:], logp, chosen, k - n_best)
+        pos = np.asarray(chosen, dtype=np.int64)
+        return self.rows[pos], self.dev.values(logp, pos), n_best
+
+    def live(self, logp) -> int:
+        """How many covered rows `logp` (a log-posterior) leaves possible."""
+        return self.dev.live(logp) if self.dev is not None else int(np.isfinite(logp).sum())
+
+    def without(self, logp, pos: np.ndarray):
+        """A copy of `logp` (a log-posterior) with the rows at positions `pos` ruled out (-inf)."""
+        if self.dev is not None:
+            return self.dev.without(logp, pos)
+        out = logp.copy()
+        out[np.asarray(pos, np.int64)] = -np.inf
+        return out
+
+    def best_unshown(self, logp, n: int, exclude: np.ndarray = ()) -> np.ndarray:
+        """Positions of the `n` most probable covered rows under `logp` that are not at positions `exclude`, most
+        probable first (fewer when fewer are live)."""
+        if self.dev is not None:
+            return self.dev.best(logp, n, exclude)[0]
+        hidden = logp.copy()
+        if len(exclude):
+            hidden[np.asarray(exclude, np.int64)] = -np.inf
+        live = int(np.isfinite(hidden).sum())
+        if live < 1:
+            return np.zeros(0, np.int64)
+        cand, _ = self.top(hidden, min(n, live))
+        return cand[np.argsort(-hidden[cand], kind="stable")]
+
     def top(self, logp: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         """(positions, probabilities renormalised among them) of the `n` most probable covered rows."""
+        if self.dev is not None:
+            return self.dev.top(logp, n)
         live = int(np.isfinite(logp).sum())
         n = max(1, min(n, live))
         at = np.argpartition(-logp, n - 1)[:n] if n < len(logp) else np.arange(len(logp))

@@ -313,16 +313,10 @@ class BeliefMode(OnCore):
         b = self.belief_of(session)
         logp = b.log_posterior()
         last = session.last
-        hidden = logp.copy()
         shown = self._rows(last.shown if last else (), strict=False)
-        if shown:
-            pos = b.positions(shown)
-            hidden[pos] = -np.inf
-        live = int(np.isfinite(hidden).sum())
-        if live < 2:
+        cand = b.best_unshown(logp, PICTURE_DEPTH, b.positions(shown) if shown else ())
+        if len(cand) < 2:
             return []
-        cand, _ = b.top(hidden, min(PICTURE_DEPTH, live))
-        cand = cand[np.argsort(-hidden[cand], kind="stable")]
         chosen = b.informative(cand, logp, [], min(n, len(cand)))
         ids = [self.index.ids[int(b.rows[p])] for p in chosen]
         return list(zip(ids, self.core.captions_of(ids)))
@@ -338,9 +332,8 @@ class BeliefMode(OnCore):
         shown = self._rows(last.shown if last else (), strict=False)
         if shown:  # a question matters only if the target is not on the page the person is looking at
             pos, ok = b._find(shown)  # noqa: SLF001 - a pooled belief covers the page it showed, else it is left out
-            logp = logp.copy()
-            logp[pos[ok]] = -np.inf
-        if int(np.isfinite(logp).sum()) < 2:
+            logp = b.without(logp, pos[ok])
+        if b.live(logp) < 2:
             return None
         top, p = b.top(logp, self.belief_config.question_depth)
         order = np.argsort(-p, kind="stable")

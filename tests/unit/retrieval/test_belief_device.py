@@ -16,7 +16,7 @@ from interactive_ir.engine import EngineConfig, build_engine  # noqa: E402
 from interactive_ir.modes.belief.mode import BeliefMode  # noqa: E402
 from interactive_ir.retrieval import retriever as R  # noqa: E402
 from interactive_ir.retrieval.belief import Belief, BeliefConfig  # noqa: E402
-from interactive_ir.retrieval.belief_device import BeliefDevice, DeviceFull, DeviceRows, belief_device  # noqa: E402
+from interactive_ir.retrieval.belief_device import BeliefDevice, DeviceRows, belief_device  # noqa: E402
 from interactive_ir.retrieval.retriever import Retriever  # noqa: E402
 from interactive_ir.retrieval.search_backends import _CpuTorch  # noqa: E402
 from interactive_ir.retrieval.search_device import TorchMatrix  # noqa: E402
@@ -26,6 +26,7 @@ def _device(index, fail_at: int | None = None, chunk: int = 7) -> BeliefDevice:
     """A belief backend over a torch matrix of `index` on the CPU (the GPU's code path); with `fail_at`, its
     device "fills up" from the `fail_at`-th product over every row on."""
     dev = BeliefDevice(TorchMatrix(index, _CpuTorch()))
+    dev.click_chunk = chunk + 4  # the click model in chunks of other sizes than the products'
     calls = {"n": 0}
 
     def rows():
@@ -34,14 +35,14 @@ def _device(index, fail_at: int | None = None, chunk: int = 7) -> BeliefDevice:
             return None
         got.chunk = chunk  # several chunks even on a tiny index: the chunked product is what a GPU runs
         if fail_at is not None:
-            product = got.__class__.__matmul__
+            product = got.__class__.times_t
 
             class Filling(DeviceRows):
-                def __matmul__(self, x):
+                def times_t(self, xt):  # every product over every row goes through it (scores, the click model)
                     calls["n"] += 1
                     if calls["n"] >= fail_at:
-                        raise DeviceFull("out of device memory scoring every row (injected)")
-                    return product(self, x)
+                        raise MemoryError("out of device memory scoring every row (injected)")
+                    return product(self, xt)
 
             got.__class__ = Filling
         return got
@@ -131,3 +132,38 @@ def test_device_rows_read_like_a_float32_matrix(tiny):
     assert np.allclose(rows @ x, m @ x, atol=1e-4) and np.allclose(rows @ x[:, 0], m @ x[:, 0], atol=1e-4)
     assert np.array_equal(rows[np.array([3, 1])], m[[3, 1]])
     assert np.allclose(rows.norms(), np.linalg.norm(m, axis=1), atol=1e-5)
+
+
+def test_an_fp16_matrix_is_upcast_where_torch_has_no_fp16_product_with_fp32_out(tiny):
+    """An fp16 matrix (a GPU's): where torch has no fp16 product with fp32 out (the CPU) each chunk is upcast and
+    the product goes on, and gives the fp32 matrix's products."""
+    index = tiny[0].index
+    rows = _device(index).rows()
+    half = DeviceRows(rows.matrix.half(), torch, (), chunk=7)
+    x = np.random.default_rng(1).standard_normal((rows.shape[1], 3)).astype(np.float32)
+    got, want = half @ x, rows @ x
+    assert got.dtype == np.float32 and np.allclose(got, want, atol=1e-4)  # the index stores fp16 rows already
+    assert np.allclose(half @ x[:, 0], want[:, 0], atol=1e-4) and half.fp16_products is False
+
+
+def test_an_fp16_product_with_fp32_out_reads_each_row_once(tiny):
+    """Where torch has `mm(..., out_dtype=float32)` (CUDA; here a stand-in that computes it in fp32) the fp16
+    matrix is multiplied as it is, in one product, for a vector and for a matrix of columns; nothing is upcast."""
+    seen = []
+
+    class Torch:  # torch with the CUDA product: fp16 in, fp32 accumulation and out
+        def __getattr__(self, name):
+            return getattr(torch, name)
+
+        def mm(self, a, b, out_dtype=None):
+            assert a.dtype == b.dtype == torch.float16 and out_dtype == torch.float32
+            seen.append(a.shape[0])
+            return a.float() @ b.float()
+
+    index = tiny[0].index
+    m = torch.from_numpy(index.row_vectors(np.arange(len(index))).astype(np.float16))
+    rows = DeviceRows(m, Torch(), (), chunk=7)
+    x = np.random.default_rng(2).standard_normal((rows.shape[1], 4)).astype(np.float32)
+    want = m.float().numpy() @ x.astype(np.float16).astype(np.float32)
+    assert np.allclose(rows @ x, want, atol=1e-4) and np.allclose(rows @ x[:, 1], want[:, 1], atol=1e-4)
+    assert rows.fp16_products and seen == [len(index)] * 2  # every row once a product, not in upcast chunks
