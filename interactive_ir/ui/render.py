@@ -458,6 +458,8 @@ def dialogue_html(st: UIState, questions_on: bool, questions_off_reason: str = "
                                   f"{len(t.extra.get('irrelevant', []))} not it)"))
         elif t.kind == "like":
             lines.append(("note", "(more like one of the results)"))
+        elif t.extra.get("added") and t.user_text:  # typed in the search box: not an answer to the question above
+            lines.append(("you", f"{t.user_text}  (added in the search box)"))
         elif t.user_text:
             lines.append(("you", t.user_text))
         if t.error:  # a model's failure as a visitor reads it: no server, no secret (`redact.public_text`)

@@ -101,6 +101,7 @@ def test_typing_in_the_search_box_refines_the_belief_search(started):
     h.describe(engine, st, "a red square with a green circle")
     assert len(st.session.turns) == n + 1 and st.session.last.kind == "tell"  # said, not a new search
     assert st.session.last.answered_question == "" and st.session.last.extra.get("added") is True
+    assert "a red square with a green circle  (added in the search box)" in render.dialogue_html(st, True)
     assert st.session.last.user_text == "a red square with a green circle" and "New search" in st.notice
     assert not seen & set(st.session.last.shown)  # its seen images are kept (the belief's page: unseen ones)
     assert st.query == "a red square"  # the shared link's first description stays
