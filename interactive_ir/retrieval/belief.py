@@ -316,12 +316,7 @@ class Belief:
         """Images marked "like it" among the shown (`liked`: positions in `shown_rows`): the closest image to
         the target is one of them, log P(marks | i) = logsumexp over the liked of sim(i, s)/T - logsumexp over
         the shown and the none option; none liked is "none of these" (a click is one liked image)."""
-        pos = self.positions(shown_rows)
-        if not len(pos):
-            raise SessionError("nothing was shown to choose from")
-        cols = sorted({int(c) for c in liked}) or [len(pos)]
-        if not 0 <= cols[0] <= cols[-1] <= len(pos) or (liked and cols[-1] == len(pos)):
-            raise SessionError(f"option {cols[-1]} is not one of the {len(pos)} shown images")
+        pos, cols = self._choice(shown_rows, liked)
         if self.dev is not None:  # the same click model, its torch twin over every row on the device
             self.actions = self.dev.choice(self.actions, pos, cols, self.config)
             return
@@ -330,6 +325,20 @@ class Belief:
             self.actions = self.actions + self._log_choice(logits, cols)
         if self.pool is not None:  # kept to score rows that join the pool later
             self.pool.add_term(self, ChoiceTerm(self.vectors[pos] / self.norms[pos][:, None], tuple(cols)))
+
+    def update(self, shown_rows: Sequence[int], liked: Sequence[int], positive: np.ndarray | None = None,
+               negative: np.ndarray | None = None) -> None:
+        """A round's marks (or click: one liked image; none: "none of these") and what was said beside them, as
+        `marks` then `say`. On a device both come from one product over every row (the matrix read once a turn,
+        `DeviceMath.choice_and_statement`); on the CPU it is those two calls."""
+        said = self._said_rows(positive, negative) if self.dev is not None else []
+        if self.dev is None or not said:
+            self.marks(shown_rows, liked)
+            self.say(positive, negative)
+            return
+        pos, cols = self._choice(shown_rows, liked)
+        self.actions = self.dev.choice_and_statement(self.actions, pos, cols, self.config, said,
+                                                     self.config.say_temperature)
 
     def _click_logits(self, cos: np.ndarray) -> np.ndarray:
         """sim / click_temperature for every shown option, then the "none of these" option (last column)."""
@@ -345,6 +354,28 @@ class Belief:
         if eps <= 0.0:
             return model
         return np.logaddexp(np.log1p(-eps) + model, np.log(eps * len(cols) / n))
+
+    def _choice(self, shown_rows: Sequence[int], liked: Sequence[int]) -> tuple[np.ndarray, list[int]]:
+        """(positions of the shown rows, the chosen options' columns: the liked, or the none option)."""
+        pos = self.positions(shown_rows)
+        if not len(pos):
+            raise SessionError("nothing was shown to choose from")
+        cols = sorted({int(c) for c in liked}) or [len(pos)]
+        if not 0 <= cols[0] <= cols[-1] <= len(pos) or (liked and cols[-1] == len(pos)):
+            raise SessionError(f"option {cols[-1]} is not one of the {len(pos)} shown images")
+        return pos, cols
+
+    def _said_rows(self, positive: np.ndarray | None, negative: np.ndarray | None) -> list[tuple[np.ndarray, float]]:
+        """(row, weight) of what was said (`say`): the positive row, and the negative at -unsay_weight; checked."""
+        said = []
+        for row, weight in ((positive, 1.0), (negative, -self.config.unsay_weight)):
+            if row is None or weight == 0.0:
+                continue
+            q = np.asarray(row, np.float32)
+            if q.shape != (self.vectors.shape[1],) or not np.isfinite(q).all():
+                raise BadInputError(f"a statement row of width {self.vectors.shape[1]} with finite values is needed")
+            said.append((q, weight))
+        return said
 
     def answer_word(self, has_word: np.ndarray, yes: bool,
                     words_of: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
@@ -365,24 +396,16 @@ class Belief:
         (`negative`): log P(statement | i) = (score(positive, i) - unsay_weight * score(negative, i)) /
         say_temperature, up to a constant (an answer, or the text of "like this, but ...")."""
         t = self.config.say_temperature
-        term = np.zeros(len(self.rows))
-        said = []  # (row, weight) of what was said: on the device, one product over every row for all of them
-        for row, weight in ((positive, 1.0), (negative, -self.config.unsay_weight)):
-            if row is None or weight == 0.0:
-                continue
-            q = np.asarray(row, np.float32)
-            if q.shape != (self.vectors.shape[1],) or not np.isfinite(q).all():
-                raise BadInputError(f"a statement row of width {self.vectors.shape[1]} with finite values is needed")
-            if self.dev is not None:
-                said.append((q, weight))
-                continue
-            term += weight * (self.vectors @ q).astype(np.float64) / t
-            if self.pool is not None:
-                self.pool.add_term(self, StatementTerm(q, weight / t))
+        said = self._said_rows(positive, negative)  # on the device, one product over every row for all of them
         if self.dev is not None:
             if said:
                 self.actions = self.actions + self.dev.statement(said, t)
             return
+        term = np.zeros(len(self.rows))
+        for q, weight in said:
+            term += weight * (self.vectors @ q).astype(np.float64) / t
+            if self.pool is not None:
+                self.pool.add_term(self, StatementTerm(q, weight / t))
         with np.errstate(invalid="ignore"):
             self.actions = self.actions + term
 

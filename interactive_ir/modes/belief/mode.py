@@ -159,17 +159,22 @@ class BeliefMode(OnCore):
         options = [i for i in extra.get("options") or () if i in self.index.row_of]
         b.include(self.retriever, self._rows(options))  # the page's rows are covered (a replayed, pruned pool)
         picked: list[str] = []
+        choice = None  # (shown rows, liked positions) of the round's marks or click
         if options and "relevant" in extra:
             picked = [i for i in extra["relevant"] if i in options]
-            b.marks(self._rows(options), [options.index(i) for i in picked])
+            choice = (self._rows(options), [options.index(i) for i in picked])
         elif options and "clicked" in extra:
             clicked = extra.get("clicked")
             picked = [clicked] if clicked in options else []
-            b.click(self._rows(options), options.index(clicked) if clicked in options else None)
-        near = [b.vectors[p] for p in b.positions(self._rows(picked))] if b.pool is not None else []
+            choice = (self._rows(options), [options.index(clicked)] if clicked in options else [])
         answer = extra.get("answer")
+        worded = isinstance(answer, dict) and answer.get("word")
+        if choice is not None and worded:  # the answer's captions are read from the posterior after the click
+            b.marks(*choice)
+            choice = None
+        near = [b.vectors[p] for p in b.positions(self._rows(picked))] if b.pool is not None else []
         by_captions = False  # a yes/no answer read by the captions that name its word (then not also a statement)
-        if isinstance(answer, dict) and answer.get("word"):
+        if worded:
             word = str(answer["word"])
             has = self.has_word(b, word)
             b.answer_word(has, bool(answer.get("yes")), partial(self._names, stem(word.lower())))
@@ -178,10 +183,14 @@ class BeliefMode(OnCore):
         if by_captions:  # the answer's word is evidence by the captions; only the rest is a statement
             b.said.update(content_words(str(answer["word"])))
             said = answer.get("rest", "")
+        positive = negative = None
         if said:
             positive, negative = self._statement(b, said)
-            b.say(positive, negative)
             near += [positive] if positive is not None and b.pool is not None else []
+        if choice is not None:  # the click and the words together: on a GPU one read of the matrix (`Belief.update`)
+            b.update(*choice, positive, negative)
+        elif said:
+            b.say(positive, negative)
         if b.pool is not None:
             b.reach(self.retriever, protect=self._rows(options), near=near)
 

@@ -215,3 +215,26 @@ def test_running_out_of_memory_anywhere_in_the_update_is_device_full(tiny):
     b.click([1, 2, 3], 0)  # no topk in the click: it goes through
     with pytest.raises(DeviceFull, match="top rows"):
         b.page(5)
+
+
+@pytest.mark.parametrize("liked", [[2], [0, 3], []], ids=["click", "marks", "none of these"])
+def test_a_click_and_words_together_are_one_read_of_the_matrix_and_the_numpy_update(tiny, liked):
+    """`Belief.update` (a Closest click with "but a blue circle, not a square"): on the device the click model and
+    the statement come from ONE product over every row, and the action terms equal numpy's `marks` then `say`."""
+    whole = tiny[0]
+    cfg = BeliefConfig(click_error=0.1)
+    q = _q(whole, "a red square")
+    cpu, dev = Belief.over(whole, q, cfg), Belief.over(whole, q, cfg, device=_device(whole.index))
+    shown = [4, 9, 17, 23, 31]
+    said = (_q(whole, "a blue circle"), _q(whole, "square"))
+    cpu.marks(shown, liked)
+    cpu.say(*said)
+    rows = dev.vectors
+    calls = []
+    times_t = rows.times_t
+    rows.times_t = lambda xt: calls.append(tuple(xt.shape)) or times_t(xt)  # count the products over every row
+    dev.dev.rows = rows
+    dev.update(shown, liked, *said)
+    assert calls == [(cpu.vectors.shape[1], len(shown) + 2)]  # one product: the shown rows and both statements
+    assert np.allclose(dev.actions.numpy(), cpu.actions, rtol=1e-5, atol=1e-6)
+    assert np.std(cpu.actions) > 0.1  # the terms moved, not a constant both get right
