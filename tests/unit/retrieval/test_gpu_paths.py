@@ -319,6 +319,12 @@ def test_gpu_presence_is_cuda_or_zero_gpu_not_an_installed_package(monkeypatch):
     monkeypatch.syspath_prepend(str(FAKE_SPACES))  # `spaces` importable, as on a CPU Space
     monkeypatch.delenv("SPACES_ZERO_GPU", raising=False)
     monkeypatch.delenv("IIR_DEVICE", raising=False)
+    try:  # a machine with a real GPU: as if it had none (the question is what `spaces` alone says)
+        import torch
+
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    except ImportError:
+        pass
     assert llms._gpu_available() is False
     monkeypatch.setenv("SPACES_ZERO_GPU", "true")
     assert llms._gpu_available() is True
