@@ -169,11 +169,13 @@ class Engine(OnCore):
             return self.search_text(session, text, ask=ask)
         return self.start(session, text, ask=ask)
 
-    def reply(self, session: Session, text: str, *, refine: bool = True, ask: bool = True) -> Turn:
+    def reply(self, session: Session, text: str, *, refine: bool = True, ask: bool = True,
+              answers: bool = True) -> Turn:
         """What the user says (an answer to the pending question, or anything): on the belief it is evidence
-        (`tell`: a yes or no to its yes/no question is the word asked); otherwise the conversation's `answer`."""
+        (`tell`: a yes or no to its yes/no question is the word asked; `answers=False`: words added to the
+        search, not an answer to the pending question); otherwise the conversation's `answer`."""
         if session.on_belief:
-            return self.tell(session, text, ask=ask)
+            return self.tell(session, text, ask=ask, answers=answers)
         return self.answer(session, text, refine=refine, ask=ask)
 
     def choose(self, session: Session, option: int, question: Question | str | None = None, *,

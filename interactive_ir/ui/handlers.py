@@ -256,7 +256,7 @@ def add_words(engine, st: UIState, text: str, *, defer_question: bool = False, l
     evidence and seen images kept, and not an answer to the question on the page (that stays unanswered)."""
     s = _open(st)
     with _question_later(engine, st, s, defer_question or later):
-        engine.tell(s, text, answers=False)
+        engine.reply(s, text, refine=not later, answers=False)
     _moved(st)
     st.new_page()
     st.notice = " ".join(filter(None, [language_note(engine, text),
