@@ -330,15 +330,14 @@ class Belief:
                negative: np.ndarray | None = None) -> None:
         """A round's marks (or click: one liked image; none: "none of these") and what was said beside them, as
         `marks` then `say`. On a device both come from one product over every row (the matrix read once a turn,
-        `DeviceMath.choice_and_statement`); on the CPU it is those two calls."""
-        said = self._said_rows(positive, negative) if self.dev is not None else []
-        if self.dev is None or not said:
+        `DeviceMath.choice` with what was said); on the CPU it is those two calls."""
+        if self.dev is None:
             self.marks(shown_rows, liked)
             self.say(positive, negative)
             return
         pos, cols = self._choice(shown_rows, liked)
-        self.actions = self.dev.choice_and_statement(self.actions, pos, cols, self.config, said,
-                                                     self.config.say_temperature)
+        self.actions = self.dev.choice(self.actions, pos, cols, self.config, self._said_rows(positive, negative),
+                                       self.config.say_temperature)
 
     def _click_logits(self, cos: np.ndarray) -> np.ndarray:
         """sim / click_temperature for every shown option, then the "none of these" option (last column)."""

@@ -131,20 +131,23 @@ class DeviceMath:
         """The sum over what was said, (row x, weight), of weight * score(x, i) / temperature for every row, in
         the order of `Belief.say`'s numpy operations: every row is read once for all of them (one product)."""
         with self.guard("statement"):
-            scores = self.rows.times(np.stack([q for q, _ in said], axis=1)).double()
-            term = self.torch.zeros(self.n, dtype=self.torch.float64, device=self.where)
-            for j, (_, weight) in enumerate(said):
-                term += weight * scores[:, j] / temperature
-            return term
+            return self._said_term(self.rows.times(np.stack([q for q, _ in said], axis=1)), said, temperature)
+
+    def _said_term(self, scores, said: list[tuple[np.ndarray, float]], temperature: float):
+        """`statement`'s sum from the products of every row with what was said (`scores`, rows x len(said))."""
+        scores = scores.double()
+        term = self.torch.zeros(self.n, dtype=self.torch.float64, device=self.where)
+        for j, (_, weight) in enumerate(said):
+            term += weight * scores[:, j] / temperature
+        return term
 
     def unit(self, pos: np.ndarray):
         """The rows at positions `pos` divided by their lengths (float32, len(pos) x d, on the device)."""
         p = self.tensor(np.asarray(pos, np.int64))
         return self.rows.matrix[p].float() / self.norms[p][:, None]
 
-    def cosines(self, pos: np.ndarray, among: np.ndarray | None = None, scaled: bool = True):
-        """Cosines (float32 tensor) of every row (or those at `among`) with the rows at `pos` (`Belief.cosines`).
-        With `scaled` False and every row as long, the products are left unscaled (times 1 / `one_norm` later)."""
+    def cosines(self, pos: np.ndarray, among: np.ndarray | None = None):
+        """Cosines (float32 tensor) of every row (or those at `among`) with the rows at `pos` (`Belief.cosines`)."""
         with self.guard("cosines"):
             unit = self.unit(pos)
             if among is None:
@@ -155,45 +158,32 @@ class DeviceMath:
                 out = self.rows.matrix[a].float() @ unit.T
                 norms = self.norms[a]
             if self.one_norm is not None:
-                return out.mul_(np.float32(1.0 / self.one_norm)) if scaled else out
+                return out.mul_(np.float32(1.0 / self.one_norm))
             return out.div_(norms[:, None])
 
-    def choice(self, actions, pos: np.ndarray, cols: list[int], config):
+    def choice(self, actions, pos: np.ndarray, cols: list[int], config,
+               said: list[tuple[np.ndarray, float]] = (), temperature: float = 1.0):
         """`actions` plus log P(the choice among the shown rows at `pos` is in `cols` | i) for every row
         (`log_choice`), in place, the click model run over the rows `chunk` at a time (its float64 sums of a chunk,
-        not every row's, in memory). A device that fills up halfway leaves `actions` half done: the belief is then
-        made again on the CPU from the session's rounds (`DeviceFull`)."""
+        not every row's, in memory); with `said` ((row, weight) of words said beside the click), plus their
+        `statement` term at `temperature`, from the SAME product (the shown rows' unit vectors and what was said
+        side by side: the matrix read once for a Closest click with "but at night"). A device that fills up
+        halfway leaves `actions` half done: the belief is then made again on the CPU from the session's rounds
+        (`DeviceFull`)."""
         with self.guard("click model"):
-            cos = self.cosines(pos, scaled=False)  # every row as long: the length's inverse goes with 1/T, one pass
-            scale = 1.0 if self.one_norm is None else 1.0 / self.one_norm
-            for a in range(0, self.n, self.chunk):
-                b = min(self.n, a + self.chunk)
-                actions[a:b] += log_choice(self.torch, cos[a:b], cols, config, scale)
-            return actions
-
-    def choice_and_statement(self, actions, pos: np.ndarray, cols: list[int], config,
-                             said: list[tuple[np.ndarray, float]], temperature: float):
-        """`choice` then `statement` added to `actions`, from ONE product of every row with the shown rows' unit
-        vectors and what was said side by side: the matrix is read once for a round's click and words (a Closest
-        click with "but at night"), not twice. The same values as `choice` then `+ statement`."""
-        if not said:
-            return self.choice(actions, pos, cols, config)
-        with self.guard("click model and statement"):
-            unit = self.unit(pos)
-            words = self.tensor(np.stack([q for q, _ in said], axis=1).astype(np.float32))
-            both = self.rows.times_t(self.torch.cat([unit.T, words], dim=1))
+            rhs = self.unit(pos).T
+            if said:
+                rhs = self.torch.cat([rhs, self.tensor(np.stack([q for q, _ in said], axis=1).astype(np.float32))], 1)
+            both = self.rows.times_t(rhs)
             k = len(pos)
-            cos, scores = both[:, :k], both[:, k:].double()
+            cos = both[:, :k]  # every row as long: the length's inverse goes with 1/T in `log_choice`, one pass
             if self.one_norm is None:
                 cos = cos.div_(self.norms[:, None])
             scale = 1.0 if self.one_norm is None else 1.0 / self.one_norm
             for a in range(0, self.n, self.chunk):
                 b = min(self.n, a + self.chunk)
                 actions[a:b] += log_choice(self.torch, cos[a:b], cols, config, scale)
-            term = self.torch.zeros(self.n, dtype=self.torch.float64, device=self.where)
-            for j, (_, weight) in enumerate(said):
-                term += weight * scores[:, j] / temperature
-            return actions + term
+            return actions + self._said_term(both[:, k:], said, temperature) if said else actions
 
     def word(self, actions, has_word: np.ndarray, yes: bool, word_yes: float, word_yes_absent: float):
         """`actions` plus log P(the answer | i): word_yes where the row's caption names the word, else
