@@ -533,8 +533,7 @@ def status_md(st: UIState) -> str:
                                  else " · mark results, or use one as a reference"))
     pins = pinned_ids(st)
     liked = len(pins)
-    earlier = {i for t in s.turns[:-1] for i in t.shown}
-    new = "" if earlier & set(s.last.shown) else "new "  # "new" only when none was shown before
+    new = "" if s.last.seen else "new "  # "new" only when none was shown before (`Turn.seen`, as the page's head)
     what = (f"{len(s.last.shown)} {new}results; {_the_liked(liked, all(w == 'liked' for _, w in pins))} "
             f"{'stays' if liked == 1 else 'stay'} first" if liked
             else f"{len(s.last.shown)} results")

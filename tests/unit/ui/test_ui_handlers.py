@@ -433,6 +433,7 @@ def test_strip_dialogue_reference_and_status(tmp_path):
             in render.status_md(st))
     earlier = [i for i in st.session.turns[0].shown if i not in render.liked_ids(st)]
     st.session.last.shown = [earlier[0], *st.session.last.shown[1:]]  # a page with an image seen before: not "new"
+    st.session.last.seen = [earlier[0]]  # as the engine records it
     assert "Round 2 · 2 results; the one you liked stays first" in render.status_md(st)
 
 
